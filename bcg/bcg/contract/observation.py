@@ -1,0 +1,269 @@
+"""The policy's observation as a declarative spec: named terms, each with a size and a scale.
+
+The same spec and the same term functions build the observation in the training environment
+(torch tensors, batched over environments) and in the policy node (numpy arrays from LowState), so
+the two can never drift apart. The spec travels inside the ONNX file (`bcg.contract.metadata`).
+
+Conventions (both sides):
+- quaternions are (w, x, y, z); the base quaternion rotates base-frame vectors into the world;
+- joint arrays are in the *policy's* joint order (the contract's `joint_names`), shape (..., n);
+- reference terms sample the reference motion `frames` control periods ahead of now, each frame
+  contributing its per-frame size, concatenated frame by frame;
+- every term is multiplied by its `scale` after it is computed.
+"""
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, Optional, Sequence, Tuple
+
+import numpy as np
+
+
+class ObservationSpecError(ValueError):
+    """The observation layout is malformed (the message names the term and field)."""
+
+
+@dataclass(frozen=True)
+class ReferenceFrames:
+    """Reference-motion samples at the future frames the spec asks for. F = number of frames."""
+
+    joint_pos: Any
+    """(..., F, n) rad, policy joint order."""
+    joint_vel: Any
+    """(..., F, n) rad/s, policy joint order."""
+    root_pos: Any
+    """(..., F, 3) m, world frame."""
+    root_quat: Any
+    """(..., F, 4) (w, x, y, z), root (pelvis) orientation in the world."""
+
+
+@dataclass(frozen=True)
+class ObservationInputs:
+    """Everything a term may read. Arrays are numpy or torch, with any leading batch shape (...)."""
+
+    base_quat: Any
+    """(..., 4) (w, x, y, z) pelvis orientation (LowState.imu_state.quaternion)."""
+    base_ang_vel: Any
+    """(..., 3) rad/s pelvis angular velocity in the base frame (LowState gyroscope)."""
+    joint_pos: Any
+    """(..., n) rad."""
+    joint_vel: Any
+    """(..., n) rad/s."""
+    last_action: Any
+    """(..., n) the policy's previous raw output (before action scale)."""
+    default_joint_pos: Any
+    """(n,) rad, the contract's default pose."""
+    reference: Optional[ReferenceFrames] = None
+    """Reference samples; required when the spec has reference terms."""
+
+
+def _xp(x):
+    """The array namespace of `x`: torch for tensors (imported only then), else numpy."""
+    if type(x).__module__.startswith("torch"):
+        import torch
+        return torch
+    return np
+
+
+def _quat_rotate_inverse(q, v):
+    """Rotate world vectors v (..., 3) into the frame of quaternions q (..., 4) (w, x, y, z)."""
+    xp = _xp(v)
+    w, u = q[..., 0:1], q[..., 1:4]
+    uv = xp.stack([u[..., 1] * v[..., 2] - u[..., 2] * v[..., 1],
+                   u[..., 2] * v[..., 0] - u[..., 0] * v[..., 2],
+                   u[..., 0] * v[..., 1] - u[..., 1] * v[..., 0]], -1)
+    uuv = xp.stack([u[..., 1] * uv[..., 2] - u[..., 2] * uv[..., 1],
+                    u[..., 2] * uv[..., 0] - u[..., 0] * uv[..., 2],
+                    u[..., 0] * uv[..., 1] - u[..., 1] * uv[..., 0]], -1)
+    return v - 2.0 * w * uv + 2.0 * uuv
+
+
+def _quat_conj_mul(a, b):
+    """conj(a) * b for quaternions (..., 4) (w, x, y, z): b expressed in a's frame."""
+    xp = _xp(b)
+    aw, ax, ay, az = a[..., 0], a[..., 1], a[..., 2], a[..., 3]
+    bw, bx, by, bz = b[..., 0], b[..., 1], b[..., 2], b[..., 3]
+    return xp.stack([aw * bw + ax * bx + ay * by + az * bz,
+                     aw * bx - ax * bw - ay * bz + az * by,
+                     aw * by + ax * bz - ay * bw - az * bx,
+                     aw * bz - ax * by + ay * bx - az * bw], -1)
+
+
+def _rot6d(q):
+    """First two columns of the rotation matrix of q (..., 4), flattened to (..., 6)."""
+    xp = _xp(q)
+    w, x, y, z = q[..., 0], q[..., 1], q[..., 2], q[..., 3]
+    return xp.stack([1 - 2 * (y * y + z * z), 2 * (x * y + w * z), 2 * (x * z - w * y),
+                     2 * (x * y - w * z), 1 - 2 * (x * x + z * z), 2 * (y * z + w * x)], -1)
+
+
+def _flatten_frames(x):
+    """(..., F, k) -> (..., F * k)."""
+    return x.reshape(tuple(x.shape[:-2]) + (-1,))
+
+
+def _gravity(inp: ObservationInputs):
+    xp = _xp(inp.base_quat)
+    down = xp.zeros_like(inp.base_quat[..., 1:4])
+    down[..., 2] = -1.0
+    return _quat_rotate_inverse(inp.base_quat, down)
+
+
+def _ref_root_rot(inp: ObservationInputs):
+    return _flatten_frames(_rot6d(_quat_conj_mul(inp.base_quat[..., None, :], inp.reference.root_quat)))
+
+
+@dataclass(frozen=True)
+class TermKind:
+    """How one named term is computed and how big it is."""
+
+    per_frame_size: Callable[[int], int]
+    """Size as a function of the number of joints n (per reference frame for reference terms)."""
+    compute: Callable[[ObservationInputs], Any]
+    """The term's value (..., size), before scaling."""
+    reference: bool = False
+    """True when the term samples the reference motion (needs `frames`)."""
+    description: str = ""
+
+
+TERMS: Dict[str, TermKind] = {
+    "base_ang_vel": TermKind(lambda n: 3, lambda i: i.base_ang_vel,
+                             description="pelvis angular velocity, base frame, rad/s"),
+    "projected_gravity": TermKind(lambda n: 3, _gravity,
+                                  description="unit gravity vector in the base frame (z = -1 upright)"),
+    "joint_pos": TermKind(lambda n: n, lambda i: i.joint_pos - i.default_joint_pos,
+                          description="joint positions minus the default pose, rad"),
+    "joint_vel": TermKind(lambda n: n, lambda i: i.joint_vel, description="joint velocities, rad/s"),
+    "last_action": TermKind(lambda n: n, lambda i: i.last_action, description="previous raw action"),
+    "ref_joint_pos": TermKind(lambda n: n, lambda i: _flatten_frames(i.reference.joint_pos - i.default_joint_pos),
+                              reference=True, description="reference joint positions minus default, rad"),
+    "ref_joint_vel": TermKind(lambda n: n, lambda i: _flatten_frames(i.reference.joint_vel),
+                              reference=True, description="reference joint velocities, rad/s"),
+    "ref_root_height": TermKind(lambda n: 1, lambda i: i.reference.root_pos[..., 2],
+                                reference=True, description="reference root height, m"),
+    "ref_root_rot": TermKind(lambda n: 6, _ref_root_rot, reference=True,
+                             description="reference root orientation in the base frame, 6-D rotation"),
+}
+"""Every term a spec may name. Add a term here and both training and the node get it."""
+
+
+@dataclass(frozen=True)
+class ObservationTerm:
+    """One named slice of the observation vector."""
+
+    name: str
+    """A key of `TERMS`."""
+    size: int
+    """Number of observation entries this term fills (all frames together)."""
+    scale: float = 1.0
+    """Multiplier applied to the computed term."""
+    frames: Tuple[int, ...] = ()
+    """Reference terms only: future frames sampled, in control periods ahead of now (e.g. (1, 2, 3))."""
+
+    def to_json(self) -> dict:
+        d = {"name": self.name, "size": self.size, "scale": self.scale}
+        if self.frames:
+            d["frames"] = list(self.frames)
+        return d
+
+
+@dataclass(frozen=True)
+class ObservationSpec:
+    """The ordered terms of an observation vector."""
+
+    terms: Tuple[ObservationTerm, ...]
+
+    @property
+    def size(self) -> int:
+        """Total length of the observation vector."""
+        return sum(t.size for t in self.terms)
+
+    @property
+    def frames(self) -> Tuple[int, ...]:
+        """The reference frames the spec needs (all reference terms share them), () if none."""
+        return next((t.frames for t in self.terms if t.frames), ())
+
+    @property
+    def needs_reference(self) -> bool:
+        return any(TERMS[t.name].reference for t in self.terms)
+
+    def to_json(self) -> list:
+        return [t.to_json() for t in self.terms]
+
+    @classmethod
+    def from_json(cls, data: Any, num_joints: int) -> "ObservationSpec":
+        """Parse and validate a layout against `num_joints`; ObservationSpecError names the problem."""
+        if not isinstance(data, list) or not data:
+            raise ObservationSpecError("observation: expected a non-empty list of terms")
+        terms = []
+        for k, d in enumerate(data):
+            if not isinstance(d, dict):
+                raise ObservationSpecError(f"observation[{k}]: expected an object with name/size/scale")
+            unknown = set(d) - {"name", "size", "scale", "frames"}
+            if unknown:
+                raise ObservationSpecError(f"observation[{k}]: unknown field(s) {sorted(unknown)}")
+            try:
+                term = ObservationTerm(name=str(d["name"]), size=int(d["size"]),
+                                       scale=float(d.get("scale", 1.0)),
+                                       frames=tuple(int(f) for f in d.get("frames", ())))
+            except KeyError as e:
+                raise ObservationSpecError(f"observation[{k}]: missing field {e.args[0]!r}") from None
+            except (TypeError, ValueError) as e:
+                raise ObservationSpecError(f"observation[{k}]: {e}") from None
+            terms.append(term)
+        spec = cls(tuple(terms))
+        spec.validate(num_joints)
+        return spec
+
+    def validate(self, num_joints: int) -> None:
+        """Check every term exists, sizes match `num_joints`, and reference frames agree."""
+        seen = set()
+        for t in self.terms:
+            where = f"observation term {t.name!r}"
+            if t.name not in TERMS:
+                raise ObservationSpecError(f"{where}: unknown term (known: {', '.join(TERMS)})")
+            if t.name in seen:
+                raise ObservationSpecError(f"{where}: appears twice")
+            seen.add(t.name)
+            kind = TERMS[t.name]
+            if kind.reference and (not t.frames or any(f < 0 for f in t.frames)):
+                raise ObservationSpecError(f"{where}: reference term needs non-negative 'frames'")
+            if not kind.reference and t.frames:
+                raise ObservationSpecError(f"{where}: 'frames' given for a term that samples no reference")
+            if kind.reference and t.frames != self.frames:
+                raise ObservationSpecError(f"{where}: frames {list(t.frames)} differ from {list(self.frames)}")
+            expected = kind.per_frame_size(num_joints) * max(1, len(t.frames))
+            if t.size != expected:
+                raise ObservationSpecError(f"{where}: size {t.size}, expected {expected} for {num_joints} joints")
+            if not np.isfinite(t.scale):
+                raise ObservationSpecError(f"{where}: scale {t.scale} is not finite")
+
+    def build(self, inputs: ObservationInputs):
+        """The observation (..., size) as float32 (numpy) or the inputs' dtype (torch)."""
+        if self.needs_reference and inputs.reference is None:
+            raise ObservationSpecError("observation needs reference-motion terms but no motion was given")
+        xp = _xp(inputs.joint_pos)
+        parts = [TERMS[t.name].compute(inputs) * t.scale for t in self.terms]
+        out = xp.concatenate(parts, -1)
+        return out.astype(np.float32) if xp is np else out
+
+
+def robot_state_spec(num_joints: int, ang_vel_scale: float = 0.25, joint_vel_scale: float = 0.05) -> ObservationSpec:
+    """The proprioceptive terms alone (no reference): gyro, gravity, joint pos/vel, last action."""
+    n = num_joints
+    return ObservationSpec((
+        ObservationTerm("base_ang_vel", 3, ang_vel_scale),
+        ObservationTerm("projected_gravity", 3),
+        ObservationTerm("joint_pos", n),
+        ObservationTerm("joint_vel", n, joint_vel_scale),
+        ObservationTerm("last_action", n),
+    ))
+
+
+def tracking_spec(num_joints: int, frames: Sequence[int] = (1, 2, 3)) -> ObservationSpec:
+    """Robot state plus the reference motion at `frames` control periods ahead."""
+    n, f = num_joints, tuple(frames)
+    return ObservationSpec(robot_state_spec(n).terms + (
+        ObservationTerm("ref_joint_pos", n * len(f), 1.0, f),
+        ObservationTerm("ref_joint_vel", n * len(f), 0.05, f),
+        ObservationTerm("ref_root_height", len(f), 1.0, f),
+        ObservationTerm("ref_root_rot", 6 * len(f), 1.0, f),
+    ))

@@ -1,0 +1,163 @@
+"""Typed configuration of the sim bridge, read from a ROS parameter YAML and overridden by flags.
+
+The same dataclass is the CLI's defaults, the `ros__parameters` of config/sim_bridge.yaml and the
+parameters the ROS 2 node declares. Every bad value raises `ConfigError` naming the key.
+"""
+import dataclasses
+import math
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any, Dict, Mapping, Optional, Union
+
+import yaml
+
+
+class ConfigError(ValueError):
+    """A configuration value is missing, unknown or out of range; the message names the key."""
+
+
+@dataclass(frozen=True)
+class BridgeConfig:
+    """Everything the bridge needs besides the robot model itself."""
+
+    model: str = ""
+    """Path of the G1 MuJoCo XML (scene with a floor); empty: $BCG_G1_MODEL."""
+    transport: str = "dds"
+    """'dds' (Cyclone DDS directly, like the robot) or 'ros2' (rclpy; needs a ROS 2 install)."""
+    domain: int = 1
+    """DDS domain id (the robot uses 0, Unitree's simulator 1)."""
+    interface: str = "lo"
+    """Network interface DDS binds to (loopback by default)."""
+    lowcmd_topic: str = "rt/lowcmd"
+    """DDS topic the bridge reads LowCmd from (ROS 2 sees it as /lowcmd)."""
+    lowstate_topic: str = "rt/lowstate"
+    """DDS topic the bridge publishes LowState on (ROS 2 sees it as /lowstate)."""
+    physics_hz: float = 1000.0
+    """MuJoCo step rate, Hz (model.opt.timestep = 1 / physics_hz); the PD law runs every step."""
+    state_hz: float = 500.0
+    """LowState publish rate, Hz of simulated time; physics_hz must be a whole multiple of it."""
+    fast: bool = False
+    """True: step as fast as possible; False: pace simulated time to the wall clock."""
+    duration: float = 0.0
+    """Simulated seconds to run, then exit; 0: run until SIGINT / SIGTERM."""
+    command_timeout: float = 0.1
+    """Simulated seconds without an accepted LowCmd after which the bridge falls back to damping."""
+    damping_kd: float = -1.0
+    """Damping-mode gain, N m s/rad (kp = 0); negative: the robot description's damping_kd."""
+    initial_pose: str = "default"
+    """Joint angles at start: 'default' (robot default pose) or 'zero' (the model's qpos0)."""
+    elastic_band: bool = False
+    """Hold the torso with Unitree's elastic band at start."""
+    band_stiffness: float = 200.0
+    """Elastic band spring constant, N/m."""
+    band_damping: float = 100.0
+    """Elastic band damping along the band, N s/m."""
+    band_anchor_height: float = 3.0
+    """Height of the band's anchor above the floor, m, straight above the initial root position."""
+    band_length: float = 0.0
+    """Rest length of the band, m."""
+    band_body: str = "torso_link"
+    """Model body the band pulls on."""
+    band_release_time: float = 0.0
+    """Simulated seconds after which the band is released; 0: never."""
+    fall_height: float = 0.3
+    """Root (pelvis) height below which the robot counts as fallen, m."""
+    metrics: str = ""
+    """Path of the metrics JSON written at exit; empty: none."""
+    motion: str = ""
+    """Reference motion (LAFAN1-style CSV, 30 fps) to measure joint tracking against; empty: none."""
+    motion_fps: float = 30.0
+    """Frame rate of the reference motion, frames/s."""
+    record: str = ""
+    """Path of a video / GIF of the run rendered offscreen (.gif, or .mp4 with imageio-ffmpeg); empty: none."""
+    record_fps: float = 30.0
+    """Frames per simulated second in the recording."""
+    record_width: int = 640
+    """Recording width, pixels."""
+    record_height: int = 480
+    """Recording height, pixels."""
+    headless: bool = False
+    """True: never open the interactive viewer, even when a display exists."""
+
+    def __post_init__(self) -> None:
+        _validate(self)
+
+    def replace(self, **changes: Any) -> "BridgeConfig":
+        """A copy with `changes` applied (validated like any other config)."""
+        return dataclasses.replace(self, **coerce_values(changes))
+
+    @property
+    def steps_per_state(self) -> int:
+        """Physics steps between two LowState messages."""
+        return int(round(self.physics_hz / self.state_hz))
+
+
+def _require(ok: bool, key: str, message: str, value: Any) -> None:
+    if not ok:
+        raise ConfigError(f"sim_bridge parameter `{key}` = {value!r}: {message}")
+
+
+def _validate(c: BridgeConfig) -> None:
+    for f in fields(c):
+        value = getattr(c, f.name)
+        if isinstance(value, float):
+            _require(math.isfinite(value), f.name, "must be finite", value)
+    _require(c.transport in ("dds", "ros2"), "transport", "must be 'dds' or 'ros2'", c.transport)
+    _require(0 <= c.domain <= 232, "domain", "DDS domain ids are 0..232", c.domain)
+    for key in ("physics_hz", "state_hz", "command_timeout", "motion_fps", "record_fps",
+                "record_width", "record_height"):
+        _require(getattr(c, key) > 0, key, "must be > 0", getattr(c, key))
+    ratio = c.physics_hz / c.state_hz
+    _require(ratio >= 1 and abs(ratio - round(ratio)) < 1e-9, "state_hz",
+             f"physics_hz ({c.physics_hz}) must be a whole multiple of state_hz", c.state_hz)
+    for key in ("duration", "band_stiffness", "band_damping", "band_length", "band_release_time", "fall_height"):
+        _require(getattr(c, key) >= 0, key, "must be >= 0", getattr(c, key))
+    _require(c.initial_pose in ("default", "zero"), "initial_pose", "must be 'default' or 'zero'", c.initial_pose)
+    _require(bool(c.band_body), "band_body", "must name a body of the model", c.band_body)
+
+
+_FIELD_TYPES = {f.name: f.type for f in fields(BridgeConfig)}
+
+
+def coerce_values(values: Mapping[str, Any]) -> Dict[str, Any]:
+    """Check names and types of `values` against BridgeConfig; ints are accepted for floats."""
+    out = {}
+    for key, value in values.items():
+        if key not in _FIELD_TYPES:
+            raise ConfigError(f"unknown sim_bridge parameter `{key}`; known: {', '.join(sorted(_FIELD_TYPES))}")
+        want = _FIELD_TYPES[key]
+        if want is float and isinstance(value, int) and not isinstance(value, bool):
+            value = float(value)
+        if value is None and want is str:
+            value = ""
+        if type(value) is not want:
+            raise ConfigError(f"sim_bridge parameter `{key}` = {value!r}: expected {want.__name__}, "
+                              f"got {type(value).__name__}")
+        out[key] = value
+    return out
+
+
+def read_ros_parameters(path: Union[str, Path]) -> Dict[str, Any]:
+    """The `ros__parameters` mapping of a ROS 2 parameter YAML (one node section, or `/**`)."""
+    path = Path(path)
+    try:
+        doc = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError) as e:
+        raise ConfigError(f"cannot read parameter file {path}: {e}") from e
+    if not isinstance(doc, dict):
+        raise ConfigError(f"parameter file {path}: expected `<node>: {{ros__parameters: {{...}}}}`")
+    sections = [v["ros__parameters"] for v in doc.values() if isinstance(v, dict) and "ros__parameters" in v]
+    if len(sections) != 1 or not isinstance(sections[0], dict):
+        raise ConfigError(f"parameter file {path}: expected exactly one `ros__parameters` mapping, "
+                          f"found {len(sections)}")
+    return sections[0]
+
+
+def load_config(params_file: Optional[Union[str, Path]] = None,
+                overrides: Optional[Mapping[str, Any]] = None) -> BridgeConfig:
+    """Defaults, then the file's `ros__parameters`, then `overrides` (e.g. command-line flags)."""
+    values: Dict[str, Any] = {}
+    if params_file:
+        values.update(coerce_values(read_ros_parameters(params_file)))
+    values.update(coerce_values(overrides or {}))
+    return BridgeConfig(**values)
