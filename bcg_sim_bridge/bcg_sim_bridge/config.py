@@ -28,10 +28,6 @@ class BridgeConfig:
     """DDS domain id (the robot uses 0, Unitree's simulator 1)."""
     interface: str = "lo"
     """Network interface DDS binds to (loopback by default)."""
-    lowcmd_topic: str = "rt/lowcmd"
-    """DDS topic the bridge reads LowCmd from (ROS 2 sees it as /lowcmd)."""
-    lowstate_topic: str = "rt/lowstate"
-    """DDS topic the bridge publishes LowState on (ROS 2 sees it as /lowstate)."""
     physics_hz: float = 1000.0
     """MuJoCo step rate, Hz (model.opt.timestep = 1 / physics_hz); the PD law runs every step."""
     state_hz: float = 500.0
@@ -40,6 +36,9 @@ class BridgeConfig:
     """True: step as fast as possible; False: pace simulated time to the wall clock."""
     duration: float = 0.0
     """Simulated seconds to run, then exit; 0: run until SIGINT / SIGTERM."""
+    wait_for_command: float = 0.0
+    """Wall seconds to hold simulated time at 0 (publishing LowState) until a first LowCmd arrives;
+    0: start at once. Lets a controller or test connect before anything moves."""
     command_timeout: float = 0.1
     """Simulated seconds without an accepted LowCmd after which the bridge falls back to damping."""
     damping_kd: float = -1.0
@@ -72,9 +71,9 @@ class BridgeConfig:
     """Path of a video / GIF of the run rendered offscreen (.gif, or .mp4 with imageio-ffmpeg); empty: none."""
     record_fps: float = 30.0
     """Frames per simulated second in the recording."""
-    record_width: int = 640
+    record_width: int = 320
     """Recording width, pixels."""
-    record_height: int = 480
+    record_height: int = 240
     """Recording height, pixels."""
     headless: bool = False
     """True: never open the interactive viewer, even when a display exists."""
@@ -110,7 +109,7 @@ def _validate(c: BridgeConfig) -> None:
     ratio = c.physics_hz / c.state_hz
     _require(ratio >= 1 and abs(ratio - round(ratio)) < 1e-9, "state_hz",
              f"physics_hz ({c.physics_hz}) must be a whole multiple of state_hz", c.state_hz)
-    for key in ("duration", "band_stiffness", "band_damping", "band_length", "band_release_time", "fall_height"):
+    for key in ("duration", "wait_for_command", "band_stiffness", "band_damping", "band_length", "band_release_time", "fall_height"):
         _require(getattr(c, key) >= 0, key, "must be >= 0", getattr(c, key))
     _require(c.initial_pose in ("default", "zero"), "initial_pose", "must be 'default' or 'zero'", c.initial_pose)
     _require(bool(c.band_body), "band_body", "must name a body of the model", c.band_body)

@@ -13,15 +13,8 @@ import numpy as np
 
 from bcg.robot import RobotDescription
 
+from .indexing import as_slice_if_contiguous
 from .joint_command import JointCommand
-
-
-def _contiguous(idx: np.ndarray):
-    """A slice equal to the index array when it is a run of consecutive indices (faster), else the array."""
-    idx = np.asarray(idx)
-    if len(idx) and np.array_equal(idx, np.arange(idx[0], idx[0] + len(idx))):
-        return slice(int(idx[0]), int(idx[0]) + len(idx))
-    return idx
 
 
 class PhysicsCore:
@@ -37,9 +30,10 @@ class PhysicsCore:
         self.model.opt.timestep = 1.0 / float(physics_hz)
         self.dt = self.model.opt.timestep
         self.data = mujoco.MjData(self.model)
-        self._act = _contiguous(robot.actuator_ids)
-        self._qadr = _contiguous(robot.joint_qpos_adr)
-        self._vadr = _contiguous(robot.joint_dof_adr)
+        self._act = as_slice_if_contiguous(robot.actuator_ids)
+        self._qadr = as_slice_if_contiguous(robot.joint_qpos_adr)
+        self._vadr = as_slice_if_contiguous(robot.joint_dof_adr)
+        self._root_qadr = int(self.model.jnt_qposadr[self.model.body_jntadr[robot.root_body]])
         self._make_pd_actuators()
         if initial_pose == "default":
             self.data.qpos[self._qadr] = robot.default_q
@@ -101,5 +95,5 @@ class PhysicsCore:
 
     @property
     def root_height(self) -> float:
-        """Height of the root (pelvis) body above the world origin, m."""
-        return float(self.data.xpos[self.robot.root_body, 2])
+        """Height of the root (pelvis) above the world origin, m (the free joint's z)."""
+        return float(self.data.qpos[self._root_qadr + 2])

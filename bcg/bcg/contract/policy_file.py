@@ -1,0 +1,131 @@
+"""An exported policy on disk: one ONNX file whose `metadata_props` carry its `PolicyContract`.
+
+`write_policy` stamps a contract into an ONNX model and saves it atomically (training uses it);
+`load_policy` reads one back, checks the graph against its contract and opens an onnxruntime
+session (the node uses it). Every refusal is a `PolicyFileError` naming the file and the problem.
+"""
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import List, Optional, Union
+
+import numpy as np
+import onnx
+
+from .metadata import ContractError, PolicyContract
+
+PathLike = Union[str, Path]
+
+
+class PolicyFileError(ValueError):
+    """A policy file cannot be used; the message names the file and the problem."""
+
+
+def _dims(value_info) -> List[Optional[int]]:
+    """Static dims of an ONNX input/output (None where symbolic or unknown)."""
+    return [d.dim_value if d.HasField("dim_value") else None for d in value_info.type.tensor_type.shape.dim]
+
+
+def check_graph(model: onnx.ModelProto, contract: PolicyContract) -> None:
+    """One float input [batch, obs] and one float output [batch, n] matching the contract.
+
+    Raises ContractError naming the size that disagrees.
+    """
+    inits = {i.name for i in model.graph.initializer}
+    inputs = [i for i in model.graph.input if i.name not in inits]
+    outputs = list(model.graph.output)
+    if len(inputs) != 1 or len(outputs) < 1:
+        raise ContractError(f"graph: expected one input and one output, found {len(inputs)} inputs and "
+                            f"{len(outputs)} outputs")
+    for role, vi, want, key in (("input", inputs[0], contract.observation.size, "observation"),
+                                ("output", outputs[0], contract.num_joints, "joint_names")):
+        if vi.type.tensor_type.elem_type != onnx.TensorProto.FLOAT:
+            raise ContractError(f"graph {role} {vi.name!r}: expected float32")
+        dims = _dims(vi)
+        if len(dims) != 2 or dims[1] != want:
+            raise ContractError(f"graph {role} {vi.name!r}: shape {dims}, but the metadata ({key}) "
+                                f"implies [batch, {want}]")
+
+
+def write_policy(path: PathLike, model: onnx.ModelProto, contract: PolicyContract) -> Path:
+    """Stamp `contract` into `model`'s metadata (replacing any old contract keys) and save it atomically."""
+    check_graph(model, contract)
+    meta = contract.to_metadata()
+    kept = [p for p in model.metadata_props if p.key not in meta]
+    del model.metadata_props[:]
+    model.metadata_props.extend(kept)
+    for k, v in meta.items():
+        model.metadata_props.add(key=k, value=v)
+    onnx.checker.check_model(model)
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(model.SerializeToString())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return path
+
+
+def read_model(path: PathLike) -> onnx.ModelProto:
+    """Parse the ONNX file; PolicyFileError when it is missing or not a valid ONNX model."""
+    path = Path(path)
+    if not path.is_file():
+        raise PolicyFileError(f"policy file {path}: does not exist")
+    try:
+        model = onnx.load(str(path))
+        onnx.checker.check_model(model)
+    except Exception as e:  # protobuf DecodeError, ValidationError, ...: all mean "corrupt"
+        raise PolicyFileError(f"policy file {path}: not a valid ONNX model ({type(e).__name__}: {e})") from None
+    return model
+
+
+def read_contract(path: PathLike) -> PolicyContract:
+    """The contract of the policy at `path`, validated against its graph."""
+    model = read_model(path)
+    try:
+        contract = PolicyContract.from_metadata({p.key: p.value for p in model.metadata_props})
+        check_graph(model, contract)
+    except ContractError as e:
+        raise PolicyFileError(f"policy file {path}: {e}") from None
+    return contract
+
+
+@dataclass
+class Policy:
+    """A loaded policy: its contract and an onnxruntime session."""
+
+    path: Path
+    contract: PolicyContract
+    session: "object"
+    input_name: str
+    output_name: str
+
+    def __call__(self, observation: np.ndarray) -> np.ndarray:
+        """Raw action (n,) float32 for one observation (obs,)."""
+        obs = np.ascontiguousarray(observation, dtype=np.float32).reshape(1, -1)
+        return self.session.run([self.output_name], {self.input_name: obs})[0].reshape(-1)
+
+
+def load_policy(path: PathLike, intra_op_threads: int = 1) -> Policy:
+    """Read, validate and open the policy at `path` for inference on the CPU."""
+    import onnxruntime as ort
+    path = Path(path)
+    contract = read_contract(path)
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = intra_op_threads
+    opts.inter_op_num_threads = 1
+    try:
+        session = ort.InferenceSession(str(path), sess_options=opts, providers=["CPUExecutionProvider"])
+    except Exception as e:
+        raise PolicyFileError(f"policy file {path}: onnxruntime cannot load it ({e})") from None
+    policy = Policy(path, contract, session, session.get_inputs()[0].name, session.get_outputs()[0].name)
+    out = policy(np.zeros(contract.observation.size, np.float32))
+    if out.shape != (contract.num_joints,):
+        raise PolicyFileError(f"policy file {path}: output has {out.size} values for {contract.num_joints} joints")
+    return policy

@@ -1,0 +1,148 @@
+"""The mujoco_check evaluator: bridge metrics + policy-node events -> verdict JSON and a table.
+
+Inputs: the bridge's metrics JSON (`bcg-sim-bridge --metrics`) and the node's JSON-lines event
+log (`bcg-policy-node --events`). The verdict passes only when the robot stayed up for the whole
+requested duration; exit code 0 then, 1 otherwise (2 when an input is missing or malformed).
+"""
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Dict
+
+STOP_REASON_PREFIX = "stop requested"
+"""Transitions to damping with this reason are the normal end of a run, not safety events."""
+STALE_REASON_PREFIX = "LowState stale"
+END_OF_RUN_MARGIN_MS = 20
+"""A stale-LowState event whose newest LowState is this close to the end of the simulation happened
+because the bridge had finished (the launcher stops the node right after); not a safety event."""
+
+
+class VerdictInputError(ValueError):
+    """A metrics or events file is missing or malformed."""
+
+
+def read_events(path: Path) -> Dict[str, Any]:
+    """{'transitions': [...], 'summary': {...} or None} from the node's event log."""
+    if not path.is_file():
+        raise VerdictInputError(f"events file {path}: does not exist (did the policy node start?)")
+    transitions, summary = [], None
+    for k, line in enumerate(path.read_text().splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except ValueError as e:
+            raise VerdictInputError(f"events file {path}, line {k}: not JSON ({e})") from None
+        if "transition" in rec:
+            transitions.append(rec["transition"])
+        elif "summary" in rec:
+            summary = rec["summary"]
+    return {"transitions": transitions, "summary": summary}
+
+
+def evaluate(metrics: Dict[str, Any], events: Dict[str, Any], duration_s: float) -> Dict[str, Any]:
+    """The verdict as a JSON-ready dict (lengths in mm, rates in Hz, times in s)."""
+    try:
+        ev, cmds = metrics["evaluation"], metrics["commands"]
+        sim_time, wall = float(metrics["sim_time_s"]), float(metrics["wall_time_s"])
+        fell = bool(ev["fell"])
+    except (KeyError, TypeError, ValueError) as e:
+        raise VerdictInputError(f"metrics: missing or malformed field {e}") from None
+    def after_end(t):
+        tick = t.get("state_tick_ms")
+        return (str(t.get("reason", "")).startswith(STALE_REASON_PREFIX) and tick is not None
+                and tick >= 1e3 * sim_time - END_OF_RUN_MARGIN_MS)
+    safety = [t for t in events["transitions"] if t.get("to") == "damping" and not after_end(t)
+              and not str(t.get("reason", "")).startswith(STOP_REASON_PREFIX)]
+    ran_full = sim_time >= duration_s - 1e-3
+    tracking = ev.get("tracking")
+    summary = events.get("summary") or {}
+    return {
+        "passed": (not fell) and ran_full,
+        "stayed_up": not fell,
+        "fall_time_s": ev.get("fall_time_s"),
+        "duration_s": duration_s,
+        "sim_time_s": sim_time,
+        "ran_full_duration": ran_full,
+        "min_root_height_m": ev.get("min_root_height_m"),
+        "foot_penetration_mean_mm": 1e3 * float(ev.get("foot_penetration_mean_m", 0.0)),
+        "foot_penetration_max_mm": 1e3 * float(ev.get("foot_penetration_max_m", 0.0)),
+        "tracking_error_rad": None if not tracking else tracking.get("mean_rms_error_rad"),
+        "command_rate_hz": cmds.get("accepted", 0) / wall if wall > 0 else 0.0,
+        "commands_accepted": cmds.get("accepted", 0),
+        "commands_rejected": cmds.get("rejected_total", 0),
+        "commands_rejected_by_reason": cmds.get("rejected", {}),
+        "damping_fallbacks": cmds.get("damping_fallbacks", 0),
+        "safety_events": safety,
+        "phases": events["transitions"],
+        "policy_steps": summary.get("policy_steps"),
+        "final_phase": summary.get("final_phase"),
+        "elastic_band": metrics.get("elastic_band"),
+    }
+
+
+def table(v: Dict[str, Any]) -> str:
+    """The verdict as a human-readable table."""
+    def fmt(x, unit="", digits=2):
+        return "n/a" if x is None else f"{x:.{digits}f}{unit}"
+    up = "yes" if v["stayed_up"] else f"NO, fell at {fmt(v['fall_time_s'], ' s')}"
+    rows = [
+        ("verdict", "PASS" if v["passed"] else "FAIL"),
+        ("stayed up", up),
+        ("simulated time", f"{fmt(v['sim_time_s'], ' s')} of {fmt(v['duration_s'], ' s')}"),
+        ("foot penetration mean / max", f"{fmt(v['foot_penetration_mean_mm'], ' mm')} / "
+                                        f"{fmt(v['foot_penetration_max_mm'], ' mm')}"),
+        ("tracking error (joint RMS)", fmt(v["tracking_error_rad"], " rad", 3) if v["tracking_error_rad"] is not None
+         else "n/a (no motion)"),
+        ("command rate achieved", fmt(v["command_rate_hz"], " Hz", 1)),
+        ("commands rejected", f"{v['commands_rejected']} of {v['commands_accepted'] + v['commands_rejected']}"),
+        ("safety events", str(len(v["safety_events"]))),
+    ]
+    rows += [(f"  at sim {fmt(None if e.get('state_tick_ms') is None else e['state_tick_ms'] / 1e3, ' s', 3)}",
+              f"{e['from']} -> damping: {e['reason']}") for e in v["safety_events"]]
+    width = max(len(r[0]) for r in rows)
+    return "\n".join(["mujoco_check verdict", "-" * (width + 40)] + [f"{k:<{width}}  {val}" for k, val in rows])
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+def table_path(verdict_path: Path) -> Path:
+    return verdict_path.with_suffix(".txt")
+
+
+def run(metrics_path: str, events_path: str, verdict_path: str, duration_s: float,
+        print_fn=print) -> int:
+    """Write the verdict JSON and its table (next to it, .txt); print the table; return the exit code."""
+    out = Path(verdict_path)
+    try:
+        mpath = Path(metrics_path)
+        if not mpath.is_file():
+            raise VerdictInputError(f"metrics file {mpath}: does not exist (did the sim bridge finish?)")
+        try:
+            metrics = json.loads(mpath.read_text())
+        except ValueError as e:
+            raise VerdictInputError(f"metrics file {mpath}: not JSON ({e})") from None
+        verdict = evaluate(metrics, read_events(Path(events_path)), duration_s)
+    except VerdictInputError as e:
+        print_fn(f"mujoco_check: cannot judge the run: {e}")
+        return 2
+    verdict["files"] = {"metrics": str(metrics_path), "events": str(events_path), "table": str(table_path(out))}
+    text = table(verdict)
+    _write_atomic(out, json.dumps(verdict, indent=2) + "\n")
+    _write_atomic(table_path(out), text + "\n")
+    print_fn(text)
+    return 0 if verdict["passed"] else 1
+
+
+def main_args(parser) -> None:
+    parser.add_argument("--metrics", required=True, help="bridge metrics JSON")
+    parser.add_argument("--events", required=True, help="policy node events (JSON lines)")
+    parser.add_argument("--verdict", required=True, help="verdict JSON to write")
+    parser.add_argument("--duration", type=float, required=True, help="simulated seconds requested")

@@ -1,0 +1,61 @@
+"""The newest-sample `Reader` both transports share: CRC filtering, counters, blocking wait."""
+import threading
+import time
+from typing import Optional
+
+import numpy as np
+
+from bcg.transport import Reader
+from bcg.wire import MessageCodec
+
+
+class LatestSampleReader(Reader):
+    """Keeps the newest valid record offered by the middleware.
+
+    Subclasses deliver records through `offer` (from a callback thread) and/or `_poll` (pulled
+    on `take`), and implement `_block` to sleep until the middleware has something new.
+    """
+
+    def __init__(self, codec: MessageCodec, check_crc: bool):
+        self.codec = codec
+        self.check_crc = check_crc
+        self.received = 0
+        self.crc_errors = 0
+        self._latest: Optional[np.void] = None
+        self._cond = threading.Condition()
+
+    def offer(self, rec: np.void) -> bool:
+        """Keep `rec` as the newest sample unless its CRC is wrong; True when kept."""
+        if self.check_crc and not self.codec.crc_ok(rec):
+            with self._cond:
+                self.crc_errors += 1
+            return False
+        with self._cond:
+            self._latest = rec
+            self.received += 1
+            self._cond.notify_all()
+        return True
+
+    def take(self) -> Optional[np.void]:
+        self._poll()
+        with self._cond:
+            rec, self._latest = self._latest, None
+        return rec
+
+    def wait(self, timeout_s: float) -> Optional[np.void]:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            rec = self.take()
+            remaining = deadline - time.monotonic()
+            if rec is not None or remaining <= 0:
+                return rec
+            self._block(remaining)
+
+    def _poll(self) -> None:
+        """Pull what the middleware holds into `offer` (nothing for callback-driven readers)."""
+
+    def _block(self, timeout_s: float) -> None:
+        """Sleep until a new sample may be available, at most `timeout_s` seconds."""
+        with self._cond:
+            if self._latest is None:
+                self._cond.wait(timeout_s)

@@ -1,0 +1,84 @@
+"""The observation spec: term values, layout, numpy/torch agreement, reference sampling."""
+import numpy as np
+import pytest
+
+from bcg.contract import (ObservationInputs, ObservationSpecError, ReferenceFrames, load_motion, robot_state_spec,
+                          tracking_spec)
+
+
+def quat_about_x(angle):
+    return np.array([np.cos(angle / 2), np.sin(angle / 2), 0.0, 0.0])
+
+
+def inputs(n=4, quat=(1.0, 0, 0, 0), frames=3, batch=()):
+    rng = np.random.default_rng(1)
+    shape = batch + (n,)
+    ref = ReferenceFrames(rng.normal(size=batch + (frames, n)), rng.normal(size=batch + (frames, n)),
+                          rng.normal(size=batch + (frames, 3)),
+                          np.broadcast_to(quat_about_x(0.3), batch + (frames, 4)).copy())
+    return ObservationInputs(np.broadcast_to(np.asarray(quat, float), batch + (4,)).copy(),
+                             rng.normal(size=batch + (3,)), rng.normal(size=shape), rng.normal(size=shape),
+                             rng.normal(size=shape), np.full(n, 0.5), ref)
+
+
+def test_layout_and_scales():
+    inp = inputs()
+    obs = robot_state_spec(4, ang_vel_scale=0.25, joint_vel_scale=0.05).build(inp)
+    assert obs.shape == (3 + 3 + 4 + 4 + 4,) and obs.dtype == np.float32
+    np.testing.assert_allclose(obs[:3], 0.25 * inp.base_ang_vel, rtol=1e-6)
+    np.testing.assert_allclose(obs[3:6], [0, 0, -1])
+    np.testing.assert_allclose(obs[6:10], inp.joint_pos - 0.5, rtol=1e-6)
+    np.testing.assert_allclose(obs[10:14], 0.05 * inp.joint_vel, rtol=1e-5)
+
+
+def test_projected_gravity_follows_the_base():
+    spec = robot_state_spec(4)
+    tilted = spec.build(inputs(quat=quat_about_x(np.pi / 2)))[3:6]
+    np.testing.assert_allclose(tilted, [0, -1, 0], atol=1e-6)
+    upside_down = spec.build(inputs(quat=quat_about_x(np.pi)))[3:6]
+    np.testing.assert_allclose(upside_down, [0, 0, 1], atol=1e-6)
+
+
+def test_reference_terms_relative_rotation_and_size():
+    spec = tracking_spec(4, frames=(1, 2, 3))
+    obs = spec.build(inputs(quat=quat_about_x(0.3)))
+    assert obs.shape == (spec.size,) and spec.size == 18 + 3 * (4 + 4 + 1 + 6)
+    np.testing.assert_allclose(obs[-6:], [1, 0, 0, 0, 1, 0], atol=1e-6)   # same orientation as the base
+
+
+def test_torch_batch_matches_numpy():
+    torch = pytest.importorskip("torch")
+    spec = tracking_spec(4)
+    inp = inputs(batch=(5,))
+    as_torch = ObservationInputs(*(torch.tensor(getattr(inp, f)) for f in
+                                   ("base_quat", "base_ang_vel", "joint_pos", "joint_vel", "last_action",
+                                    "default_joint_pos")),
+                                 ReferenceFrames(*(torch.tensor(getattr(inp.reference, f)) for f in
+                                                   ("joint_pos", "joint_vel", "root_pos", "root_quat"))))
+    np.testing.assert_allclose(spec.build(as_torch).numpy(), spec.build(inp), rtol=1e-5, atol=1e-6)
+
+
+def test_missing_reference_and_bad_specs_are_errors():
+    spec = tracking_spec(4)
+    inp = inputs()
+    with pytest.raises(ObservationSpecError, match="no motion"):
+        spec.build(ObservationInputs(inp.base_quat, inp.base_ang_vel, inp.joint_pos, inp.joint_vel,
+                                     inp.last_action, inp.default_joint_pos))
+    with pytest.raises(ObservationSpecError, match="frames .* differ"):
+        type(spec).from_json([{"name": "ref_joint_pos", "size": 4, "frames": [1]},
+                              {"name": "ref_joint_vel", "size": 8, "frames": [1, 2]}], 4)
+
+
+def test_lafan_csv_motion_maps_joints_by_name(tmp_path):
+    from bcg.robot import SDK_JOINT_NAMES
+    rows = np.zeros((4, 36))
+    rows[:, 6] = 1.0                        # quaternion w (x y z w order in the file)
+    rows[:, 2] = 0.8
+    rows[:, 7 + SDK_JOINT_NAMES.index("left_knee_joint")] = np.arange(4) * 0.3
+    np.savetxt(tmp_path / "m.csv", rows, delimiter=",")
+    motion = load_motion(tmp_path / "m.csv")
+    cols = motion.joint_index(["left_knee_joint", "left_hip_pitch_joint"])
+    ref = motion.sample(np.array([1 / 60, 10.0]), cols)   # half-way between frames 0 and 1; clamped at the end
+    np.testing.assert_allclose(ref.joint_pos[:, 0], [0.15, 0.9])
+    np.testing.assert_allclose(ref.joint_vel[0, 0], 0.3 * 30)
+    np.testing.assert_allclose(ref.root_quat[0], [1, 0, 0, 0])

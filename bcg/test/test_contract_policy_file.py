@@ -1,0 +1,112 @@
+"""The ONNX policy contract: write/read round trip and every refusal, on real ONNX files."""
+import json
+
+import numpy as np
+import onnx
+import pytest
+
+from bcg.contract import (ContractError, ObservationSpec, PolicyContract, PolicyFileError, load_policy, mlp_model,
+                          read_contract, robot_state_spec, stand_policy_path, write_policy)
+from bcg.robot import RobotDescription
+
+
+@pytest.fixture(scope="module")
+def robot():
+    return RobotDescription.load()
+
+
+def contract_for(n=3, **changes):
+    values = dict(joint_names=tuple(f"j{i}" for i in range(n)), kp=[10.0] * n, kd=[1.0] * n,
+                  default_joint_pos=[0.1] * n, action_scale=[0.25] * n, observation=robot_state_spec(n),
+                  control_period_s=0.02, contact_stiffness=300.0, motion="dance")
+    values.update(changes)
+    return PolicyContract(**values)
+
+
+def linear(n_in, n_out, bias=0.0):
+    return mlp_model([(np.zeros((n_in, n_out)), np.full(n_out, bias))])
+
+
+def test_round_trip_keeps_every_field(tmp_path):
+    c = contract_for()
+    path = write_policy(tmp_path / "p.onnx", linear(c.observation.size, 3, 0.5), c)
+    back = read_contract(path)
+    assert back.joint_names == c.joint_names and back.motion == "dance" and back.contact_stiffness == 300.0
+    np.testing.assert_array_equal(back.kp, c.kp)
+    assert back.observation == c.observation
+    policy = load_policy(path)
+    np.testing.assert_allclose(policy(np.ones(c.observation.size)), [0.5, 0.5, 0.5])
+
+
+def test_stand_policy_outputs_zeros_with_robot_contract(robot, tmp_path):
+    policy = load_policy(stand_policy_path(robot, tmp_path))
+    assert policy.contract.joint_names == robot.joint_names
+    np.testing.assert_array_equal(policy.contract.default_joint_pos, robot.default_q)
+    assert "zero actions" in policy.contract.description
+    assert not np.any(policy(np.random.default_rng(0).normal(size=policy.contract.observation.size)))
+
+
+def test_missing_and_corrupt_files_are_refused(tmp_path):
+    with pytest.raises(PolicyFileError, match="does not exist"):
+        load_policy(tmp_path / "nope.onnx")
+    (tmp_path / "bad.onnx").write_bytes(b"not a protobuf at all \x00\xff")
+    with pytest.raises(PolicyFileError, match="not a valid ONNX model"):
+        load_policy(tmp_path / "bad.onnx")
+
+
+def _stamp(tmp_path, model, meta):
+    for k, v in meta.items():
+        model.metadata_props.add(key=k, value=v)
+    path = tmp_path / "m.onnx"
+    onnx.save(model, str(path))
+    return path
+
+
+def test_file_without_contract_is_refused(tmp_path):
+    path = _stamp(tmp_path, linear(9, 1), {})
+    with pytest.raises(PolicyFileError, match="bcg_contract: metadata key missing"):
+        load_policy(path)
+
+
+@pytest.mark.parametrize("key, value, message", [
+    ("joint_stiffness", "[1, 2]", "joint_stiffness: expected 3 values"),
+    ("default_joint_pos", "[0, NaN, 0]", "default_joint_pos: contains NaN"),
+    ("control_period_s", "0", "control_period_s"),
+    ("observation", "[{\"name\": \"joint_pos\", \"size\": 4}]", "observation term 'joint_pos': size 4, expected 3"),
+    ("observation", "[{\"name\": \"teleport\", \"size\": 1}]", "unknown term"),
+    ("joint_names", "not json", "joint_names: not valid JSON"),
+])
+def test_inconsistent_metadata_names_the_key(tmp_path, key, value, message):
+    c = contract_for()
+    meta = c.to_metadata()
+    meta[key] = value
+    path = _stamp(tmp_path, linear(c.observation.size, 3), meta)
+    with pytest.raises(PolicyFileError, match=message.replace("[", r"\[")):
+        load_policy(path)
+
+
+def test_missing_key_is_named(tmp_path):
+    c = contract_for()
+    meta = c.to_metadata()
+    del meta["action_scale"]
+    with pytest.raises(PolicyFileError, match="action_scale: metadata key missing"):
+        load_policy(_stamp(tmp_path, linear(c.observation.size, 3), meta))
+
+
+@pytest.mark.parametrize("n_in, n_out, message", [(20, 3, "graph input"), (15, 4, "graph output")])
+def test_graph_sizes_must_match_metadata(tmp_path, n_in, n_out, message):
+    c = contract_for()   # 15 observations, 3 actions
+    with pytest.raises(ContractError, match=message):
+        write_policy(tmp_path / "w.onnx", linear(n_in, n_out), c)
+    path = _stamp(tmp_path, linear(n_in, n_out), c.to_metadata())
+    with pytest.raises(PolicyFileError, match=message):
+        load_policy(path)
+
+
+def test_contract_constructor_rejects_duplicates_and_bad_values():
+    with pytest.raises(ContractError, match="duplicated"):
+        contract_for(joint_names=("a", "a", "b"))
+    with pytest.raises(ContractError, match="joint_damping: contains negative"):
+        contract_for(kd=[1.0, -1.0, 1.0])
+    assert json.loads(contract_for().to_metadata()["bcg_contract"]) == 1
+    assert ObservationSpec.from_json(robot_state_spec(3).to_json(), 3) == robot_state_spec(3)

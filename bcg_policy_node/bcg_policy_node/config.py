@@ -1,0 +1,131 @@
+"""Typed parameters of the policy node: dataclass defaults < params YAML (`ros__parameters`) < flags.
+
+The same YAML (config/policy_node.yaml) is passed to the ROS 2 node by the launch files and read by
+the direct-DDS entry point. Every bad value raises `ConfigError` naming the key.
+"""
+import dataclasses
+import math
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any, Dict, Mapping, Optional, Union
+
+import yaml
+
+NODE_NAME = "policy_node"
+
+
+class ConfigError(ValueError):
+    """A parameter is unknown, of the wrong type or out of range; the message names the key."""
+
+
+@dataclass(frozen=True)
+class PolicyNodeConfig:
+    policy: str = ""
+    """Path of the ONNX policy; empty: the built-in zero-action stand policy (holds the default pose)."""
+    motion: str = ""
+    """Reference motion (.csv LAFAN1 / .npz) for the policy's reference terms; empty: none."""
+    model: str = ""
+    """G1 MuJoCo XML (joint names, limits); empty: $BCG_G1_MODEL."""
+    transport: str = "auto"
+    """'auto' (ROS 2 when rclpy imports, else direct DDS), 'ros2' or 'dds'."""
+    domain: int = 0
+    """DDS domain id (0 on the robot, 1 in simulation)."""
+    interface: str = ""
+    """Network interface ('lo': loopback with unicast peer 127.0.0.1); empty: Cyclone's choice."""
+    autostart: bool = False
+    """Leave zero torque and start the policy without the remote (simulation only)."""
+    autostart_hold: float = 0.5
+    """s of HOLD before autostart starts the policy."""
+    ramp_duration: float = 2.0
+    """s, ramp from the measured pose to the default pose."""
+    writer_hz: float = 500.0
+    """Hz, LowCmd write rate (deadline schedule)."""
+    check_state_crc: bool = True
+    """Drop LowState whose CRC is wrong (turn off for senders that leave crc = 0)."""
+    stale_periods: float = 3.0
+    """LowState older than this many policy periods triggers damping."""
+    max_joint_velocity: float = 35.0
+    """rad/s, |dq| limit."""
+    max_temperature: float = 90.0
+    """deg C, motor temperature limit (>= triggers damping)."""
+    motor_fault_mask: int = 0xFFFFFFFF
+    """Bits of MotorState.motorstate that count as a motor fault."""
+    damping_kd: float = -1.0
+    """N m s/rad in damping (kp = 0); negative: the robot description's damping_kd."""
+    shutdown_damping: float = 1.0
+    """s of damping published after stop / SIGINT / SIGTERM before exiting."""
+    events: str = ""
+    """Path of a JSON-lines log of phase transitions and safety events; empty: log only."""
+
+    def __post_init__(self):
+        for f in fields(self):
+            v = getattr(self, f.name)
+            if isinstance(v, float) and not math.isfinite(v):
+                raise ConfigError(f"{NODE_NAME} parameter `{f.name}` = {v!r}: must be finite")
+        checks = (("transport", self.transport in ("auto", "ros2", "dds"), "must be 'auto', 'ros2' or 'dds'"),
+                  ("domain", 0 <= self.domain <= 232, "DDS domain ids are 0..232"),
+                  ("writer_hz", self.writer_hz > 0, "must be > 0"),
+                  ("stale_periods", self.stale_periods > 0, "must be > 0"),
+                  ("max_joint_velocity", self.max_joint_velocity > 0, "must be > 0"),
+                  ("ramp_duration", self.ramp_duration >= 0, "must be >= 0"),
+                  ("autostart_hold", self.autostart_hold >= 0, "must be >= 0"),
+                  ("shutdown_damping", self.shutdown_damping >= 0, "must be >= 0"),
+                  ("motor_fault_mask", 0 <= self.motor_fault_mask <= 0xFFFFFFFF, "must fit in uint32"))
+        for key, ok, message in checks:
+            if not ok:
+                raise ConfigError(f"{NODE_NAME} parameter `{key}` = {getattr(self, key)!r}: {message}")
+
+
+FIELD_TYPES = {f.name: f.type for f in fields(PolicyNodeConfig)}
+
+
+def coerce(values: Mapping[str, Any]) -> Dict[str, Any]:
+    """Check names and types against PolicyNodeConfig (ints accepted for floats, None for str)."""
+    out = {}
+    for key, value in values.items():
+        want = FIELD_TYPES.get(key)
+        if want is None:
+            raise ConfigError(f"unknown {NODE_NAME} parameter `{key}`; known: {', '.join(sorted(FIELD_TYPES))}")
+        if want is float and isinstance(value, int) and not isinstance(value, bool):
+            value = float(value)
+        if want is str and value is None:
+            value = ""
+        if type(value) is not want:
+            raise ConfigError(f"{NODE_NAME} parameter `{key}` = {value!r}: expected {want.__name__}, "
+                              f"got {type(value).__name__}")
+        out[key] = value
+    return out
+
+
+def node_parameters(path: Union[str, Path], node_name: str = NODE_NAME) -> Dict[str, Any]:
+    """`ros__parameters` for `node_name` in a ROS 2 parameter YAML (`<node_name>:` or `/**:` sections)."""
+    path = Path(path)
+    try:
+        doc = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError) as e:
+        raise ConfigError(f"parameter file {path}: cannot be read ({e})") from None
+    if not isinstance(doc, dict):
+        raise ConfigError(f"parameter file {path}: expected `{node_name}: {{ros__parameters: {{...}}}}`")
+    params: Dict[str, Any] = {}
+    for key in ("/**", node_name, "/" + node_name):
+        section = doc.get(key)
+        if section is None:
+            continue
+        if not isinstance(section, dict) or not isinstance(section.get("ros__parameters"), dict):
+            raise ConfigError(f"parameter file {path}: section `{key}` has no `ros__parameters` mapping")
+        params.update(section["ros__parameters"])
+    if not params and not any(k in doc for k in ("/**", node_name, "/" + node_name)):
+        raise ConfigError(f"parameter file {path}: no `{node_name}` or `/**` section")
+    return params
+
+
+def load_config(params_file: Optional[Union[str, Path]] = None,
+                overrides: Optional[Mapping[str, Any]] = None) -> PolicyNodeConfig:
+    """Defaults, then the file's parameters, then `overrides` (command-line flags)."""
+    values = coerce(node_parameters(params_file)) if params_file else {}
+    values.update(coerce(overrides or {}))
+    return PolicyNodeConfig(**values)
+
+
+def replace(config: PolicyNodeConfig, **changes) -> PolicyNodeConfig:
+    return dataclasses.replace(config, **coerce(changes))

@@ -1,0 +1,64 @@
+"""Policy joints -> SDK motor slots, by name, for the robot variant actually connected.
+
+The 23-DoF model lacks six joints (its `valid_slots` say which); a locked-waist 29-DoF robot
+(mode_machine 6) drives the 29-DoF model but its waist roll / pitch slots are invalid. A policy
+that needs a joint the robot cannot drive is refused.
+"""
+from dataclasses import dataclass
+
+import numpy as np
+
+from bcg.robot import NUM_MOTOR_SLOTS, SDK_JOINT_NAMES
+
+LOCKED_SLOTS = {6: (SDK_JOINT_NAMES.index("waist_roll_joint"), SDK_JOINT_NAMES.index("waist_pitch_joint"))}
+"""mode_machine -> SDK slots that variant locks although the 29-DoF model has them."""
+
+
+class JointMapError(ValueError):
+    """The policy names joints the robot does not have or cannot drive."""
+
+
+@dataclass(frozen=True)
+class JointMap:
+    """Where each policy joint sits on the wire, and what the robot's other joints do.
+
+    `slots` (n,) are the policy joints' SDK slots; `robot_slots` (m,) the robot's joints' slots;
+    `valid_slots` (35,) bool. Slot-space arrays below are (35,), zero where no joint drives the slot.
+    """
+
+    joint_names: tuple
+    slots: np.ndarray
+    valid_slots: np.ndarray
+    q_lower: np.ndarray       # (35,) rad, joint limits per slot
+    q_upper: np.ndarray       # (35,) rad
+    default_q: np.ndarray     # (35,) rad: the robot's default pose; policy joints: the contract's
+    kp: np.ndarray            # (35,) N m/rad: robot gains; policy joints: the contract's
+    kd: np.ndarray            # (35,) N m s/rad
+
+    @classmethod
+    def build(cls, contract, robot, mode_machine=None) -> "JointMap":
+        """Map `contract` (PolicyContract) onto `robot` (RobotDescription); `mode_machine` from LowState."""
+        valid = np.array(robot.valid_slots, bool).copy()
+        valid[list(LOCKED_SLOTS.get(int(mode_machine) if mode_machine is not None else -1, ()))] = False
+        missing = [j for j in contract.joint_names if j not in robot.joint_names]
+        if missing:
+            raise JointMapError(f"joint_names: the robot model {robot.model_path} has no joint(s) {missing}")
+        slots = np.array([SDK_JOINT_NAMES.index(j) for j in contract.joint_names], int)
+        locked = [j for j, s in zip(contract.joint_names, slots) if not valid[s]]
+        if locked:
+            raise JointMapError(f"joint_names: the robot (mode_machine {mode_machine}) cannot drive {locked}")
+
+        def per_slot(robot_values, contract_values=None):
+            out = np.zeros(NUM_MOTOR_SLOTS)
+            out[robot.motor_slots] = robot_values
+            if contract_values is not None:
+                out[slots] = contract_values
+            out[~valid] = 0.0
+            return out
+        return cls(tuple(contract.joint_names), slots, valid, per_slot(robot.q_lower), per_slot(robot.q_upper),
+                   per_slot(robot.default_q, contract.default_joint_pos), per_slot(robot.kp, contract.kp),
+                   per_slot(robot.kd, contract.kd))
+
+    def clip(self, q_slots: np.ndarray) -> np.ndarray:
+        """Targets (35,) clipped to the joint limits (invalid slots stay 0)."""
+        return np.clip(q_slots, self.q_lower, self.q_upper)

@@ -1,0 +1,98 @@
+"""`bcg-policy-node`: the policy node over Cyclone DDS directly (no ROS 2 needed).
+
+    bcg-policy-node --policy FILE.onnx [--motion FILE] [--domain 1] [--interface lo] [--autostart]
+                    [--params config/policy_node.yaml] [--model XML] [--events FILE.jsonl]
+
+On a ROS 2 machine the same command (and the `policy_node` executable the launch files start)
+runs the ROS 2 shell (`bcg_policy_node.ros_node`) when the transport resolves to 'ros2'.
+Exit codes: 0 after a clean stop, 2 when it refuses to start (nothing published), 1 on a failure
+while running.
+"""
+import argparse
+import logging
+import signal
+import sys
+from typing import List, Optional
+
+from bcg.transport import make_transport, resolve_kind
+
+from .config import ConfigError, load_config
+from .joint_map import JointMapError
+from .runtime import EventLog, NodeRuntime
+from .setup_node import EXIT_REFUSED, StartupError, build_controller, transport_config
+
+log = logging.getLogger("bcg_policy_node")
+
+
+def parse_args(argv: Optional[List[str]]):
+    p = argparse.ArgumentParser(prog="bcg-policy-node", description=__doc__.split("\n")[0])
+    p.add_argument("--policy", help="ONNX policy file (default: the built-in zero-action stand policy)")
+    p.add_argument("--motion", help="reference motion (.csv / .npz)")
+    p.add_argument("--domain", type=int, help="DDS domain id (robot 0, simulation 1)")
+    p.add_argument("--interface", help="network interface ('lo' for a simulator on this machine)")
+    p.add_argument("--autostart", action="store_true", default=None,
+                   help="leave zero torque and start the policy without the remote (simulation)")
+    p.add_argument("--params", help="ROS 2 parameter YAML (ros__parameters of `policy_node`)")
+    p.add_argument("--model", help="G1 MuJoCo XML (default $BCG_G1_MODEL)")
+    p.add_argument("--transport", choices=("auto", "ros2", "dds"))
+    p.add_argument("--events", help="JSON-lines file of phase transitions and safety events")
+    args, unknown = p.parse_known_args(argv)
+    return args, unknown
+
+
+def overrides(args) -> dict:
+    return {k: v for k, v in vars(args).items() if k != "params" and v is not None}
+
+
+def run(config, open_transport=None) -> int:
+    """Run the node until stopped; returns the exit code. `open_transport()`: default from `config`."""
+    events = EventLog(config.events)
+    try:
+        controller = build_controller(config, on_transition=events.transition)
+    except StartupError as e:
+        log.error("refusing to start: %s", e)
+        events.close()
+        return EXIT_REFUSED
+    with (open_transport or (lambda: make_transport(transport_config(config))))() as transport:
+        runtime = NodeRuntime(controller, transport, writer_hz=config.writer_hz,
+                              shutdown_damping_s=config.shutdown_damping, check_state_crc=config.check_state_crc)
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, lambda s, f: runtime.stop(f"stop requested ({signal.Signals(s).name})"))
+        log.info("policy %s: %d joints, %.0f Hz policy, %.0f Hz writer, domain %d",
+                 controller.policy.path, controller.contract.num_joints, controller.contract.control_hz,
+                 config.writer_hz, config.domain)
+        runtime.start()
+        while not runtime.wait(0.2):
+            pass
+        runtime.join()
+        summary = runtime.summary()
+        events.write({"summary": summary})
+        events.close()
+    if isinstance(runtime.error, JointMapError):
+        log.error("refusing to run: %s", runtime.error)
+        return EXIT_REFUSED
+    if runtime.error is not None:
+        return 1
+    log.info("stopped: %d commands written, %d policy steps", summary["commands_written"], summary["policy_steps"])
+    return 0
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    logging.basicConfig(level=logging.INFO, format="[policy_node] %(levelname)s %(message)s")
+    args, unknown = parse_args(argv)
+    try:
+        config = load_config(args.params, overrides(args))
+    except ConfigError as e:
+        log.error("refusing to start: %s", e)
+        return EXIT_REFUSED
+    if resolve_kind(config.transport) == "ros2":
+        from .ros_node import ros_main
+        return ros_main(config, sys.argv[1:] if argv is None else argv)
+    if unknown:
+        log.error("unknown arguments: %s", " ".join(unknown))
+        return EXIT_REFUSED
+    return run(config)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

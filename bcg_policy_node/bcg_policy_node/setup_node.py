@@ -1,0 +1,45 @@
+"""Everything the node checks before it sends anything: config, robot, policy, motion -> Controller.
+
+Shared by the direct-DDS entry point (`main.py`) and the ROS 2 shell (`ros_node.py`). Every refusal
+is a `StartupError` whose message names the problem; the entry points exit non-zero on it.
+"""
+from bcg.contract import MotionFileError, PolicyFileError, load_motion, load_policy, stand_policy_path
+from bcg.robot import ModelNotFoundError, RobotDescription, RobotDescriptionError
+from bcg.transport import TransportConfig
+
+from .config import ConfigError, PolicyNodeConfig
+from .controller import Controller
+from .joint_map import JointMapError
+from .safety import SafetyLimits
+from .state_machine import StateMachine
+
+EXIT_REFUSED = 2
+"""Exit code when the node refuses to start (bad policy, motion, parameters, robot)."""
+
+
+class StartupError(RuntimeError):
+    """The node refuses to run; nothing was published."""
+
+
+def transport_config(config: PolicyNodeConfig) -> TransportConfig:
+    if config.interface == "lo":
+        return TransportConfig.simulation(domain_id=config.domain, transport=config.transport)
+    return TransportConfig(transport=config.transport, domain_id=config.domain, interface=config.interface or None,
+                           node_name="policy_node")
+
+
+def build_controller(config: PolicyNodeConfig, on_transition=None) -> Controller:
+    """Load and cross-check robot, policy and motion; raise StartupError naming what is wrong."""
+    try:
+        robot = RobotDescription.load(config.model or None)
+        policy = load_policy(config.policy or stand_policy_path(robot))
+        motion = load_motion(config.motion) if config.motion else None
+        limits = SafetyLimits(max_joint_velocity=config.max_joint_velocity, max_temperature=config.max_temperature,
+                              motor_fault_mask=config.motor_fault_mask, stale_periods=config.stale_periods)
+        machine = StateMachine(ramp_duration_s=config.ramp_duration, autostart=config.autostart,
+                               autostart_hold_s=config.autostart_hold)
+        kd = config.damping_kd if config.damping_kd >= 0 else robot.damping_kd
+        return Controller(policy, robot, limits, machine, kd, motion, on_transition)
+    except (ConfigError, PolicyFileError, MotionFileError, JointMapError, ModelNotFoundError,
+            RobotDescriptionError, ValueError) as e:
+        raise StartupError(str(e)) from None

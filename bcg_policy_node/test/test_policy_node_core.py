@@ -1,0 +1,180 @@
+"""Pure parts of the policy node: state machine, safety checks, joint mapping, LowCmd contents."""
+import numpy as np
+import pytest
+
+from bcg.contract import load_policy, robot_state_spec, stand_contract, stand_policy_path, write_policy, mlp_model
+from bcg.robot import RobotDescription, SDK_JOINT_NAMES
+from bcg.wire import new_lowcmd, new_lowstate
+from bcg_policy_node.controller import Controller
+from bcg_policy_node.joint_map import JointMap, JointMapError
+from bcg_policy_node.remote import key_mask, set_keys
+from bcg_policy_node.safety import SafetyLimits, check_action, check_stale, check_state
+from bcg_policy_node.state_machine import Phase, StateMachine
+
+MODEL_DIR = "/work/shared/robots/unitree_g1/"
+
+
+@pytest.fixture(scope="module")
+def robot():
+    return RobotDescription.load()
+
+
+@pytest.fixture(scope="module")
+def stand(robot, tmp_path_factory):
+    return load_policy(stand_policy_path(robot, tmp_path_factory.mktemp("stand")))
+
+
+def standing_state(robot, mode_machine=5):
+    s = new_lowstate()
+    s["mode_machine"] = mode_machine
+    s["imu_state"]["quaternion"] = [1, 0, 0, 0]
+    s["motor_state"]["q"][robot.motor_slots] = robot.default_q
+    s["motor_state"]["temperature"] = 40
+    return s
+
+
+# -- state machine ---------------------------------------------------------------------------
+def test_remote_drives_the_phases():
+    m = StateMachine(ramp_duration_s=2.0)
+    assert m.on_state(0.0, 0).target is Phase.ZERO_TORQUE
+    assert m.on_state(0.1, 0) is None and m.phase is Phase.ZERO_TORQUE     # waits for start
+    assert m.on_state(0.2, key_mask("start")).target is Phase.RAMP
+    assert m.ramp_fraction(1.2) == pytest.approx(0.5)
+    assert m.on_state(1.0, key_mask("A")) is None                          # A ignored while ramping
+    assert m.tick(2.2).target is Phase.HOLD
+    assert m.on_state(3.0, 0) is None and m.phase is Phase.HOLD             # no autostart
+    assert m.on_state(3.1, key_mask("A")).target is Phase.POLICY
+    assert m.on_state(4.0, key_mask("B")).target is Phase.DAMPING
+    assert m.on_state(5.0, key_mask("start")) is None and m.phase is Phase.DAMPING   # latched
+
+
+@pytest.mark.parametrize("phase_keys", [("select",), ("B",)])
+def test_select_or_b_damps_from_zero_torque(phase_keys):
+    m = StateMachine()
+    m.on_state(0.0, 0)
+    assert m.on_state(0.1, key_mask(*phase_keys)).reason == "remote: select/B pressed"
+
+
+def test_autostart_runs_without_remote():
+    m = StateMachine(ramp_duration_s=1.0, autostart=True, autostart_hold_s=0.5)
+    m.on_state(0.0, 0)
+    m.tick(0.01)
+    assert m.phase is Phase.RAMP
+    m.tick(1.02)
+    m.tick(1.3)
+    assert m.phase is Phase.HOLD
+    m.tick(1.6)
+    assert m.phase is Phase.POLICY
+    assert [t.reason for t in m.transitions][-1] == "autostart"
+
+
+# -- safety ----------------------------------------------------------------------------------
+VALID = np.arange(35) < 29
+
+
+@pytest.mark.parametrize("corrupt, reason", [
+    (lambda s: s["imu_state"]["gyroscope"].__setitem__(1, np.nan), "non-finite IMU gyroscope"),
+    (lambda s: s["motor_state"]["q"].__setitem__(3, np.inf), "non-finite motor q in LowState on left_knee_joint"),
+    (lambda s: s["motor_state"]["dq"].__setitem__(9, -36.0), "|dq| = 36.0 rad/s on right_knee_joint exceeds 35"),
+    (lambda s: s["imu_state"].__setitem__("quaternion", [0, 1, 0, 0]), "base upside down"),
+    (lambda s: s["motor_state"]["temperature"].__setitem__(4, [50, 90]), "motor temperature 90 C on left_ankle_pitch"),
+    (lambda s: s["motor_state"]["motorstate"].__setitem__(20, 0x10), "motor fault bits 0x00000010 on left_wrist_pitch"),
+])
+def test_each_state_fault_is_named(robot, corrupt, reason):
+    s = standing_state(robot)
+    assert check_state(s, VALID, SafetyLimits()) is None
+    corrupt(s)
+    assert reason in check_state(s, VALID, SafetyLimits())
+
+
+def test_faults_on_invalid_slots_are_ignored(robot):
+    s = standing_state(robot)
+    s["motor_state"]["dq"][30] = np.nan
+    s["motor_state"]["motorstate"][13] = 1
+    valid = VALID.copy()
+    valid[13] = False
+    assert check_state(s, valid, SafetyLimits()) is None
+
+
+def test_action_and_staleness_checks():
+    assert check_action(np.zeros(29)) is None
+    assert "index 2" in check_action(np.array([0, 0, np.nan]))
+    assert check_stale(0.059, 0.02, SafetyLimits()) is None
+    assert "LowState stale" in check_stale(0.061, 0.02, SafetyLimits())
+
+
+# -- joint mapping ---------------------------------------------------------------------------
+def test_policy_order_maps_by_name(robot):
+    names = ("right_knee_joint", "left_hip_pitch_joint", "waist_yaw_joint")
+    contract = stand_contract(robot)
+    idx = [robot.joint_names.index(n) for n in names]
+    legs = type(contract)(joint_names=names, kp=[1, 2, 3], kd=[4, 5, 6], default_joint_pos=[0.7, -0.3, 0.1],
+                          action_scale=[0.25] * 3, observation=robot_state_spec(3), control_period_s=0.02,
+                          contact_stiffness=0, motion="")
+    jm = JointMap.build(legs, robot)
+    assert jm.slots.tolist() == [SDK_JOINT_NAMES.index(n) for n in names] == [9, 0, 12]
+    assert jm.kp[9] == 1 and jm.kd[0] == 5 and jm.default_q[12] == pytest.approx(0.1)
+    other = SDK_JOINT_NAMES.index("left_elbow_joint")            # not in the policy: robot gains and pose
+    assert jm.kp[other] == pytest.approx(robot.kp[robot.joint_names.index("left_elbow_joint")])
+    assert not jm.valid_slots[29:].any() and jm.valid_slots[:29].all() and len(idx) == 3
+
+
+def test_23dof_and_locked_waist_mask_their_slots(robot):
+    small = RobotDescription.load(MODEL_DIR + "scene_23dof.xml")
+    with pytest.raises(JointMapError, match="waist_roll_joint"):
+        JointMap.build(stand_contract(robot), small)              # 29-DoF policy on a 23-DoF robot
+    jm = JointMap.build(stand_contract(small), small, mode_machine=4)
+    assert np.flatnonzero(~jm.valid_slots[:29]).tolist() == [13, 14, 20, 21, 27, 28]
+    with pytest.raises(JointMapError, match="mode_machine 6"):
+        JointMap.build(stand_contract(robot), robot, mode_machine=6)
+
+
+# -- controller: what goes on the wire -------------------------------------------------------
+def make_controller(robot, policy, **machine):
+    return Controller(policy, robot, SafetyLimits(), StateMachine(**machine), damping_kd=3.0)
+
+
+def test_lowcmd_echoes_mode_machine_and_enables_valid_slots(robot, stand):
+    c = make_controller(robot, stand, ramp_duration_s=1.0)
+    cmd = new_lowcmd()
+    assert not c.fill_command(cmd, 0.0)                             # WAIT: nothing to send
+    s = standing_state(robot, mode_machine=5)
+    s["motor_state"]["q"][robot.motor_slots] = 0.0
+    c.on_state(s, 0.0)
+    assert c.fill_command(cmd, 0.0) and cmd["mode_machine"] == 5
+    m = cmd["motor_cmd"]
+    assert m["mode"][:29].all() and not m["mode"][29:].any()
+    assert not m["kp"].any() and not m["kd"].any()                # zero torque
+    set_keys(s["wireless_remote"], key_mask("start"))
+    c.on_state(s, 0.1)
+    c.fill_command(cmd, 0.6)                                        # half-way through the ramp
+    np.testing.assert_allclose(cmd["motor_cmd"]["q"][robot.motor_slots], 0.5 * robot.default_q, atol=1e-6)
+
+
+def test_policy_targets_are_clipped_and_faults_damp(robot, tmp_path):
+    contract = stand_contract(robot)
+    n_obs = contract.observation.size
+    path = write_policy(tmp_path / "big.onnx", mlp_model([(np.zeros((n_obs, 29)), np.full(29, 100.0))]), contract)
+    c = make_controller(robot, load_policy(path), ramp_duration_s=0.0, autostart=True, autostart_hold_s=0.0)
+    s = standing_state(robot)
+    for t in (0.0, 0.01, 0.02, 0.03):
+        c.on_state(s, t)
+    assert c.machine.phase is Phase.POLICY and c.policy_step(0.04)
+    cmd = new_lowcmd()
+    c.fill_command(cmd, 0.04)
+    np.testing.assert_allclose(cmd["motor_cmd"]["q"][robot.motor_slots], robot.q_upper, rtol=1e-6)
+    s["motor_state"]["dq"][0] = 50.0
+    c.on_state(s, 0.05)
+    assert c.machine.phase is Phase.DAMPING and "|dq|" in c.transitions[-1].reason
+    c.fill_command(cmd, 0.05)
+    assert not cmd["motor_cmd"]["kp"].any() and (cmd["motor_cmd"]["kd"][:29] == 3.0).all()
+    assert np.isfinite(cmd["motor_cmd"]["q"]).all()
+
+
+def test_stale_state_damps_on_tick(robot, stand):
+    c = make_controller(robot, stand)
+    c.on_state(standing_state(robot), 0.0)
+    c.tick(0.05)
+    assert c.machine.phase is Phase.ZERO_TORQUE
+    c.tick(0.07)
+    assert c.machine.phase is Phase.DAMPING and "stale" in c.transitions[-1].reason

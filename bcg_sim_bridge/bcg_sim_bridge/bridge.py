@@ -1,0 +1,160 @@
+"""The bridge loop: physics steps, LowCmd polling, LowState publishing, pacing and observers.
+
+Per physics step: take the newest LowCmd (if any) and let the gate accept or reject it, apply
+the command in force (latest accepted, or damping after the timeout), the elastic band, one
+`mj_step`. Every `steps_per_state` steps: fill and publish a LowState, sample the metrics,
+capture a frame, sync the viewer, and (unless `fast`) sleep until the wall clock catches up.
+Transport-agnostic: it sees only a `Reader` of LowCmd and a `Writer` of LowState.
+"""
+import threading
+import time
+from typing import Any, Dict, Optional
+
+import numpy as np
+
+from bcg.robot import RobotDescription
+from bcg.transport import Reader, Writer
+from bcg.wire import new_lowstate
+
+from .command_gate import REJECT_REASONS, CommandGate
+from .config import BridgeConfig
+from .elastic_band import ElasticBand
+from .lowstate_fill import LowStateFiller
+from .metrics import RunMetrics
+from .motion import ReferenceMotion
+from .physics import PhysicsCore
+
+MAX_PACING_LAG_S = 0.05
+"""Wall-clock seconds the paced loop may fall behind before it stops trying to catch up."""
+
+
+class SimBridge:
+    """A simulated G1 behind a LowCmd reader and a LowState writer (both optional, for tests)."""
+
+    def __init__(self, config: BridgeConfig, robot: RobotDescription,
+                 commands: Optional[Reader] = None, states: Optional[Writer] = None,
+                 motion: Optional[ReferenceMotion] = None, recorder=None, viewer=None):
+        self.config = config
+        self.core = PhysicsCore(robot, config.physics_hz, config.initial_pose)
+        kd = robot.damping_kd if config.damping_kd < 0 else config.damping_kd
+        self.gate = CommandGate(robot, config.command_timeout, kd)
+        self.lowstate = new_lowstate()
+        self.filler = LowStateFiller(self.core.model, robot, self.lowstate)
+        self.metrics = RunMetrics(self.core.model, robot, config.fall_height, motion)
+        self.band = None
+        if config.elastic_band:
+            self.band = ElasticBand.above_body(
+                self.core.model, self.core.data, config.band_body, config.band_anchor_height,
+                config.band_stiffness, config.band_damping, config.band_length)
+        self.commands, self.states = commands, states
+        self.recorder, self.viewer = recorder, viewer
+        self.steps = 0
+        self.states_published = 0
+        self.pacing_slips = 0
+        self.wall_time = 0.0
+
+    def physics_step(self) -> None:
+        """One physics step under the command in force (after taking a new LowCmd, if any)."""
+        core, now = self.core, self.core.time
+        if self.commands is not None:
+            rec = self.commands.take()
+            if rec is not None:
+                self.gate.offer(rec, now)
+        command = self.gate.command(now)
+        if command is not core.command:
+            core.apply(command)
+        if self.band is not None and self.band.attached:
+            if 0 < self.config.band_release_time <= now:
+                self.band.release(core.data)
+            else:
+                self.band.apply(core.data)
+        core.step()
+        self.steps += 1
+
+    def publish_state(self) -> None:
+        """Fill the LowState from the sensors and publish it (the writer sets the CRC)."""
+        self.filler.fill(self.core.data)
+        if self.states is not None:
+            self.states.write(self.lowstate)
+        self.states_published += 1
+
+    def state_period(self) -> bool:
+        """Advance one state period and do what follows it; False when the viewer was closed."""
+        for _ in range(self.config.steps_per_state):
+            self.physics_step()
+        self.publish_state()
+        data = self.core.data
+        self.metrics.sample(data)
+        if self.recorder is not None:
+            self.recorder.maybe_capture(data)
+        if self.viewer is not None:
+            return self.viewer.maybe_sync(time.perf_counter())
+        return True
+
+    def wait_for_first_command(self, stop: threading.Event, timeout_s: float) -> bool:
+        """Publish LowState at the state rate (wall clock, time frozen) until a LowCmd arrives or
+        `timeout_s` wall seconds pass; the LowCmd is offered to the gate. True when one arrived."""
+        deadline = time.perf_counter() + timeout_s
+        period = 1.0 / self.config.state_hz
+        while self.commands is not None and not stop.is_set() and time.perf_counter() < deadline:
+            self.publish_state()
+            rec = self.commands.wait(period)
+            if rec is not None:
+                self.gate.offer(rec, self.core.time)
+                return True
+        return False
+
+    def run(self, stop: Optional[threading.Event] = None) -> None:
+        """Run until `config.duration` simulated seconds have passed (0: forever) or `stop` is set."""
+        stop = stop or threading.Event()
+        c = self.config
+        if c.wait_for_command > 0:
+            self.wait_for_first_command(stop, c.wait_for_command)
+        end = c.duration - 0.5 * self.core.dt if c.duration > 0 else np.inf
+        start_wall = time.perf_counter()
+        base_wall, base_sim = start_wall, self.core.time
+        self.publish_state()
+        self.metrics.sample(self.core.data)
+        try:
+            while not stop.is_set() and self.core.time < end:
+                if not self.state_period():
+                    break
+                if c.fast:
+                    continue
+                lag = time.perf_counter() - (base_wall + self.core.time - base_sim)
+                if lag < 0:
+                    time.sleep(-lag)
+                elif lag > MAX_PACING_LAG_S:
+                    self.pacing_slips += 1
+                    base_wall, base_sim = time.perf_counter(), self.core.time
+        finally:
+            self.wall_time = time.perf_counter() - start_wall
+
+    def report(self) -> Dict[str, Any]:
+        """Everything the metrics JSON holds: run, commands, evaluation."""
+        robot, c = self.core.robot, self.config
+        received = self.commands.received if self.commands is not None else 0
+        sim_time = self.core.time
+        return {
+            "model": str(robot.model_path),
+            "num_joints": robot.num_joints,
+            "mode_machine": robot.mode_machine,
+            "physics_hz": c.physics_hz,
+            "state_hz": c.state_hz,
+            "fast": c.fast,
+            "sim_time_s": sim_time,
+            "wall_time_s": self.wall_time,
+            "real_time_factor": sim_time / self.wall_time if self.wall_time > 0 else None,
+            "physics_steps": self.steps,
+            "states_published": self.states_published,
+            "pacing_slips": self.pacing_slips,
+            "elastic_band": None if self.band is None else {"attached_at_end": self.band.attached},
+            "commands": {
+                "accepted": self.gate.accepted,
+                "rejected": dict(self.gate.rejected),
+                "rejected_total": sum(self.gate.rejected[r] for r in REJECT_REASONS),
+                "received": received,
+                "damping_fallbacks": self.gate.timeouts,
+            },
+            "evaluation": self.metrics.report(),
+        }

@@ -1,0 +1,100 @@
+"""Evaluation of a run: fall, foot penetration, joint tracking; written as JSON atomically."""
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Dict, Optional, Union
+
+import mujoco
+import numpy as np
+
+from bcg.robot import RobotDescription
+
+from .motion import ReferenceMotion
+
+
+class RunMetrics:
+    """Accumulates samples of the simulated robot (call `sample` at the state rate)."""
+
+    def __init__(self, model: mujoco.MjModel, robot: RobotDescription, fall_height: float,
+                 motion: Optional[ReferenceMotion] = None):
+        self.robot = robot
+        self.fall_height = float(fall_height)
+        self.fall_time: Optional[float] = None
+        self.min_root_height = np.inf
+        is_foot = np.zeros(model.ngeom, dtype=bool)
+        for ids in robot.foot_geoms.values():
+            is_foot[list(ids)] = True
+        is_world = model.geom_bodyid == 0
+        self._foot_floor = np.outer(is_foot, is_world) | np.outer(is_world, is_foot)
+        """bool (ngeom, ngeom): True for a (foot sphere, world geom) pair in either order."""
+        self._root_qadr = int(model.jnt_qposadr[model.body_jntadr[robot.root_body]])
+        self._qadr = robot.joint_qpos_adr
+        self.contacts = 0
+        self._penetration_sum = 0.0
+        self.max_penetration = 0.0
+        self.motion = motion
+        self._tracking_samples = 0
+        self._sq_err = np.zeros(robot.num_joints)
+        self._abs_err = np.zeros(robot.num_joints)
+        self.samples = 0
+
+    def sample(self, data: mujoco.MjData) -> None:
+        """Record the state in `data` (its contacts are those of the last step)."""
+        self.samples += 1
+        t = float(data.time)
+        height = float(data.qpos[self._root_qadr + 2])
+        self.min_root_height = min(self.min_root_height, height)
+        if self.fall_time is None and height < self.fall_height:
+            self.fall_time = t
+        if data.ncon:
+            geom = data.contact.geom
+            foot_floor = self._foot_floor[geom[:, 0], geom[:, 1]]
+            if foot_floor.any():
+                depth = np.maximum(-data.contact.dist[foot_floor], 0.0)
+                self.contacts += len(depth)
+                self._penetration_sum += float(depth.sum())
+                self.max_penetration = max(self.max_penetration, float(depth.max()))
+        if self.motion is not None and t <= self.motion.duration:
+            err = data.qpos[self._qadr] - self.motion.joint_pos_at(t)[self.robot.motor_slots]
+            self._sq_err += err * err
+            self._abs_err += np.abs(err)
+            self._tracking_samples += 1
+
+    def report(self) -> Dict[str, Any]:
+        """JSON-ready summary: lengths in m, angles in rad."""
+        out: Dict[str, Any] = {
+            "fell": self.fall_time is not None,
+            "fall_time_s": self.fall_time,
+            "fall_height_m": self.fall_height,
+            "min_root_height_m": None if self.samples == 0 else self.min_root_height,
+            "foot_contacts": self.contacts,
+            "foot_penetration_mean_m": self._penetration_sum / self.contacts if self.contacts else 0.0,
+            "foot_penetration_max_m": self.max_penetration,
+            "samples": self.samples,
+        }
+        if self.motion is not None:
+            k = max(self._tracking_samples, 1)
+            rms = np.sqrt(self._sq_err / k)
+            out["tracking"] = {
+                "samples": self._tracking_samples,
+                "joint_rms_error_rad": dict(zip(self.robot.joint_names, rms.tolist())),
+                "joint_mean_abs_error_rad": dict(zip(self.robot.joint_names, (self._abs_err / k).tolist())),
+                "mean_rms_error_rad": float(rms.mean()),
+            }
+        return out
+
+
+def write_json_atomic(path: Union[str, Path], payload: Dict[str, Any]) -> None:
+    """Write `payload` as JSON to `path` via a temporary file in the same folder and os.replace."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(payload, f, indent=2, sort_keys=True)
+            f.write("\n")
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise

@@ -1,0 +1,70 @@
+"""Runs one bridge session over an open transport, shared by the CLI and the ROS 2 node."""
+import dataclasses
+import sys
+import threading
+from typing import Optional
+
+from bcg.robot import ModelNotFoundError, RobotDescription, RobotDescriptionError
+from bcg.transport import Transport, TransportConfig
+
+from .bridge import SimBridge
+from .config import BridgeConfig
+from .display import Recorder, Viewer, display_available
+from .metrics import write_json_atomic
+from .lowstate_fill import SensorError
+from .motion import MotionFormatError, load_lafan_csv
+
+SETUP_ERRORS = (ModelNotFoundError, RobotDescriptionError, MotionFormatError, SensorError, ValueError)
+"""What `build_bridge` raises for a bad model, motion file or setting (each message names it)."""
+
+
+def transport_config(config: BridgeConfig, node_name: str = "sim_bridge") -> TransportConfig:
+    """The transport settings of `config`: on 'lo' unicast to 127.0.0.1 without multicast."""
+    if config.interface == "lo":
+        return dataclasses.replace(TransportConfig.simulation(domain_id=config.domain, transport=config.transport),
+                                   node_name=node_name)
+    return TransportConfig(transport=config.transport, domain_id=config.domain,
+                           interface=config.interface or None, node_name=node_name)
+
+
+def build_bridge(config: BridgeConfig, transport: Transport, log=sys.stderr) -> SimBridge:
+    """Load the robot (and motion), open the reader / writer, recorder and viewer.
+
+    Raises one of SETUP_ERRORS before anything runs.
+    """
+    robot = RobotDescription.load(config.model or None)
+    motion = load_lafan_csv(config.motion, config.motion_fps) if config.motion else None
+    bridge = SimBridge(config, robot, transport.lowcmd_reader(check_crc=False), transport.lowstate_writer(),
+                       motion)
+    if config.record:
+        bridge.recorder = Recorder(bridge.core.model, config.record, config.record_fps,
+                                   config.record_width, config.record_height)
+    if not config.headless and display_available():
+        bridge.viewer = Viewer(bridge.core.model, bridge.core.data)
+    print(f"sim_bridge: {robot.model_path} ({robot.num_joints} joints, mode_machine {robot.mode_machine}), "
+          f"{transport.kind} domain {config.domain} on {config.interface}, physics {config.physics_hz:g} Hz, "
+          f"state {config.state_hz:g} Hz, {'fast' if config.fast else 'real time'}", file=log, flush=True)
+    return bridge
+
+
+def run_bridge(bridge: SimBridge, stop: Optional[threading.Event] = None, log=sys.stderr) -> dict:
+    """Simulate until the duration is over or `stop` is set; close observers and write the metrics
+    (also when interrupted by an error). Returns the report (what the metrics file holds)."""
+    config = bridge.config
+    try:
+        bridge.run(stop)
+    finally:
+        if bridge.viewer is not None:
+            bridge.viewer.close()
+        if bridge.recorder is not None:
+            written = bridge.recorder.close()
+            print(f"sim_bridge: recorded {bridge.recorder.frames} frames to {written}", file=log)
+        report = bridge.report()
+        if config.metrics:
+            write_json_atomic(config.metrics, report)
+        rtf = report["real_time_factor"]
+        print(f"sim_bridge: simulated {report['sim_time_s']:.3f} s in {report['wall_time_s']:.3f} s wall "
+              f"(real-time factor {rtf if rtf is None else round(rtf, 2)}), "
+              f"commands accepted {report['commands']['accepted']}, rejected {report['commands']['rejected']}",
+              file=log, flush=True)
+    return report

@@ -1,0 +1,232 @@
+"""Unit tests of the bridge's pure core: real MuJoCo, real wire records, no DDS."""
+import math
+import os
+from pathlib import Path
+
+import mujoco
+import numpy as np
+import pytest
+
+from bcg.robot import RobotDescription, resolve_model_path
+from bcg.wire import crc_ok, encode_lowcmd, encode_lowstate, new_lowcmd
+from bcg_sim_bridge.bridge import SimBridge
+from bcg_sim_bridge.command_gate import CommandGate
+from bcg_sim_bridge.config import BridgeConfig, ConfigError, load_config
+from bcg_sim_bridge.elastic_band import ElasticBand
+from bcg_sim_bridge.joint_command import JointCommand
+from bcg_sim_bridge.lowstate_fill import quat_to_rpy
+from bcg_sim_bridge.metrics import write_json_atomic
+from bcg_sim_bridge.motion import MotionFormatError, load_lafan_csv
+from bcg_sim_bridge.physics import PhysicsCore
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def robot():
+    return RobotDescription.load()
+
+
+@pytest.fixture(scope="module")
+def robot23():
+    path = resolve_model_path().parent / "scene_23dof.xml"
+    if not path.is_file():
+        pytest.skip(f"no 23-DoF model beside {resolve_model_path()}")
+    return RobotDescription.load(path)
+
+
+def valid_lowcmd(robot, kp=0.0, kd=0.0, tau=0.0, q=None, mode=1):
+    """A LowCmd for every joint of `robot` with a correct CRC."""
+    rec = new_lowcmd()
+    rec["mode_machine"] = robot.mode_machine
+    m = rec["motor_cmd"]
+    s = robot.motor_slots
+    m["mode"][s] = mode
+    m["kp"][s], m["kd"][s], m["tau"][s] = kp, kd, tau
+    if q is not None:
+        m["q"][s] = q
+    encode_lowcmd(rec)
+    return rec
+
+
+def test_pd_law_is_applied_in_every_physics_step_with_clamping(robot):
+    core = PhysicsCore(robot, physics_hz=1000.0)
+    assert core.model.opt.timestep == pytest.approx(1e-3)
+    n = robot.num_joints
+    rng = np.random.default_rng(0)
+    enabled = np.ones(n, dtype=bool)
+    enabled[3] = False
+    cmd = JointCommand(enabled=enabled, q=robot.default_q + rng.uniform(-1, 1, n), dq=rng.uniform(-1, 1, n),
+                       tau=rng.uniform(-3, 3, n), kp=np.full(n, 300.0), kd=np.full(n, 5.0))
+    core.apply(cmd)
+    clamped = 0
+    for _ in range(50):  # one command, many physics steps: the law must follow q, dq every step
+        q, dq = core.joint_q, core.joint_dq
+        core.step()
+        raw = cmd.tau + cmd.kp * (cmd.q - q) + cmd.kd * (cmd.dq - dq)
+        want = np.where(enabled, np.clip(raw, -robot.tau_limit, robot.tau_limit), 0.0)
+        np.testing.assert_allclose(core.joint_torque, want, rtol=1e-9, atol=1e-9)
+        clamped += int(np.sum(np.abs(raw[enabled]) > robot.tau_limit[enabled]))
+    assert clamped > 0, "the test gains must drive some joints into their torque limit"
+    assert core.joint_torque[3] == 0.0
+
+
+def test_gate_rejects_bad_commands_and_never_applies_them(robot):
+    gate = CommandGate(robot, timeout_s=0.1, damping_kd=2.0)
+    good = valid_lowcmd(robot, tau=1.0)
+    bad_crc = good.copy()
+    bad_crc["crc"] ^= 1
+    nan = valid_lowcmd(robot, tau=1.0)
+    nan["motor_cmd"]["kd"][30] = np.nan  # even an unused slot
+    encode_lowcmd(nan)
+    wrong_machine = valid_lowcmd(robot, tau=1.0)
+    wrong_machine["mode_machine"] = 4
+    encode_lowcmd(wrong_machine)
+    assert crc_ok(nan) and crc_ok(wrong_machine) and not crc_ok(bad_crc)
+    for rec, reason in ((bad_crc, "crc"), (nan, "non_finite"), (wrong_machine, "mode_machine")):
+        assert gate.offer(rec, now=0.0) == reason
+        assert gate.command(0.0) is gate.damping
+    assert gate.rejected == {"crc": 1, "mode_machine": 1, "non_finite": 1} and gate.accepted == 0
+    assert gate.offer(good, now=0.0) is None
+    np.testing.assert_array_equal(gate.command(0.05).tau, np.ones(robot.num_joints))
+
+
+def test_damping_fallback_after_timeout(robot):
+    gate = CommandGate(robot, timeout_s=0.1, damping_kd=robot.damping_kd)
+    assert gate.command(0.0) is gate.damping  # before any command
+    gate.offer(valid_lowcmd(robot, kp=50.0, kd=1.0, q=robot.default_q), now=1.0)
+    assert gate.command(1.1).kp[0] == 50.0
+    fallback = gate.command(1.1 + 1e-3)
+    assert fallback is gate.damping and gate.timeouts == 1
+    assert np.all(fallback.kp == 0) and np.all(fallback.kd == robot.damping_kd) and np.all(fallback.enabled)
+
+
+def test_bridge_steps_pd_and_falls_back_to_damping(robot):
+    """The loop: a held command, then the timeout; damping shows as tau = -kd dq."""
+    bridge = SimBridge(BridgeConfig(command_timeout=0.02, damping_kd=3.0, fast=True), robot)
+    bridge.gate.offer(valid_lowcmd(robot, tau=2.0), now=0.0)
+    for _ in range(10):
+        bridge.physics_step()
+    np.testing.assert_allclose(bridge.core.joint_torque, 2.0)
+    for _ in range(30):  # past the 20 ms timeout
+        bridge.physics_step()
+    dq = bridge.core.joint_dq
+    bridge.physics_step()
+    np.testing.assert_allclose(bridge.core.joint_torque, np.clip(-3.0 * dq, -robot.tau_limit, robot.tau_limit))
+    assert np.any(dq != 0) and bridge.gate.timeouts == 1
+
+
+def test_lowstate_from_sensors(robot):
+    bridge = SimBridge(BridgeConfig(), robot)
+    for _ in range(3):
+        bridge.state_period()
+    st, d = bridge.lowstate, bridge.core.data
+    assert st["tick"] == 6 and st["mode_machine"] == 5
+    ms = st["motor_state"]
+    np.testing.assert_allclose(ms["q"][robot.motor_slots], bridge.core.joint_q, atol=1e-6)
+    np.testing.assert_allclose(ms["dq"][robot.motor_slots], bridge.core.joint_dq, atol=1e-5)
+    np.testing.assert_allclose(ms["tau_est"][robot.motor_slots], bridge.core.joint_torque, atol=1e-5)
+    assert np.all(ms["mode"][29:] == 0)
+    quat = d.qpos[3:7]  # the IMU site sits at the pelvis origin, axes aligned
+    np.testing.assert_allclose(st["imu_state"]["quaternion"], quat, atol=1e-6)
+    np.testing.assert_allclose(st["imu_state"]["rpy"], quat_to_rpy(quat), atol=1e-6)
+    encode_lowstate(st)
+    assert crc_ok(st)
+
+
+def _axis_quat(axis: int, angle: float) -> np.ndarray:
+    q = np.zeros(4)
+    mujoco.mju_axisAngle2Quat(q, np.eye(3)[axis], angle)
+    return q
+
+
+def test_quat_to_rpy():
+    roll, pitch, yaw = 0.3, -0.2, 1.1
+    zy, zyx = np.zeros(4), np.zeros(4)
+    mujoco.mju_mulQuat(zy, _axis_quat(2, yaw), _axis_quat(1, pitch))
+    mujoco.mju_mulQuat(zyx, zy, _axis_quat(0, roll))
+    np.testing.assert_allclose(quat_to_rpy(zyx), [roll, pitch, yaw], atol=1e-12)
+
+
+def test_23dof_model_loads_with_mode_machine_4(robot23):
+    assert robot23.num_joints == 23 and robot23.mode_machine == 4
+    bridge = SimBridge(BridgeConfig(), robot23)
+    gate = bridge.gate
+    assert gate.offer(valid_lowcmd(robot23, tau=0.5), now=0.0) is None
+    rec5 = valid_lowcmd(robot23)
+    rec5["mode_machine"] = 5
+    encode_lowcmd(rec5)
+    assert gate.offer(rec5, now=0.0) == "mode_machine"
+    bridge.state_period()
+    st = bridge.lowstate
+    assert st["mode_machine"] == 4
+    assert np.all(st["motor_state"]["mode"][~robot23.valid_slots] == 0)
+    np.testing.assert_allclose(bridge.core.joint_torque, 0.5)
+
+
+def test_elastic_band_holds_the_robot(robot):
+    """Unitree's band (k = 200, d = 100, anchor 3 m up) keeps the damped robot from falling."""
+    cfg = BridgeConfig(elastic_band=True, fast=True, duration=1.0)
+    bridge = SimBridge(cfg, robot)
+    bridge.run()
+    assert bridge.metrics.fall_time is None and bridge.core.root_height > 0.5
+    free = SimBridge(cfg.replace(elastic_band=False, duration=1.5), robot)
+    free.run()
+    assert free.metrics.fall_time is not None
+
+
+def test_band_release(robot):
+    bridge = SimBridge(BridgeConfig(elastic_band=True, band_release_time=0.01), robot)
+    band = bridge.band
+    assert isinstance(band, ElasticBand) and band.anchor[2] == 3.0
+    for _ in range(20):
+        bridge.physics_step()
+    assert not band.attached and np.all(bridge.core.data.xfrc_applied == 0)
+
+
+def test_metrics_penetration_and_tracking(robot, tmp_path):
+    frames = 40
+    table = np.zeros((frames, 36))
+    table[:, 2] = 0.79
+    table[:, 6] = 1.0
+    table[:, 7 + np.arange(29)] = np.linspace(0, 0.1, frames)[:, None]
+    path = tmp_path / "motion.csv"
+    np.savetxt(path, table, delimiter=",")
+    motion = load_lafan_csv(path)
+    assert motion.duration == pytest.approx(39 / 30)
+    np.testing.assert_allclose(motion.joint_pos_at(0.5), 0.1 * 15 / 39)
+    bridge = SimBridge(BridgeConfig(fast=True, duration=0.5), robot, motion=motion)
+    bridge.run()
+    report = bridge.report()
+    ev = report["evaluation"]
+    assert ev["foot_contacts"] > 0 and 0 < ev["foot_penetration_mean_m"] <= ev["foot_penetration_max_m"] < 0.05
+    assert set(ev["tracking"]["joint_rms_error_rad"]) == set(robot.joint_names)
+    assert ev["tracking"]["samples"] == 251
+    assert report["sim_time_s"] == pytest.approx(0.5) and report["physics_steps"] == 500
+    out = tmp_path / "m" / "metrics.json"
+    write_json_atomic(out, report)
+    assert out.read_text().startswith("{") and os.listdir(out.parent) == ["metrics.json"]
+
+
+def test_motion_format_errors(tmp_path):
+    bad = tmp_path / "bad.csv"
+    bad.write_text("1,2,3\n")
+    with pytest.raises(MotionFormatError, match="36 columns"):
+        load_lafan_csv(bad)
+
+
+def test_config_errors_name_the_key(tmp_path):
+    with pytest.raises(ConfigError, match="`state_hz`"):
+        BridgeConfig(physics_hz=1000.0, state_hz=300.0)
+    with pytest.raises(ConfigError, match="`physics_hz`"):
+        load_config(overrides={"physics_hz": -1})
+    with pytest.raises(ConfigError, match="`fast`.*expected bool"):
+        load_config(overrides={"fast": "yes"})
+    params = tmp_path / "p.yaml"
+    params.write_text("sim_bridge:\n  ros__parameters:\n    physcs_hz: 500.0\n")
+    with pytest.raises(ConfigError, match="unknown sim_bridge parameter `physcs_hz`"):
+        load_config(params)
+
+
+def test_shipped_parameter_file_matches_the_defaults():
+    assert load_config(REPO / "config" / "sim_bridge.yaml") == BridgeConfig()

@@ -1,0 +1,170 @@
+"""The bridge as a separate process on real Cyclone DDS over loopback, talked to like the robot.
+
+Each test has its own DDS domain (30-49 belong to these tests). The bridge holds simulated time
+at 0 until the test's first LowCmd arrives (--wait-for-command), so DDS discovery time does not
+matter; everything is judged by simulated time (LowState.tick), never by the wall clock.
+"""
+import json
+import os
+import signal
+import subprocess
+import sys
+from typing import List
+
+import numpy as np
+import pytest
+from cyclonedds.domain import DomainParticipant
+from cyclonedds.pub import DataWriter
+from cyclonedds.topic import Topic
+
+from bcg.robot import RobotDescription
+from bcg.transport import TransportConfig, make_transport
+from bcg.transport.dds import WRITER_QOS
+from bcg.wire import LOWCMD, LOWCMD_TOPIC, LowCmd_, crc_ok, encode_lowcmd, new_lowcmd
+
+pytestmark = pytest.mark.timeout(120)
+START_TIMEOUT_S = 60.0
+"""Wall seconds allowed for the bridge process to import, load the model and be discovered."""
+
+
+@pytest.fixture(scope="module")
+def robot():
+    return RobotDescription.load()
+
+
+def start_bridge(domain: int, metrics: str, *flags: str) -> subprocess.Popen:
+    cmd = [sys.executable, "-m", "bcg_sim_bridge.main", "--fast", "--headless", "--domain", str(domain),
+           "--interface", "lo", "--metrics", metrics, "--wait-for-command", str(START_TIMEOUT_S), *flags]
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env={**os.environ, "MUJOCO_GL": "egl"})
+
+
+def finish(proc: subprocess.Popen, terminate: bool = False) -> str:
+    """Wait for the bridge (after SIGTERM when asked); return its output; the exit status must be 0."""
+    if terminate:
+        proc.send_signal(signal.SIGTERM)
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 0, out
+    return out
+
+
+def lowcmd(robot, mode_machine: int, tau: float = 0.0, kd: float = 0.0) -> np.void:
+    rec = new_lowcmd()
+    rec["mode_machine"] = mode_machine
+    m = rec["motor_cmd"]
+    m["mode"][robot.motor_slots] = 1
+    m["tau"][robot.motor_slots] = tau
+    m["kd"][robot.motor_slots] = kd
+    return rec
+
+
+def test_damping_commands_damp_the_joints(robot, tmp_path):
+    """Hanging in the elastic band: a torque kick, then zero torque, leaves the joints swinging;
+    damping commands (kd = 4) stop them.
+
+    The bridge's own fallback is zero torque here (--damping-kd 0), so the damping seen is ours.
+    """
+    metrics = tmp_path / "metrics.json"
+    proc = start_bridge(30, str(metrics), "--duration", "4", "--elastic-band", "--damping-kd", "0",
+                        "--command-timeout", "0.5")
+    t, speed = [], []
+    with make_transport(TransportConfig.simulation(30, transport="dds")) as transport:
+        states = transport.lowstate_reader(check_crc=True)
+        commands = transport.lowcmd_writer()
+        state = states.wait(START_TIMEOUT_S)
+        assert state is not None, "no LowState from the bridge"
+        while proc.poll() is None:
+            state = states.wait(0.2)
+            if state is None:
+                continue
+            now = state["tick"] / 1000.0
+            kick = 5.0 if 1.0 <= now < 1.1 else 0.0
+            commands.write(lowcmd(robot, int(state["mode_machine"]), tau=kick, kd=0.0 if now < 2.0 else 4.0))
+            t.append(now)
+            speed.append(np.sqrt(np.mean(state["motor_state"]["dq"][robot.motor_slots] ** 2)))
+    finish(proc)
+    t, speed = np.array(t), np.array(speed)
+    swinging = speed[(t > 1.5) & (t < 2.0)]
+    damped = speed[t > 3.5]
+    assert len(swinging) and len(damped)
+    assert swinging.mean() > 0.5, "zero torque should leave the hanging joints swinging"
+    assert damped.mean() < 0.1 * swinging.mean()
+    report = json.loads(metrics.read_text())
+    assert report["commands"]["accepted"] > 0 and report["commands"]["rejected_total"] == 0
+    assert report["evaluation"]["fell"] is False
+
+
+def test_bad_commands_are_rejected_counted_and_never_applied(robot, tmp_path):
+    """Bad CRC, NaN and wrong mode_machine commands carry tau = 10 N m; the torque stays 0."""
+    metrics = tmp_path / "metrics.json"
+    proc = start_bridge(31, str(metrics), "--duration", "30", "--damping-kd", "0", "--elastic-band")
+    bad_taus: List[float] = []
+    good_taus: List[float] = []
+    with make_transport(TransportConfig.simulation(31, transport="dds")) as transport:
+        states = transport.lowstate_reader(check_crc=True)
+        commands = transport.lowcmd_writer()
+        participant = DomainParticipant(31)  # a plain IdlStruct writer, to send a CRC the codec would fix
+        raw = DataWriter(participant, Topic(participant, LOWCMD_TOPIC, LowCmd_), WRITER_QOS)
+        state = states.wait(START_TIMEOUT_S)
+        assert state is not None, "no LowState from the bridge"
+        mode_machine = int(state["mode_machine"])
+
+        def watch(n: int, into: List[float]) -> None:
+            for _ in range(n):
+                s = states.wait(5.0)
+                assert s is not None, "the bridge stopped publishing"
+                into.append(float(np.abs(s["motor_state"]["tau_est"]).max()))
+
+        for _ in range(5):
+            rec = lowcmd(robot, mode_machine, tau=10.0)
+            encode_lowcmd(rec)
+            msg = LOWCMD.to_idl(rec)
+            msg.crc ^= 0xDEADBEEF
+            raw.write(msg)
+            watch(5, bad_taus)
+            rec = lowcmd(robot, mode_machine, tau=10.0)
+            rec["motor_cmd"]["q"][robot.motor_slots[0]] = np.nan
+            commands.write(rec)
+            watch(5, bad_taus)
+            commands.write(lowcmd(robot, mode_machine + 1, tau=10.0))
+            watch(5, bad_taus)
+        for _ in range(20):  # control: the same torque in a valid command shows in tau_est
+            commands.write(lowcmd(robot, mode_machine, tau=10.0))
+            watch(1, good_taus)
+        finish(proc, terminate=True)
+    assert max(bad_taus) == 0.0
+    assert max(good_taus) == pytest.approx(10.0)
+    report = json.loads(metrics.read_text())
+    c = report["commands"]
+    assert all(c["rejected"][reason] >= 1 for reason in ("crc", "non_finite", "mode_machine")), c
+    assert c["rejected_total"] <= 15 and c["accepted"] >= 1
+    assert c["rejected_total"] + c["accepted"] == c["received"]
+    assert 0 < report["sim_time_s"] < 30.0
+
+
+def test_states_have_valid_crc_and_ticks_2ms_apart(robot, tmp_path):
+    """Paced at real time for 1 s of simulated time after one damping command."""
+    metrics = tmp_path / "metrics.json"
+    cmd = [sys.executable, "-m", "bcg_sim_bridge.main", "--headless", "--domain", "32", "--interface", "lo",
+           "--metrics", str(metrics), "--wait-for-command", str(START_TIMEOUT_S), "--duration", "1"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    ticks, crcs = [], []
+    with make_transport(TransportConfig.simulation(32, transport="dds")) as transport:
+        states = transport.lowstate_reader(check_crc=False)
+        state = states.wait(START_TIMEOUT_S)
+        assert state is not None, "no LowState from the bridge"
+        transport.lowcmd_writer().write(lowcmd(robot, int(state["mode_machine"]), kd=1.0))
+        while proc.poll() is None:
+            state = states.wait(0.2)
+            if state is not None:
+                ticks.append(int(state["tick"]))
+                crcs.append(crc_ok(state))
+                assert state["mode_machine"] == robot.mode_machine
+    finish(proc)
+    assert all(crcs) and len(crcs) > 100
+    running = np.array([k for k in ticks if k > 0])
+    gaps = np.diff(running)
+    assert np.all(gaps > 0) and np.all(gaps % 2 == 0) and gaps.min() == 2
+    report = json.loads(metrics.read_text())
+    assert report["sim_time_s"] == pytest.approx(1.0) and report["physics_steps"] == 1000
+    assert report["commands"]["accepted"] == 1

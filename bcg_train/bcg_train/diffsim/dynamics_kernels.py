@@ -1,0 +1,214 @@
+"""Warp kernels for the smooth dynamics of one substep: kinematics, composite rigid body mass matrix,
+recursive Newton-Euler bias forces and the generalised force.
+
+Spatial quantities are in world axes about one point o per environment (the base origin at the start
+of the substep), motion vectors as (angular, linear). With a common point, composite inertias and
+subtree forces are plain sums, so no frame transforms are needed between bodies.
+
+Differentiability: every array element is written once (or accumulated with atomic_add) and never
+changed after it has been read, and no value is carried between loop iterations in a local
+variable; Warp's adjoint of these kernels is then exact.
+"""
+import warp as wp
+
+f64 = wp.float64
+vec3 = wp.vec3d
+mat33 = wp.mat33d
+
+
+@wp.func
+def quat_wxyz(q: wp.array2d(dtype=f64), e: int):
+    return wp.quatd(q[e, 4], q[e, 5], q[e, 6], q[e, 3])
+
+
+@wp.func
+def spatial_inertia_apply(m: f64, h: vec3, ibar: mat33, w: vec3, v: vec3):
+    """Angular part of I * (w, v) for a spatial inertia (m, h = m c, Ibar) about o; linear part below."""
+    return ibar * w + wp.cross(h, v)
+
+
+@wp.func
+def spatial_inertia_apply_lin(m: f64, h: vec3, w: vec3, v: vec3):
+    return m * v - wp.cross(h, w)
+
+
+@wp.kernel
+def kinematics(
+    q: wp.array2d(dtype=f64), qd: wp.array2d(dtype=f64), nb: int, gravity: vec3,
+    body_parent: wp.array(dtype=int), body_dof: wp.array(dtype=int),
+    body_pos: wp.array(dtype=vec3), body_quat: wp.array(dtype=wp.quatd),
+    body_mass: wp.array(dtype=f64), body_com: wp.array(dtype=vec3), body_inertia: wp.array(dtype=mat33),
+    jnt_axis: wp.array(dtype=vec3), jnt_anchor: wp.array(dtype=vec3),
+    # outputs
+    xrot: wp.array2d(dtype=wp.quatd), xpos: wp.array2d(dtype=vec3),
+    s_ang: wp.array2d(dtype=vec3), s_lin: wp.array2d(dtype=vec3),
+    vel_ang: wp.array2d(dtype=vec3), vel_lin: wp.array2d(dtype=vec3),
+    acc_ang: wp.array2d(dtype=vec3), acc_lin: wp.array2d(dtype=vec3),
+    crb_m: wp.array2d(dtype=f64), crb_h: wp.array2d(dtype=vec3), crb_i: wp.array2d(dtype=mat33),
+    frc_ang: wp.array2d(dtype=vec3), frc_lin: wp.array2d(dtype=vec3),
+):
+    """Per environment: body poses, dof motion axes S (nv), body spatial velocities and bias
+    accelerations (qdd = 0, gravity as a base acceleration), and each body's own inertia and bias
+    force I a + v x* I v, written into the composite arrays that `composite` completes."""
+    e = wp.tid()
+    o = vec3(q[e, 0], q[e, 1], q[e, 2])
+    for b in range(nb):
+        p = body_parent[b]
+        if p < 0:
+            r = wp.normalize(quat_wxyz(q, e))
+            xrot[e, b] = r
+            xpos[e, b] = o
+            ex = wp.quat_rotate(r, vec3(f64(1.0), f64(0.0), f64(0.0)))
+            ey = wp.quat_rotate(r, vec3(f64(0.0), f64(1.0), f64(0.0)))
+            ez = wp.quat_rotate(r, vec3(f64(0.0), f64(0.0), f64(1.0)))
+            zero = vec3(f64(0.0), f64(0.0), f64(0.0))
+            s_ang[e, 0] = zero
+            s_ang[e, 1] = zero
+            s_ang[e, 2] = zero
+            s_lin[e, 0] = vec3(f64(1.0), f64(0.0), f64(0.0))
+            s_lin[e, 1] = vec3(f64(0.0), f64(1.0), f64(0.0))
+            s_lin[e, 2] = vec3(f64(0.0), f64(0.0), f64(1.0))
+            s_ang[e, 3] = ex
+            s_ang[e, 4] = ey
+            s_ang[e, 5] = ez
+            s_lin[e, 3] = zero
+            s_lin[e, 4] = zero
+            s_lin[e, 5] = zero
+            w = ex * qd[e, 3] + ey * qd[e, 4] + ez * qd[e, 5]
+            v = vec3(qd[e, 0], qd[e, 1], qd[e, 2])
+            vel_ang[e, b] = w
+            vel_lin[e, b] = v
+            acc_ang[e, b] = zero
+            acc_lin[e, b] = -gravity - wp.cross(w, v)
+        else:
+            rp = xrot[e, p]
+            r0 = wp.mul(rp, body_quat[b])
+            x0 = xpos[e, p] + wp.quat_rotate(rp, body_pos[b])
+            d = body_dof[b]
+            if d >= 0:
+                ax = wp.quat_rotate(r0, jnt_axis[b])
+                anchor = x0 + wp.quat_rotate(r0, jnt_anchor[b])
+                qi = d + 1
+                r = wp.mul(r0, wp.quat_from_axis_angle(jnt_axis[b], q[e, qi]))
+                xrot[e, b] = r
+                xpos[e, b] = anchor - wp.quat_rotate(r, jnt_anchor[b])
+                sa = ax
+                sl = wp.cross(anchor - o, ax)
+                s_ang[e, d] = sa
+                s_lin[e, d] = sl
+                wj = sa * qd[e, d]
+                vj = sl * qd[e, d]
+                w = vel_ang[e, p] + wj
+                v = vel_lin[e, p] + vj
+                vel_ang[e, b] = w
+                vel_lin[e, b] = v
+                # a = a_parent + v x_m (S qd)
+                acc_ang[e, b] = acc_ang[e, p] + wp.cross(w, wj)
+                acc_lin[e, b] = acc_lin[e, p] + wp.cross(w, vj) + wp.cross(v, wj)
+            else:
+                xrot[e, b] = r0
+                xpos[e, b] = x0
+                vel_ang[e, b] = vel_ang[e, p]
+                vel_lin[e, b] = vel_lin[e, p]
+                acc_ang[e, b] = acc_ang[e, p]
+                acc_lin[e, b] = acc_lin[e, p]
+        r = xrot[e, b]
+        m = body_mass[b]
+        c = xpos[e, b] + wp.quat_rotate(r, body_com[b]) - o
+        rm = wp.quat_to_matrix(r)
+        ic = rm * body_inertia[b] * wp.transpose(rm)
+        ibar = ic + m * (wp.dot(c, c) * wp.identity(n=3, dtype=f64) - wp.outer(c, c))
+        h = m * c
+        wp.atomic_add(crb_m, e, b, m)
+        wp.atomic_add(crb_h, e, b, h)
+        wp.atomic_add(crb_i, e, b, ibar)
+        w = vel_ang[e, b]
+        v = vel_lin[e, b]
+        # f = I a + v x* (I v)
+        iv_a = spatial_inertia_apply(m, h, ibar, w, v)
+        iv_l = spatial_inertia_apply_lin(m, h, w, v)
+        ia_a = spatial_inertia_apply(m, h, ibar, acc_ang[e, b], acc_lin[e, b])
+        ia_l = spatial_inertia_apply_lin(m, h, acc_ang[e, b], acc_lin[e, b])
+        wp.atomic_add(frc_ang, e, b, ia_a + wp.cross(w, iv_a) + wp.cross(v, iv_l))
+        wp.atomic_add(frc_lin, e, b, ia_l + wp.cross(w, iv_l))
+
+
+@wp.kernel
+def composite(
+    nb: int, body_parent: wp.array(dtype=int),
+    crb_m: wp.array2d(dtype=f64), crb_h: wp.array2d(dtype=vec3), crb_i: wp.array2d(dtype=mat33),
+    frc_ang: wp.array2d(dtype=vec3), frc_lin: wp.array2d(dtype=vec3),
+):
+    """Leaves to root: add each body's subtree inertia and subtree bias force into its parent's."""
+    e = wp.tid()
+    for k in range(nb - 1):
+        b = nb - 1 - k
+        p = body_parent[b]
+        wp.atomic_add(crb_m, e, p, crb_m[e, b])
+        wp.atomic_add(crb_h, e, p, crb_h[e, b])
+        wp.atomic_add(crb_i, e, p, crb_i[e, b])
+        wp.atomic_add(frc_ang, e, p, frc_ang[e, b])
+        wp.atomic_add(frc_lin, e, p, frc_lin[e, b])
+
+
+@wp.kernel
+def mass_matrix(
+    pair_i: wp.array(dtype=int), pair_j: wp.array(dtype=int), dof_body: wp.array(dtype=int),
+    s_ang: wp.array2d(dtype=vec3), s_lin: wp.array2d(dtype=vec3),
+    crb_m: wp.array2d(dtype=f64), crb_h: wp.array2d(dtype=vec3), crb_i: wp.array2d(dtype=mat33),
+    a: wp.array3d(dtype=f64),
+):
+    """A[i, j] = S_j . (Ic_body(i) S_i) for j an ancestor-or-self dof of i (lower triangle only)."""
+    e, k = wp.tid()
+    i = pair_i[k]
+    j = pair_j[k]
+    b = dof_body[i]
+    m = crb_m[e, b]
+    h = crb_h[e, b]
+    fa = spatial_inertia_apply(m, h, crb_i[e, b], s_ang[e, i], s_lin[e, i])
+    fl = spatial_inertia_apply_lin(m, h, s_ang[e, i], s_lin[e, i])
+    wp.atomic_add(a, e, i, j, wp.dot(s_ang[e, j], fa) + wp.dot(s_lin[e, j], fl))
+
+
+@wp.kernel
+def generalised_force(
+    q: wp.array2d(dtype=f64), qd: wp.array2d(dtype=f64), h: f64,
+    dof_body: wp.array(dtype=int), s_ang: wp.array2d(dtype=vec3), s_lin: wp.array2d(dtype=vec3),
+    frc_ang: wp.array2d(dtype=vec3), frc_lin: wp.array2d(dtype=vec3),
+    dof_armature: wp.array(dtype=f64), dof_damping: wp.array(dtype=f64),
+    dof_frictionloss: wp.array(dtype=f64), friction_velocity: f64,
+    dof_limited: wp.array(dtype=int), dof_lower: wp.array(dtype=f64), dof_upper: wp.array(dtype=f64),
+    limit_stiffness: f64, limit_damping: f64,
+    tau: wp.array2d(dtype=f64), a: wp.array3d(dtype=f64),
+    diag: wp.array2d(dtype=f64), rhs: wp.array3d(dtype=f64),
+):
+    """rhs[:, i, 0] = tau_i - C_i - d_i qd_i - friction_i + limit_i [N m or N] and diag[:, i], what
+    the solve adds to A's diagonal: armature + h (damping + friction slope) + limit terms.
+
+    Velocity-proportional terms are implicit, as MuJoCo's Euler integrator treats joint damping: a
+    term -c qd+ (qd+ = qd + h qdd) moves h c onto the diagonal. The smooth friction loss is
+    linearised the same way, and a joint beyond its limit gets an implicit spring-damper scaled to
+    the dof's inertia A_ii (stiffness beta A_ii / h^2, damping gamma A_ii / h), stable at any h."""
+    e, i = wp.tid()
+    b = dof_body[i]
+    bias = wp.dot(s_ang[e, i], frc_ang[e, b]) + wp.dot(s_lin[e, i], frc_lin[e, b])
+    v = qd[e, i]
+    fl = dof_frictionloss[i]
+    t = wp.tanh(v / friction_velocity)
+    c = dof_damping[i] + fl / friction_velocity * (f64(1.0) - t * t)
+    f = tau[e, i] - bias - dof_damping[i] * v - fl * t
+    if dof_limited[i] != 0:
+        x = q[e, i + 1]
+        gap = f64(0.0)
+        if x < dof_lower[i]:
+            gap = dof_lower[i] - x
+        if x > dof_upper[i]:
+            gap = dof_upper[i] - x
+        if gap != f64(0.0):
+            aii = a[e, i, i]
+            k = limit_stiffness * aii / (h * h)
+            cl = limit_damping * aii / h + k * h
+            f = f + k * gap - cl * v
+            c = c + cl
+    diag[e, i] = dof_armature[i] + h * c
+    rhs[e, i, 0] = f
