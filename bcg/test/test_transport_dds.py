@@ -46,7 +46,9 @@ from cyclonedds.sub import DataReader
 from cyclonedds.topic import Topic
 from bcg.wire.idl import IMUState_, LowCmd_, LowState_, MotorState_
 domain = int(sys.argv[1])
-Domain(domain, '''<CycloneDDS><Domain Id="any"><General><Interfaces>
+# Keep the Domain referenced (as Unitree's ChannelFactory does): once it is garbage-collected,
+# participants silently get Cyclone's default configuration instead of this loopback one.
+config = Domain(domain, '''<CycloneDDS><Domain Id="any"><General><Interfaces>
   <NetworkInterface name="lo"/></Interfaces><AllowMulticast>false</AllowMulticast></General>
   <Discovery><ParticipantIndex>auto</ParticipantIndex><Peers><Peer address="127.0.0.1"/>
   </Peers></Discovery></Domain></CycloneDDS>''')
@@ -146,9 +148,10 @@ def test_interop_with_plain_idlstruct_peer():
             assert list(state["motor_state"]["temperature"][3]) == [40, 41]
             assert state["imu_state"]["accelerometer"][2] == np.float32(9.81)
             assert state["imu_state"]["temperature"] == 30 and state["crc"] == 0
+            assert checked.take() is None
 
         exchange(states, commands, 5, check)
-        assert checked.take() is None and checked.crc_errors >= 5 and checked.received == 0
+        assert checked.crc_errors >= 1 and checked.received == 0
         finish_peer(peer, commands)
 
 

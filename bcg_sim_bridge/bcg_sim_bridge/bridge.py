@@ -33,7 +33,7 @@ class SimBridge:
 
     def __init__(self, config: BridgeConfig, robot: RobotDescription,
                  commands: Optional[Reader] = None, states: Optional[Writer] = None,
-                 motion: Optional[ReferenceMotion] = None, recorder=None, viewer=None):
+                 motion: Optional[ReferenceMotion] = None):
         self.config = config
         self.core = PhysicsCore(robot, config.physics_hz, config.initial_pose)
         kd = robot.damping_kd if config.damping_kd < 0 else config.damping_kd
@@ -47,7 +47,10 @@ class SimBridge:
                 self.core.model, self.core.data, config.band_body, config.band_anchor_height,
                 config.band_stiffness, config.band_damping, config.band_length)
         self.commands, self.states = commands, states
-        self.recorder, self.viewer = recorder, viewer
+        self.recorder = None
+        """Optional `display.Recorder`, fed after every state period."""
+        self.viewer = None
+        """Optional `display.Viewer`, synced after every state period."""
         self.steps = 0
         self.states_published = 0
         self.pacing_slips = 0

@@ -12,6 +12,10 @@ from typing import Any, Dict, Mapping, Optional, Union
 import yaml
 
 
+NODE_NAME = "sim_bridge"
+"""The node's name: its section in a ROS 2 parameter file."""
+
+
 class ConfigError(ValueError):
     """A configuration value is missing, unknown or out of range; the message names the key."""
 
@@ -93,7 +97,7 @@ class BridgeConfig:
 
 def _require(ok: bool, key: str, message: str, value: Any) -> None:
     if not ok:
-        raise ConfigError(f"sim_bridge parameter `{key}` = {value!r}: {message}")
+        raise ConfigError(f"{NODE_NAME} parameter `{key}` = {value!r}: {message}")
 
 
 def _validate(c: BridgeConfig) -> None:
@@ -123,33 +127,37 @@ def coerce_values(values: Mapping[str, Any]) -> Dict[str, Any]:
     out = {}
     for key, value in values.items():
         if key not in _FIELD_TYPES:
-            raise ConfigError(f"unknown sim_bridge parameter `{key}`; known: {', '.join(sorted(_FIELD_TYPES))}")
+            raise ConfigError(f"unknown {NODE_NAME} parameter `{key}`; known: {', '.join(sorted(_FIELD_TYPES))}")
         want = _FIELD_TYPES[key]
         if want is float and isinstance(value, int) and not isinstance(value, bool):
             value = float(value)
         if value is None and want is str:
             value = ""
         if type(value) is not want:
-            raise ConfigError(f"sim_bridge parameter `{key}` = {value!r}: expected {want.__name__}, "
+            raise ConfigError(f"{NODE_NAME} parameter `{key}` = {value!r}: expected {want.__name__}, "
                               f"got {type(value).__name__}")
         out[key] = value
     return out
 
 
-def read_ros_parameters(path: Union[str, Path]) -> Dict[str, Any]:
-    """The `ros__parameters` mapping of a ROS 2 parameter YAML (one node section, or `/**`)."""
+def read_ros_parameters(path: Union[str, Path], node_name: str = NODE_NAME) -> Dict[str, Any]:
+    """The `ros__parameters` for `node_name` in a ROS 2 parameter YAML: the `/**` section, then the
+    `<node_name>` (or `/<node_name>`) section over it; other nodes' sections are ignored."""
     path = Path(path)
     try:
         doc = yaml.safe_load(path.read_text())
     except (OSError, yaml.YAMLError) as e:
         raise ConfigError(f"cannot read parameter file {path}: {e}") from e
-    if not isinstance(doc, dict):
-        raise ConfigError(f"parameter file {path}: expected `<node>: {{ros__parameters: {{...}}}}`")
-    sections = [v["ros__parameters"] for v in doc.values() if isinstance(v, dict) and "ros__parameters" in v]
-    if len(sections) != 1 or not isinstance(sections[0], dict):
-        raise ConfigError(f"parameter file {path}: expected exactly one `ros__parameters` mapping, "
-                          f"found {len(sections)}")
-    return sections[0]
+    sections = [k for k in ("/**", node_name, "/" + node_name) if isinstance(doc, dict) and k in doc]
+    if not sections:
+        raise ConfigError(f"parameter file {path}: no `{node_name}:` or `/**:` section with `ros__parameters`")
+    params: Dict[str, Any] = {}
+    for key in sections:
+        section = doc[key]
+        if not isinstance(section, dict) or not isinstance(section.get("ros__parameters"), dict):
+            raise ConfigError(f"parameter file {path}: section `{key}` has no `ros__parameters` mapping")
+        params.update(section["ros__parameters"])
+    return params
 
 
 def load_config(params_file: Optional[Union[str, Path]] = None,

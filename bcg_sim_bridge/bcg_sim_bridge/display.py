@@ -29,11 +29,13 @@ def display_available() -> bool:
 class Recorder:
     """Renders frames offscreen at `fps` frames per simulated second and writes them at `close`.
 
+The camera follows body `track_body` (the robot's root) from 3 m.
+
     `.gif` is written by Pillow; `.mp4` and other video formats need the `imageio-ffmpeg` package.
     Frames are kept in memory until `close` (width * height * 3 bytes each).
     """
 
-    def __init__(self, model, path: str, fps: float, width: int, height: int):
+    def __init__(self, model, path: str, fps: float, width: int, height: int, track_body: int = 1):
         import mujoco
         self.path = Path(path)
         if self.path.suffix.lower() != ".gif":
@@ -45,6 +47,11 @@ class Recorder:
         self.fps = float(fps)
         self._renderer = mujoco.Renderer(model, height=height, width=width)
         self._off = (mujoco.mjtRndFlag.mjRND_SHADOW, mujoco.mjtRndFlag.mjRND_REFLECTION)
+        self._camera = mujoco.MjvCamera()
+        mujoco.mjv_defaultFreeCamera(model, self._camera)
+        self._camera.type = mujoco.mjtCamera.mjCAMERA_TRACKING
+        self._camera.trackbodyid = track_body
+        self._camera.distance = 3.0
         self._frames: List[np.ndarray] = []
         self._next_time = 0.0
 
@@ -53,7 +60,7 @@ class Recorder:
         if data.time + 1e-9 < self._next_time:
             return
         self._next_time += 1.0 / self.fps
-        self._renderer.update_scene(data)
+        self._renderer.update_scene(data, camera=self._camera)
         for flag in self._off:
             self._renderer.scene.flags[flag] = 0
         self._frames.append(self._renderer.render().copy())

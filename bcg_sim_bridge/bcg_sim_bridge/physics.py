@@ -6,8 +6,6 @@ joint's torque limit. MuJoCo evaluates it from the current q, dq at every `mj_st
 `clamp(tau + kp (q_cmd - q) + kd (dq_cmd - dq))`, however many steps run between two commands.
 No DDS, no clock, no files here.
 """
-from typing import Optional
-
 import mujoco
 import numpy as np
 
@@ -23,10 +21,9 @@ class PhysicsCore:
     Attributes: `robot` (RobotDescription), `model` / `data` (MuJoCo), `dt` (s).
     """
 
-    def __init__(self, robot: RobotDescription, physics_hz: float, initial_pose: str = "default",
-                 model: Optional[mujoco.MjModel] = None):
+    def __init__(self, robot: RobotDescription, physics_hz: float, initial_pose: str = "default"):
         self.robot = robot
-        self.model = model if model is not None else mujoco.MjModel.from_xml_path(str(robot.model_path))
+        self.model = mujoco.MjModel.from_xml_path(str(robot.model_path))
         self.model.opt.timestep = 1.0 / float(physics_hz)
         self.dt = self.model.opt.timestep
         self.data = mujoco.MjData(self.model)

@@ -13,9 +13,8 @@ import rclpy
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 
-from .config import BridgeConfig, ConfigError, load_config
+from .config import NODE_NAME, BridgeConfig, ConfigError, load_config
 
-NODE_NAME = "sim_bridge"
 NODE_DEFAULTS = {"transport": "ros2"}
 """Defaults that differ from BridgeConfig's when running as a ROS 2 node."""
 

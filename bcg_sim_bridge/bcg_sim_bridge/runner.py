@@ -8,7 +8,7 @@ from bcg.robot import ModelNotFoundError, RobotDescription, RobotDescriptionErro
 from bcg.transport import Transport, TransportConfig
 
 from .bridge import SimBridge
-from .config import BridgeConfig
+from .config import NODE_NAME, BridgeConfig
 from .display import Recorder, Viewer, display_available
 from .metrics import write_json_atomic
 from .lowstate_fill import SensorError
@@ -18,7 +18,7 @@ SETUP_ERRORS = (ModelNotFoundError, RobotDescriptionError, MotionFormatError, Se
 """What `build_bridge` raises for a bad model, motion file or setting (each message names it)."""
 
 
-def transport_config(config: BridgeConfig, node_name: str = "sim_bridge") -> TransportConfig:
+def transport_config(config: BridgeConfig, node_name: str = NODE_NAME) -> TransportConfig:
     """The transport settings of `config`: on 'lo' unicast to 127.0.0.1 without multicast."""
     if config.interface == "lo":
         return dataclasses.replace(TransportConfig.simulation(domain_id=config.domain, transport=config.transport),
@@ -38,7 +38,7 @@ def build_bridge(config: BridgeConfig, transport: Transport, log=sys.stderr) -> 
                        motion)
     if config.record:
         bridge.recorder = Recorder(bridge.core.model, config.record, config.record_fps,
-                                   config.record_width, config.record_height)
+                                   config.record_width, config.record_height, track_body=robot.root_body)
     if not config.headless and display_available():
         bridge.viewer = Viewer(bridge.core.model, bridge.core.data)
     print(f"sim_bridge: {robot.model_path} ({robot.num_joints} joints, mode_machine {robot.mode_machine}), "

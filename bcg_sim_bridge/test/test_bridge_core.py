@@ -1,5 +1,4 @@
 """Unit tests of the bridge's pure core: real MuJoCo, real wire records, no DDS."""
-import math
 import os
 from pathlib import Path
 

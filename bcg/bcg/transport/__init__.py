@@ -13,6 +13,7 @@ Messages are numpy structured records from ``bcg.wire`` (``new_lowcmd()``, ``new
 nothing here hands out middleware objects. Usage::
 
     from bcg.transport import TransportConfig, make_transport
+    from bcg.wire import new_lowcmd
     with make_transport(TransportConfig.simulation()) as transport:
         states = transport.lowstate_reader(check_crc=False)   # Unitree's own sim sends crc = 0
         commands = transport.lowcmd_writer()

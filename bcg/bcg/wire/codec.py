@@ -42,6 +42,8 @@ class MessageCodec:
         if self.dtype.names[-1] != "crc" or self.dtype.fields["crc"][1] != self.dtype.itemsize - 4:
             raise ValueError(f"{idl_type.__name__}: the last member must be the uint32 'crc'")
         runs = sorted(self.plan.runs, key=lambda run: run.wire_start)
+        if runs[0].wire_start != 0:
+            raise ValueError(f"{idl_type.__name__}: the payload must start with a member")
         self._encode_slices = []
         """(c_start, c_end, zero bytes after the run on the wire)."""
         for run, following in zip(runs, runs[1:] + [None]):

@@ -65,31 +65,30 @@ def delassus(
 
 
 @wp.kernel
-def row_bound(nr: int, g: wp.array3d(dtype=f64), bound: wp.array2d(dtype=f64)):
-    e, r = wp.tid()
-    for c in range(nr):
-        wp.atomic_add(bound, e, r, wp.abs(g[e, r, c]))
-
-
-@wp.kernel
-def projected_jacobi(
+def projected_gauss_seidel(
     nc: int, iterations: int, g: wp.array3d(dtype=f64), v_free: wp.array2d(dtype=f64),
-    bound: wp.array2d(dtype=f64), smooth: wp.array2d(dtype=f64), friction: wp.array(dtype=f64),
+    smooth: wp.array2d(dtype=f64), friction: wp.array(dtype=f64),
     residual: wp.array3d(dtype=f64), p: wp.array3d(dtype=f64),
 ):
-    """p[:, it + 1] from p[:, it] (p[:, 0] = 0): residual = G (s p) + v_free, step, cone projection."""
+    """p[:, it + 1] from p[:, it] (p[:, 0] = 0), sphere by sphere: residual of its three rows
+    G (s p) + v_free with the spheres before it already updated, a step 1 / (s G_rr) per row, then
+    the projection onto normal >= 0 and the Coulomb cone."""
     e = wp.tid()
     nr = 3 * nc
     for it in range(iterations):
-        for r in range(nr):
-            wp.atomic_add(residual, e, it, r, v_free[e, r])
-            for c in range(nr):
-                wp.atomic_add(residual, e, it, r, g[e, r, c] * smooth[e, c / 3] * p[e, it, c])
         for k in range(nc):
+            for a in range(3):
+                r = 3 * k + a
+                wp.atomic_add(residual, e, it, r, v_free[e, r])
+                for c in range(nr):
+                    pc = p[e, it, c]
+                    if c < 3 * k:
+                        pc = p[e, it + 1, c]
+                    wp.atomic_add(residual, e, it, r, g[e, r, c] * smooth[e, c / 3] * pc)
             n = 3 * k
-            pn = p[e, it, n] - residual[e, it, n] / bound[e, n]
-            p1 = p[e, it, n + 1] - residual[e, it, n + 1] / bound[e, n + 1]
-            p2 = p[e, it, n + 2] - residual[e, it, n + 2] / bound[e, n + 2]
+            pn = p[e, it, n] - residual[e, it, n] / g[e, n, n]
+            p1 = p[e, it, n + 1] - residual[e, it, n + 1] / g[e, n + 1, n + 1]
+            p2 = p[e, it, n + 2] - residual[e, it, n + 2] / g[e, n + 2, n + 2]
             pn = wp.max(pn, f64(0.0))
             lim = friction[k] * pn
             tn2 = p1 * p1 + p2 * p2

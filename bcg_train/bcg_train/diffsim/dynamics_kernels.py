@@ -179,7 +179,7 @@ def generalised_force(
     dof_frictionloss: wp.array(dtype=f64), friction_velocity: f64,
     dof_limited: wp.array(dtype=int), dof_lower: wp.array(dtype=f64), dof_upper: wp.array(dtype=f64),
     limit_stiffness: f64, limit_damping: f64,
-    tau: wp.array2d(dtype=f64), a: wp.array3d(dtype=f64),
+    tau: wp.array2d(dtype=f64), pd_diag: wp.array2d(dtype=f64), a: wp.array3d(dtype=f64),
     diag: wp.array2d(dtype=f64), rhs: wp.array3d(dtype=f64),
 ):
     """rhs[:, i, 0] = tau_i - C_i - d_i qd_i - friction_i + limit_i [N m or N] and diag[:, i], what
@@ -210,5 +210,5 @@ def generalised_force(
             cl = limit_damping * aii / h + k * h
             f = f + k * gap - cl * v
             c = c + cl
-    diag[e, i] = dof_armature[i] + h * c
+    diag[e, i] = dof_armature[i] + h * c + pd_diag[e, i]
     rhs[e, i, 0] = f

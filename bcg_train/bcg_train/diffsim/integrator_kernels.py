@@ -9,14 +9,23 @@ vec3 = wp.vec3d
 def pd_torque(
     q: wp.array2d(dtype=f64), qd: wp.array2d(dtype=f64), joint_dof: wp.array(dtype=int),
     tau_limit: wp.array(dtype=f64), q_target: wp.array2d(dtype=f64), qd_target: wp.array2d(dtype=f64),
-    kp: wp.array2d(dtype=f64), kd: wp.array2d(dtype=f64), tau_ff: wp.array2d(dtype=f64),
-    tau: wp.array2d(dtype=f64),
+    kp: wp.array2d(dtype=f64), kd: wp.array2d(dtype=f64), tau_ff: wp.array2d(dtype=f64), h: f64,
+    tau: wp.array2d(dtype=f64), pd_diag: wp.array2d(dtype=f64),
 ):
-    """tau = clamp(tau_ff + kp (q* - q) + kd (qd* - qd), +-limit) [N m], as the motor drivers do."""
+    """tau = clamp(tau_ff + kp (q* - q) + kd (qd* - qd), +-limit) [N m], as the motor drivers do.
+
+    The drivers close this loop far faster than the substep, so it is integrated implicitly in
+    qd+ = qd + h qdd: where the torque is not saturated, h kd + h^2 kp joins the diagonal of the
+    solve (pd_diag) and tau carries the matching -(kd + h kp) h qdd terms through it."""
     e, j = wp.tid()
     d = joint_dof[j]
     u = tau_ff[e, j] + kp[e, j] * (q_target[e, j] - q[e, d + 1]) + kd[e, j] * (qd_target[e, j] - qd[e, d])
-    tau[e, d] = wp.clamp(u, -tau_limit[j], tau_limit[j])
+    lim = tau_limit[j]
+    if u > lim or u < -lim:
+        tau[e, d] = wp.clamp(u, -lim, lim)
+    else:
+        tau[e, d] = u - h * kp[e, j] * qd[e, d]
+        pd_diag[e, d] = h * kd[e, j] + h * h * kp[e, j]
 
 
 @wp.kernel

@@ -50,9 +50,9 @@ class _Scratch:
     rhs: wp.array
     x: wp.array
     tau: wp.array
+    pd_diag: wp.array
     g: wp.array
     v_free: wp.array
-    bound: wp.array
     smooth: wp.array
     residual: wp.array
     p: wp.array
@@ -68,13 +68,13 @@ class _Scratch:
             vel_ang=z((n, nb), wp.vec3d), vel_lin=z((n, nb), wp.vec3d), acc_ang=z((n, nb), wp.vec3d),
             acc_lin=z((n, nb), wp.vec3d), crb_m=z((n, nb)), crb_h=z((n, nb), wp.vec3d), crb_i=z((n, nb), wp.mat33d),
             frc_ang=z((n, nb), wp.vec3d), frc_lin=z((n, nb), wp.vec3d), a=z((n, nv, nv)), diag=z((n, nv)), ld=z((n, nv, nv), grad=False),
-            rhs=z((n, nv, 1 + nr)), x=z((n, nv, 1 + nr)), tau=z((n, nv)), g=z((n, nr, nr)), v_free=z((n, nr)),
-            bound=z((n, nr)), smooth=z((n, model.nc)), residual=z((n, it, nr)), p=z((n, it + 1, nr)),
+            rhs=z((n, nv, 1 + nr)), x=z((n, nv, 1 + nr)), tau=z((n, nv)), pd_diag=z((n, nv)), g=z((n, nr, nr)), v_free=z((n, nr)),
+            smooth=z((n, model.nc)), residual=z((n, it, nr)), p=z((n, it + 1, nr)),
         )
 
     def zero_accumulators(self) -> None:
         for arr in (self.crb_m, self.crb_h, self.crb_i, self.frc_ang, self.frc_lin, self.a, self.g, self.v_free,
-                    self.bound, self.residual):
+                    self.residual, self.pd_diag):
             arr.zero_()
 
 
@@ -146,11 +146,11 @@ class Simulator:
             m.pair_i, m.pair_j, m.dof_body, sc.s_ang, sc.s_lin, sc.crb_m, sc.crb_h, sc.crb_i], outputs=[sc.a])
         wp.launch(ik.pd_torque, dim=(n, m.nj), device=dev, inputs=[
             s_in.q, s_in.qd, m.joint_dof, m.tau_limit, control.q_target, control.qd_target, control.kp, control.kd,
-            control.tau], outputs=[sc.tau])
+            control.tau, h64], outputs=[sc.tau, sc.pd_diag])
         wp.launch(dk.generalised_force, dim=(n, m.nv), device=dev, inputs=[
             s_in.q, s_in.qd, h64, m.dof_body, sc.s_ang, sc.s_lin, sc.frc_ang, sc.frc_lin, m.dof_armature,
             m.dof_damping, m.dof_frictionloss, wp.float64(cfg.frictionloss_velocity), m.dof_limited, m.dof_lower,
-            m.dof_upper, wp.float64(cfg.limit_stiffness), wp.float64(cfg.limit_damping), sc.tau, sc.a], outputs=[sc.diag, sc.rhs])
+            m.dof_upper, wp.float64(cfg.limit_stiffness), wp.float64(cfg.limit_damping), sc.tau, sc.pd_diag, sc.a], outputs=[sc.diag, sc.rhs])
         wp.launch(ck.contact_geometry, dim=(n, m.nc), device=dev, inputs=[
             sc.xrot, sc.xpos, m.sphere_body, m.sphere_pos, m.sphere_radius, wp.float64(cfg.kappa)],
             outputs=[s_out.contact_height, sc.smooth])
@@ -161,9 +161,8 @@ class Simulator:
         nr = m.ndof_contact
         wp.launch(ck.delassus, dim=(n, nr, nr + 1), device=dev, inputs=[m.nv, nr, h64, s_in.qd, sc.rhs, sc.x],
                   outputs=[sc.g, sc.v_free])
-        wp.launch(ck.row_bound, dim=(n, nr), device=dev, inputs=[nr, sc.g], outputs=[sc.bound])
-        wp.launch(ck.projected_jacobi, dim=n, device=dev, inputs=[
-            m.nc, cfg.contact_iterations, sc.g, sc.v_free, sc.bound, sc.smooth, m.sphere_friction],
+        wp.launch(ck.projected_gauss_seidel, dim=n, device=dev, inputs=[
+            m.nc, cfg.contact_iterations, sc.g, sc.v_free, sc.smooth, m.sphere_friction],
             outputs=[sc.residual, sc.p])
         wp.launch(ck.contact_impulse, dim=(n, m.nc), device=dev, inputs=[m.nc, cfg.contact_iterations, sc.p, sc.smooth],
                   outputs=[s_out.contact_impulse])

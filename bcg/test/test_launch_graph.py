@@ -1,0 +1,107 @@
+"""The launch graph description, the `bcg launch` supervisor (with small shell processes) and the verdict."""
+import io
+import json
+import signal
+import threading
+import time
+
+import pytest
+
+from bcg.cli import find_launch_file, load_graph
+from bcg.launch_graph import (G1_RUN, MUJOCO_CHECK, LaunchArgumentError, ProcessSpec, Supervisor, parse_assignments,
+                              run_files)
+from bcg.launch_graph.verdict import evaluate, run as run_verdict
+
+
+def test_launch_files_declare_the_shared_graphs():
+    assert load_graph(find_launch_file("mujoco_check.launch.py")) is MUJOCO_CHECK
+    assert load_graph(find_launch_file("g1_run.launch.py")) is G1_RUN
+    assert {a.name: a.default for a in G1_RUN.arguments}["domain_id"] == "0"
+    assert {a.name: a.default for a in MUJOCO_CHECK.arguments}["domain_id"] == "1"
+
+
+def test_mujoco_check_graph_wires_bridge_node_and_evaluator(tmp_path):
+    verdict = str(tmp_path / "v.json")
+    procs = MUJOCO_CHECK.processes(parse_assignments([f"verdict:={verdict}", "policy:=p.onnx", "duration:=3",
+                                                      "record:=run.gif", "domain_id:=7"]))
+    bridge, node, evaluator = procs
+    assert [p.role for p in procs] == ["main", "service", "final"]
+    files = run_files(verdict)
+    assert {"--record", "run.gif", "--duration", "3.0", "--metrics", files["metrics"]} <= set(bridge.arguments)
+    assert {"--policy", "p.onnx", "--autostart", "--events", files["events"], "7"} <= set(node.arguments)
+    assert evaluator.arguments[:1] == ("verdict",) and verdict in evaluator.arguments
+    assert "--policy" not in MUJOCO_CHECK.processes({})[1].arguments     # default: built-in stand policy
+
+
+@pytest.mark.parametrize("items, message", [(["polcy:=x"], "unknown argument"), (["policy=x"], "name:=value"),
+                                            (["duration:=soon"], "duration"), (["headless:=maybe"], "boolean")])
+def test_bad_arguments_are_named(items, message):
+    with pytest.raises(LaunchArgumentError, match=message):
+        MUJOCO_CHECK.processes(parse_assignments(items))
+
+
+def sh(name, script, role="service"):
+    return ProcessSpec(name, "none", "none", "sh", ("-c", script), role=role)
+
+
+def supervise(processes):
+    out, log = io.StringIO(), []
+    return Supervisor(processes, out=out, log=log.append).run(), out.getvalue(), log
+
+
+def test_main_ending_stops_services_then_final_decides(tmp_path):
+    marker = tmp_path / "stopped"
+    service = sh("svc", f"trap 'echo bye > {marker}; exit 0' INT; while true; do sleep 0.05; done")
+    rc, out, _ = supervise([sh("main", "sleep 0.3; echo done", "main"), service, sh("final", "echo judged; exit 3", "final")])
+    assert rc == 3 and marker.read_text() == "bye\n"
+    assert "[main] done" in out and "[final] judged" in out
+
+
+def test_a_dying_service_stops_the_rest_with_nonzero_exit():
+    start = time.monotonic()
+    rc, _, log = supervise([sh("main", "sleep 30", "main"), sh("svc", "sleep 0.2; exit 4"),
+                            sh("final", "echo never", "final")])
+    assert rc == 4 and time.monotonic() - start < 10
+    assert any("svc exited with 4" in line for line in log)
+
+
+def test_sigint_stops_everything():
+    sup = Supervisor([sh("a", "sleep 30", "main"), sh("b", "sleep 30")], out=io.StringIO(), log=lambda m: None)
+    threading.Timer(0.3, lambda: sup._interrupt(signal.SIGINT, None)).start()
+    start = time.monotonic()
+    assert sup.run() == 130 and time.monotonic() - start < 10
+
+
+def metrics(fell=False, sim_time=5.0):
+    return {"sim_time_s": sim_time, "wall_time_s": 5.0, "elastic_band": None,
+            "commands": {"accepted": 2500, "rejected": {"crc": 1}, "rejected_total": 1, "damping_fallbacks": 0},
+            "evaluation": {"fell": fell, "fall_time_s": 2.5 if fell else None, "foot_penetration_mean_m": 0.002,
+                           "foot_penetration_max_m": 0.006, "min_root_height_m": 0.7,
+                           "tracking": {"mean_rms_error_rad": 0.05}}}
+
+
+def events(*transitions):
+    return {"transitions": list(transitions), "summary": None}
+
+
+def test_verdict_fields_and_safety_events():
+    fault = {"time_s": 1.0, "from": "policy", "to": "damping", "reason": "|dq| = 40 rad/s", "state_tick_ms": 2000}
+    end = {"time_s": 9.0, "from": "policy", "to": "damping", "reason": "LowState stale: 61 ms", "state_tick_ms": 5000}
+    stop = {"time_s": 9.1, "from": "damping", "to": "damping", "reason": "stop requested (SIGINT)"}
+    v = evaluate(metrics(), events(fault, end, stop), 5.0)
+    assert v["passed"] and v["stayed_up"] and v["command_rate_hz"] == 500.0 and v["commands_rejected"] == 1
+    assert v["foot_penetration_mean_mm"] == pytest.approx(2.0) and v["tracking_error_rad"] == 0.05
+    assert v["safety_events"] == [fault]                 # the stale event after the bridge ended is not one
+    assert not evaluate(metrics(fell=True), events(), 5.0)["passed"]
+    assert not evaluate(metrics(sim_time=2.0), events(), 5.0)["passed"]
+
+
+def test_verdict_files_and_exit_codes(tmp_path):
+    m, e, v = tmp_path / "m.json", tmp_path / "e.jsonl", tmp_path / "v.json"
+    m.write_text(json.dumps(metrics(fell=True)))
+    e.write_text(json.dumps({"transition": {"time_s": 0, "from": "wait", "to": "zero_torque", "reason": "x"}}) + "\n")
+    printed = []
+    assert run_verdict(str(m), str(e), str(v), 5.0, printed.append) == 1
+    assert json.loads(v.read_text())["fall_time_s"] == 2.5
+    assert "NO, fell at 2.50 s" in (tmp_path / "v.txt").read_text() == printed[0] + "\n"
+    assert run_verdict(str(tmp_path / "missing.json"), str(e), str(v), 5.0, printed.append) == 2

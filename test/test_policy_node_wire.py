@@ -1,0 +1,178 @@
+"""The policy node as a process on real loopback Cyclone DDS, fed by a test client.
+
+Each bad input reaches the node on the wire; the node's reaction is checked on the wire (damping:
+kp = 0, kd = damping gain, no NaN) and in its log (the reason). A bad policy is refused with a
+non-zero exit and nothing published.
+"""
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from bcg.contract import mlp_model, stand_contract, write_policy
+from bcg.robot import RobotDescription
+from bcg.transport import TransportConfig, make_transport
+from bcg.wire import new_lowstate
+
+NODE = str(Path(sys.executable).with_name("bcg-policy-node"))
+PARAMS = """policy_node:
+  ros__parameters:
+    ramp_duration: 0.2
+    autostart_hold: 0.1
+    shutdown_damping: 0.3
+"""
+
+
+@pytest.fixture(scope="module")
+def robot():
+    return RobotDescription.load()
+
+
+class StateClient:
+    """Publishes a LowState at 500 Hz (`self.state`, editable; `paused` stops it) and keeps every LowCmd."""
+
+    def __init__(self, domain, robot):
+        self.transport = make_transport(TransportConfig.simulation(domain_id=domain, transport="dds"))
+        self.writer = self.transport.lowstate_writer()
+        self.reader = self.transport.lowcmd_reader(check_crc=True)
+        s = new_lowstate()
+        s["mode_machine"] = 5
+        s["imu_state"]["quaternion"] = [1, 0, 0, 0]
+        s["motor_state"]["q"][robot.motor_slots] = robot.default_q
+        s["motor_state"]["temperature"] = 40
+        self.state, self.paused, self.commands = s, False, []
+        self.done = threading.Event()
+        self.threads = [threading.Thread(target=f, daemon=True) for f in (self._publish, self._collect)]
+        for t in self.threads:
+            t.start()
+
+    def _publish(self):
+        deadline = time.monotonic()
+        while not self.done.is_set():
+            if not self.paused:
+                self.writer.write(self.state.copy())
+            deadline += 0.002
+            time.sleep(max(0.0, deadline - time.monotonic()))
+
+    def _collect(self):
+        while not self.done.is_set():
+            cmd = self.reader.wait(0.05)
+            if cmd is not None:
+                self.commands.append((time.monotonic(), cmd))
+
+    def since(self, t0):
+        return [c for t, c in self.commands if t >= t0]
+
+    def wait_for(self, predicate, timeout):
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            if any(predicate(c) for c in self.since(end - timeout)):
+                return True
+            time.sleep(0.02)
+        return False
+
+    def close(self):
+        self.done.set()
+        for t in self.threads:
+            t.join(1.0)
+        self.transport.close()
+
+
+def start_node(tmp_path, domain, *extra):
+    params = tmp_path / "params.yaml"
+    params.write_text(PARAMS)
+    return subprocess.Popen([NODE, "--params", str(params), "--domain", str(domain), "--interface", "lo",
+                             "--autostart", *extra], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def stop_node(proc):
+    proc.send_signal(signal.SIGINT)
+    out, _ = proc.communicate(timeout=10)
+    return proc.returncode, out
+
+
+def is_damping(cmd, kd):
+    m = cmd["motor_cmd"]
+    return (not m["kp"].any()) and np.allclose(m["kd"][:29], kd) and np.isfinite(m["q"]).all()
+
+
+def is_pd(cmd):
+    return cmd["motor_cmd"]["kp"][:29].min() > 0
+
+
+def set_gyro_nan(s): s["imu_state"]["gyroscope"][0] = np.nan
+def set_dq(s): s["motor_state"]["dq"][3] = 40.0
+def set_upside_down(s): s["imu_state"]["quaternion"] = [0, 1, 0, 0]
+def set_hot(s): s["motor_state"]["temperature"][5] = [95, 95]
+def set_fault(s): s["motor_state"]["motorstate"][7] = 0x4
+
+
+CASES = {
+    "stale": (None, "LowState stale"),
+    "nan_state": (set_gyro_nan, "non-finite IMU gyroscope"),
+    "joint_velocity": (set_dq, "|dq| = 40.0 rad/s on left_knee_joint"),
+    "upside_down": (set_upside_down, "base upside down"),
+    "temperature": (set_hot, "motor temperature 95 C"),
+    "motor_fault": (set_fault, "motor fault bits"),
+    "nan_policy_output": ("nan_policy", "non-finite policy output"),
+}
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("case", list(CASES))
+def test_bad_input_on_the_wire_leads_to_damping(robot, tmp_path, case):
+    domain = 60 + list(CASES).index(case)
+    corrupt, reason = CASES[case]
+    extra = []
+    if corrupt == "nan_policy":
+        contract = stand_contract(robot)
+        n = contract.observation.size
+        path = write_policy(tmp_path / "nan.onnx", mlp_model([(np.zeros((n, 29)), np.full(29, np.nan))]), contract)
+        extra = ["--policy", str(path)]
+    client = StateClient(domain, robot)
+    proc = start_node(tmp_path, domain, *extra)
+    try:
+        if corrupt == "nan_policy":
+            assert client.wait_for(lambda c: is_damping(c, robot.damping_kd), 20), "never damped"
+        else:
+            assert client.wait_for(is_pd, 20), "the node never reached ramp/hold"
+            time.sleep(0.5)                                   # ramp 0.2 s + hold 0.1 s: now in POLICY
+            t_bad = time.monotonic()
+            if corrupt is None:
+                client.paused = True
+            else:
+                corrupt(client.state)
+            time.sleep(0.4)
+            client.paused = False
+            after = client.since(t_bad + 0.1)
+            assert after and all(is_damping(c, robot.damping_kd) for c in after[-20:])
+        assert all(np.isfinite(c["motor_cmd"]["q"]).all() and np.isfinite(c["motor_cmd"]["kd"]).all()
+                   for _, c in client.commands)
+        assert all(c["mode_machine"] == 5 for _, c in client.commands)
+    finally:
+        rc, out = stop_node(proc)
+        client.close()
+    assert rc == 0, out
+    assert "-> damping: " + reason in out, out
+
+
+@pytest.mark.timeout(60)
+def test_bad_policy_is_refused_and_nothing_is_published(robot, tmp_path):
+    bad = tmp_path / "corrupt.onnx"
+    bad.write_bytes(os.urandom(256))
+    client = StateClient(67, robot)
+    try:
+        proc = start_node(tmp_path, 67, "--policy", str(bad))
+        out, _ = proc.communicate(timeout=30)
+        time.sleep(0.2)
+    finally:
+        client.close()
+    assert proc.returncode == 2
+    assert f"refusing to start: policy file {bad}: not a valid ONNX model" in out
+    assert client.commands == []
