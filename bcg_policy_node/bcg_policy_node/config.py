@@ -3,7 +3,6 @@
 The same YAML (config/policy_node.yaml) is passed to the ROS 2 node by the launch files and read by
 the direct-DDS entry point. Every bad value raises `ConfigError` naming the key.
 """
-import dataclasses
 import math
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -125,7 +124,3 @@ def load_config(params_file: Optional[Union[str, Path]] = None,
     values = coerce(node_parameters(params_file)) if params_file else {}
     values.update(coerce(overrides or {}))
     return PolicyNodeConfig(**values)
-
-
-def replace(config: PolicyNodeConfig, **changes) -> PolicyNodeConfig:
-    return dataclasses.replace(config, **coerce(changes))

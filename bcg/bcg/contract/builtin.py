@@ -20,6 +20,10 @@ from .policy_file import write_policy
 
 STAND_POLICY_NAME = "builtin_stand_zero_action"
 """File stem and `description` of the built-in zero-action test policy."""
+STAND_GAIN_SCALE = (10.0, 3.0)
+"""(kp, kd) multipliers on config/g1.yaml's gains for the stand policy. g1.yaml's gains suit an
+actively balancing policy; a plain PD hold of the default pose with them tips over in MuJoCo in about
+1.5 s, while 10x kp and 3x kd stand (measured: pelvis 0.755 m after 2 s from a 5 mm drop)."""
 CACHE_ENV_VAR = "BCG_CACHE_DIR"
 """Folder for generated files; default ~/.cache/bcg."""
 
@@ -61,9 +65,10 @@ def random_mlp(n_in: int, hidden: Sequence[int], n_out: int, seed: int = 0, out_
 
 def stand_contract(robot, control_period_s: float = 0.02) -> PolicyContract:
     """The zero-action policy's contract for `robot` (a bcg.robot.RobotDescription): its joints,
-    gains and default pose, proprioceptive observation, action scale 0.25 rad."""
+    default pose, standing gains (STAND_GAIN_SCALE), proprioceptive observation, action scale 0.25 rad."""
     n = robot.num_joints
-    return PolicyContract(joint_names=robot.joint_names, kp=robot.kp, kd=robot.kd,
+    kp_scale, kd_scale = STAND_GAIN_SCALE
+    return PolicyContract(joint_names=robot.joint_names, kp=robot.kp * kp_scale, kd=robot.kd * kd_scale,
                           default_joint_pos=robot.default_q, action_scale=np.full(n, 0.25),
                           observation=robot_state_spec(n), control_period_s=control_period_s,
                           contact_stiffness=0.0, motion="",

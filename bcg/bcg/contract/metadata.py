@@ -10,7 +10,7 @@ position target is `default_joint_pos + action_scale * action`, tracked with `jo
 """
 import json
 from dataclasses import dataclass
-from typing import Dict, Mapping, Sequence, Tuple
+from typing import Dict, Mapping, Tuple
 
 import numpy as np
 
@@ -150,8 +150,3 @@ class PolicyContract:
                    observation=obs, control_period_s=float(values["control_period_s"]),
                    contact_stiffness=float(values["contact_stiffness"]), motion=values["motion"],
                    description=str(values["description"]))
-
-
-def uniform(value: float, n: int) -> Sequence[float]:
-    """`n` copies of `value` (e.g. a scalar action scale)."""
-    return [float(value)] * n

@@ -13,7 +13,7 @@ import subprocess
 import sys
 import threading
 import time
-from typing import Dict, List, Optional
+from typing import List, Optional
 
 from .graph import ProcessSpec
 

@@ -1,0 +1,56 @@
+"""The one bridge between Warp and PyTorch: a simulator step as a `torch.autograd.Function`.
+
+Tensors are shared with Warp without copies (`wp.from_torch`); each call records its own
+`wp.Tape`, and the backward pass replays it, so a torch loss over states backpropagates through any
+chain of steps into the actions and the initial state. Tensors are float64 on the simulator's
+device: q (N, nq), qd (N, nv), q_target and tau (N, nj).
+"""
+from typing import Tuple
+
+import torch
+import warp as wp
+
+from .simulator import Simulator
+
+
+class _SimStep(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, sim: Simulator, dt: float, kp: torch.Tensor, kd: torch.Tensor,
+                q: torch.Tensor, qd: torch.Tensor, q_target: torch.Tensor, tau: torch.Tensor):
+        def share(t):
+            t = t.detach().contiguous()
+            return wp.from_torch(t, dtype=wp.float64, grad=torch.zeros_like(t))
+        s_in, s_out = sim.state(), sim.state()
+        s_in.q, s_in.qd = share(q), share(qd)
+        ctrl = sim.control()
+        ctrl.q_target, ctrl.tau = share(q_target), share(tau)
+        ctrl.kp, ctrl.kd = share(kp.expand_as(q_target)), share(kd.expand_as(q_target))
+        tape = wp.Tape()
+        with tape:
+            sim.step(s_in, s_out, ctrl, dt, tape=tape)
+        ctx.saved = (tape, s_in, s_out, ctrl)
+        return wp.to_torch(s_out.q).clone(), wp.to_torch(s_out.qd).clone()
+
+    @staticmethod
+    def backward(ctx, grad_q, grad_qd):
+        tape, s_in, s_out, ctrl = ctx.saved
+        tape.backward(grads={s_out.q: wp.from_torch(grad_q.contiguous(), dtype=wp.float64),
+                             s_out.qd: wp.from_torch(grad_qd.contiguous(), dtype=wp.float64)})
+        out = (wp.to_torch(s_in.q.grad).clone(), wp.to_torch(s_in.qd.grad).clone(),
+               wp.to_torch(ctrl.q_target.grad).clone(), wp.to_torch(ctrl.tau.grad).clone())
+        ctx.saved = None
+        tape.reset()
+        return (None, None, None, None) + out
+
+
+def step(sim: Simulator, q: torch.Tensor, qd: torch.Tensor, q_target: torch.Tensor, dt: float,
+         kp: torch.Tensor, kd: torch.Tensor, tau: torch.Tensor = None) -> Tuple[torch.Tensor, torch.Tensor]:
+    """One differentiable `sim.step` (sim built with requires_grad=True): returns (q_next, qd_next).
+
+    kp, kd: (nj,) or (N, nj) gains [N m/rad, N m s/rad], not differentiated; tau: feed-forward torque
+    (N, nj) [N m], zeros when omitted."""
+    if not sim.requires_grad:
+        raise ValueError("torch_bridge.step needs a Simulator built with requires_grad=True")
+    if tau is None:
+        tau = torch.zeros_like(q_target)
+    return _SimStep.apply(sim, dt, kp, kd, q, qd, q_target, tau)
