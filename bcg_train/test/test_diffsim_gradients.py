@@ -14,7 +14,6 @@ from bcg_train.diffsim import dynamics_kernels as dk
 from bcg_train.diffsim import spd_solve
 from bcg_train.diffsim.simulator import _Scratch
 
-wp.config.quiet = True
 RNG = np.random.default_rng(7)
 N = 2
 
@@ -213,7 +212,8 @@ def test_contact_impulse_solve_gradient(model):
                 qa, sc.xrot, sc.xpos, sc.s_ang, sc.s_lin, model.sphere_body, model.sphere_pos, model.sphere_radius,
                 model.contact_dof_c, model.contact_dof_d], outputs=[sc.rhs])
             spd_solve.solve(model, sc.a, sc.diag, sc.rhs, sc.x, sc.ld, tape if grad else None)
-            wp.launch(ck.delassus, dim=(N, nr, nr + 1), device="cpu", inputs=[model.nv, nr, h, qd, sc.rhs, sc.x],
+            wp.launch(ck.delassus, dim=(N, nr, nr + 1), device="cpu", inputs=[
+                nr, h, model.contact_dof_start, model.contact_dof_d, qd, sc.rhs, sc.x],
                       outputs=[sc.g, sc.v_free])
             wp.launch(ck.projected_gauss_seidel, dim=N, device="cpu", inputs=[
                 model.nc, 10, sc.g, sc.v_free, sc.smooth, model.sphere_friction], outputs=[sc.residual, sc.p])

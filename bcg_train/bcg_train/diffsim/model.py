@@ -69,6 +69,7 @@ class Model:
     sphere_friction: wp.array = None    # float (nc,), Coulomb coefficient against the floor
     contact_dof_c: wp.array = None      # int (ncd,), contact of each (contact, ancestor dof) entry
     contact_dof_d: wp.array = None      # int (ncd,)
+    contact_dof_start: wp.array = None  # int (nc + 1,), entries of contact k: [start[k], start[k + 1])
     # host-side facts for users and validation
     robot: RobotDescription = None
     mj_body_ids: np.ndarray = None      # (nb,) MuJoCo body id of each simulator body
@@ -174,6 +175,7 @@ class Model:
             sphere_body=arr(sphere_body, i32), sphere_pos=arr(m.geom_pos[[g for g, _ in spheres]], wp.vec3d),
             sphere_radius=arr(m.geom_size[[g for g, _ in spheres], 0], f64), sphere_friction=arr(friction, f64),
             contact_dof_c=arr([c for c, _ in cd], i32), contact_dof_d=arr([d for _, d in cd], i32),
+            contact_dof_start=arr(np.searchsorted([c for c, _ in cd], np.arange(len(spheres) + 1)), i32),
             robot=robot, mj_body_ids=np.array(bodies), mj_qpos_adr=np.array(mj_q), mj_dof_adr=mj_d,
             sphere_side=np.array([s for _, s in spheres]),
         )

@@ -2,8 +2,8 @@
 
 Per substep h = dt / substeps: kinematics -> composite inertias and subtree forces -> mass matrix
 A = M + armature + h (damping + friction slope) and generalised force -> one sparse L^T D L solve
-for [free acceleration | A^-1 J^T] -> Delassus operator -> projected Jacobi on the smoothed contact
-impulses -> velocity and position update. Runs on any Warp device with the same code.
+for [free acceleration | A^-1 J^T] -> Delassus operator -> projected Gauss-Seidel on the smoothed
+contact impulses -> velocity and position update. Runs on any Warp device with the same code.
 """
 from dataclasses import dataclass
 from typing import List, Optional
@@ -159,7 +159,8 @@ class Simulator:
             m.contact_dof_c, m.contact_dof_d], outputs=[sc.rhs])
         spd_solve.solve(m, sc.a, sc.diag, sc.rhs, sc.x, sc.ld, tape)
         nr = m.ndof_contact
-        wp.launch(ck.delassus, dim=(n, nr, nr + 1), device=dev, inputs=[m.nv, nr, h64, s_in.qd, sc.rhs, sc.x],
+        wp.launch(ck.delassus, dim=(n, nr, nr + 1), device=dev, inputs=[
+            nr, h64, m.contact_dof_start, m.contact_dof_d, s_in.qd, sc.rhs, sc.x],
                   outputs=[sc.g, sc.v_free])
         wp.launch(ck.projected_gauss_seidel, dim=n, device=dev, inputs=[
             m.nc, cfg.contact_iterations, sc.g, sc.v_free, sc.smooth, m.sphere_friction],

@@ -1,0 +1,165 @@
+"""Throughput and backward cost of the Warp G1 simulator, against MuJoCo measured in the same run.
+
+Scenario for both: PD (10x kp, 3x kd of the description) holding the default pose after a 5 mm
+drop, physics step h = 0.005 s (the simulator: dt 0.02 s with 4 substeps; MuJoCo: Euler at
+0.005 s with the PD as a servo actuator, so no Python work between its steps).
+
+- forward: environment-substeps per second, `--envs` environments in one batch (requires_grad
+  False) vs `--mujoco-envs` MjData stepped one after another with mj_step on one core.
+- backward: one 32-step window (`--window`) recorded on a wp.Tape (requires_grad True), then
+  tape.backward with d loss / d q_final = 1; ratio (forward + backward) / forward, both with
+  requires_grad True.
+- tape memory per environment-substep: the wp.arrays alive after the taped forward that were not
+  alive before it (found through the garbage collector, deduplicated by data pointer; their .grad
+  arrays are wp.arrays too and are counted), summed capacity in bytes, over envs x substeps.
+  On CUDA the mempool's growth over the window is printed as a cross-check.
+
+    python bench/bench_diffsim.py [--device cpu] [--envs 64] [--steps 50]
+    python bench/bench_diffsim.py --device cuda:0 --envs 4096
+
+Last line: forward_vs_mujoco=<Warp env-substeps/s over MuJoCo's> backward_over_forward=<ratio>.
+"""
+import os
+
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import argparse  # noqa: E402
+import gc  # noqa: E402
+import time  # noqa: E402
+
+import mujoco  # noqa: E402
+import numpy as np  # noqa: E402
+import warp as wp  # noqa: E402
+
+import validate_diffsim as vd  # noqa: E402  (sibling script: the shared scenario)
+from bcg_train.diffsim import Model, SimConfig, Simulator  # noqa: E402
+
+wp.config.log_level = wp.LOG_WARNING
+DT = 0.02
+SUBSTEPS = 4
+
+
+def standing_setup(sim: Simulator):
+    """(state_in, control) of the PD standing scenario for every environment of `sim`."""
+    model = sim.model
+    kp, kd = vd.pd_gains(model.robot)
+    s = sim.state().assign(model.default_qpos(vd.DROP_HEIGHT), np.zeros(model.nv))
+    return s, sim.control().set_pd(q_target=model.robot.default_q, kp=kp, kd=kd)
+
+
+def warp_forward_rate(model: Model, envs: int, steps: int) -> float:
+    """Environment-substeps per second of the batched forward step (best of 3 runs of `steps`)."""
+    sim = Simulator(model, envs)
+    s1 = sim.state()
+    best = np.inf
+    for _ in range(3):
+        s0, ctrl = standing_setup(sim)
+        sim.step(s0, s1, ctrl, DT)   # warm-up (kernel load)
+        wp.synchronize_device(model.device)
+        t = time.perf_counter()
+        for _ in range(steps):
+            sim.step(s0, s1, ctrl, DT)
+            s0, s1 = s1, s0
+        wp.synchronize_device(model.device)
+        best = min(best, time.perf_counter() - t)
+    return envs * steps * SUBSTEPS / best
+
+
+def mujoco_rate(model: Model, envs: int, steps: int) -> float:
+    """Environment-steps per second of mj_step at h = DT / SUBSTEPS, `envs` MjData in sequence."""
+    robot = model.robot
+    kp, kd = vd.pd_gains(robot)
+    m = vd.mujoco_model(robot, DT / SUBSTEPS, kp=kp, kd=kd)
+    datas = [mujoco.MjData(m) for _ in range(envs)]
+    for d in datas:
+        vd.set_mujoco_state(model, d, model.default_qpos(vd.DROP_HEIGHT), np.zeros(model.nv))
+        d.ctrl[robot.actuator_ids] = robot.default_q
+        mujoco.mj_step(m, d)   # warm-up
+    n = steps * SUBSTEPS
+    t = time.perf_counter()
+    for d in datas:
+        for _ in range(n):
+            mujoco.mj_step(m, d)
+    elapsed = time.perf_counter() - t
+    if not all(np.isfinite(d.qpos).all() for d in datas):
+        raise FloatingPointError("MuJoCo reference diverged")
+    return envs * n / elapsed
+
+
+def _live_arrays() -> dict:
+    """{data pointer: bytes} of every live plain wp.array (views share their owner's pointer)."""
+    live = {}
+    for a in gc.get_objects():
+        if type(a) is wp.array and a.ptr:
+            live[a.ptr] = max(live.get(a.ptr, 0), a.capacity or 0)
+    return live
+
+
+def taped_window(model: Model, envs: int, window: int):
+    """One taped forward over `window` steps and its backward: (t_forward, t_backward, tape bytes,
+    mempool growth or None, finite gradient)."""
+    sim = Simulator(model, envs, requires_grad=True)
+    dev = model.device
+    s0, ctrl = standing_setup(sim)
+    seed = wp.ones_like(s0.q, requires_grad=False)
+    gc.collect()
+    before = _live_arrays()
+    pool = wp.get_device(dev).is_cuda and wp.is_mempool_enabled(dev)
+    pool0 = wp.get_mempool_used_mem_current(dev) if pool else 0
+    wp.synchronize_device(dev)
+    t0 = time.perf_counter()
+    tape = wp.Tape()
+    states = [s0]
+    with tape:
+        for _ in range(window):
+            states.append(sim.state())
+            sim.step(states[-2], states[-1], ctrl, DT, tape=tape)
+    wp.synchronize_device(dev)
+    t1 = time.perf_counter()
+    after = _live_arrays()
+    tape_bytes = sum(c for p, c in after.items() if p not in before)
+    pool_bytes = wp.get_mempool_used_mem_current(dev) - pool0 if pool else None
+    tape.backward(grads={states[-1].q: seed})
+    wp.synchronize_device(dev)
+    t2 = time.perf_counter()
+    grad = ctrl.q_target.grad.numpy()
+    ok = bool(np.isfinite(grad).all() and np.abs(grad).max() > 0)
+    tape.reset()
+    return t1 - t0, t2 - t1, tape_bytes, pool_bytes, ok
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", default="cpu", help="Warp device (cpu, cuda:0)")
+    parser.add_argument("--envs", type=int, default=64, help="batched environments of the Warp simulator")
+    parser.add_argument("--mujoco-envs", type=int, default=64, help="sequential MjData of the reference")
+    parser.add_argument("--steps", type=int, default=50, help="control steps (4 substeps each) per forward run")
+    parser.add_argument("--window", type=int, default=32, help="control steps in the taped window")
+    parser.add_argument("--repeats", type=int, default=3, help="taped windows measured (best is reported)")
+    parser.add_argument("--model", default=None, help="MuJoCo XML (default: $BCG_G1_MODEL)")
+    args = parser.parse_args()
+    wp.init()
+    model = Model.from_mujoco(args.model, SimConfig(kappa=300.0, substeps=SUBSTEPS), device=args.device)
+    print(f"device {args.device}: {wp.get_device(args.device).name}; envs {args.envs}; h {DT / SUBSTEPS} s")
+
+    warp_rate = warp_forward_rate(model, args.envs, args.steps)
+    mj_rate = mujoco_rate(model, args.mujoco_envs, args.steps)
+    print(f"forward Warp   : {warp_rate:12.0f} env-substeps/s ({args.envs} envs batched)")
+    print(f"forward MuJoCo : {mj_rate:12.0f} env-steps/s ({args.mujoco_envs} MjData, mj_step, one core)")
+
+    runs = [taped_window(model, args.envs, args.window) for _ in range(args.repeats)]
+    t_fwd, t_bwd, tape_bytes, pool_bytes, ok = min(runs, key=lambda r: r[0] + r[1])
+    env_substeps = args.envs * args.window * SUBSTEPS
+    print(f"taped window   : {args.window} steps x {SUBSTEPS} substeps, forward {t_fwd * 1e3:.1f} ms, "
+          f"backward {t_bwd * 1e3:.1f} ms (best of {args.repeats}), gradient finite and nonzero: {ok}")
+    print(f"forward rate with requires_grad: {env_substeps / t_fwd:.0f} env-substeps/s")
+    print(f"tape memory    : {tape_bytes / env_substeps / 1024:.1f} KiB per env-substep "
+          f"({tape_bytes / 2**20:.1f} MiB for the window; new live wp.arrays incl. grads)")
+    if pool_bytes is not None:
+        print(f"mempool growth : {pool_bytes / env_substeps / 1024:.1f} KiB per env-substep")
+    print(f"forward_vs_mujoco={warp_rate / mj_rate:.3f} backward_over_forward={(t_fwd + t_bwd) / t_fwd:.3f}")
+
+
+if __name__ == "__main__":
+    main()

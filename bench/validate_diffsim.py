@@ -1,0 +1,360 @@
+"""Validate the differentiable G1 simulator (bcg_train.diffsim) against MuJoCo on the same XML.
+
+(a) No contact: the robot in the air (pelvis at 6.5 m, the feet never reach the ground within the
+    run), MuJoCo's Euler integrator at the simulator's step h, contact disabled; small joint
+    torques 0.01 x limit x cos(2 pi f t) (cosine: no velocity drift, so no joint reaches its
+    limit) from random initial velocities (std 0.1). Friction loss off in both (MuJoCo:
+    disableflags; simulator: frictionloss_scale = 0), then on in both (MuJoCo: a constraint;
+    simulator: a smooth -F tanh(qd / v), so they differ). Reports the max joint error [rad] and the
+    max base position error [m] over the run.
+(b) Drop test: PD holding the default pose (kp = 10 x, kd = 3 x the description's gains), pelvis
+    at 0.762 m (feet 5 mm above the ground); MuJoCo at 1 kHz (the PD as a servo actuator, i.e.
+    explicit PD clamped to the torque limit each step), the simulator at dt 0.02 s with 4
+    substeps, for kappa 50, 100, 300, 1000. Base height and foot penetration over time.
+    MuJoCo penetration: mean / max of -dist over foot-sphere/floor contacts. Simulator: mean / max
+    of max(-height, 0) over spheres carrying impulse (normal impulse > IMPULSE_FRACTION x the
+    per-sphere share of the weight impulse m g h), and the 'hover': their mean signed height.
+
+Writes DIR/validation.md, DIR/validation.csv, DIR/drop_test.png, DIR/no_contact.png.
+
+    python bench/validate_diffsim.py [--out out/validation] [--quick]
+"""
+import argparse
+import csv
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Dict, List, Optional
+
+import mujoco
+import numpy as np
+import warp as wp
+
+from bcg_train.diffsim import Model, SimConfig, Simulator
+
+wp.config.log_level = wp.LOG_WARNING
+
+AIR_HEIGHT = 6.5            # m, pelvis start of the no-contact runs
+DROP_HEIGHT = 0.762         # m, pelvis start of the drop test (feet 5 mm above the ground)
+TORQUE_FRACTION = 0.01      # joint torque amplitude as a fraction of the torque limit
+VELOCITY_STD = 0.1          # std of the random initial velocities (rad/s, m/s)
+KP_SCALE, KD_SCALE = 10.0, 3.0   # drop-test PD gains over the description's (1x tips over in MuJoCo too)
+MUJOCO_DROP_STEP = 0.001    # s
+CONTROL_DT = 0.02           # s, simulator step of the drop test (4 substeps)
+IMPULSE_FRACTION = 1e-3     # 'carrying impulse': normal impulse above this share of m g h / nc
+KAPPAS = (50.0, 100.0, 300.0, 1000.0)
+
+
+def mujoco_model(robot, timestep: float, contact: bool = True, frictionloss: bool = True,
+                 kp: Optional[np.ndarray] = None, kd: Optional[np.ndarray] = None) -> mujoco.MjModel:
+    """The robot's MjModel with the Euler integrator at `timestep` s. With kp, kd (num_joints,), the
+    motors become PD servos: ctrl = joint target [rad], force kp (ctrl - q) - kd qd clamped to the
+    torque limit, computed explicitly every step (the same as explicit PD written to ctrl)."""
+    m = mujoco.MjModel.from_xml_path(str(robot.model_path))
+    m.opt.timestep = timestep
+    m.opt.integrator = mujoco.mjtIntegrator.mjINT_EULER
+    if not contact:
+        m.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_CONTACT
+    if not frictionloss:
+        m.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_FRICTIONLOSS
+    if kp is not None:
+        a = robot.actuator_ids
+        m.actuator_gaintype[a] = mujoco.mjtGain.mjGAIN_FIXED
+        m.actuator_biastype[a] = mujoco.mjtBias.mjBIAS_AFFINE
+        m.actuator_gainprm[a, 0] = kp
+        m.actuator_biasprm[a, :3] = np.stack([np.zeros_like(kp), -kp, -kd], axis=1)
+        m.actuator_ctrllimited[a] = 0
+        m.actuator_forcelimited[a] = 1
+        m.actuator_forcerange[a] = np.stack([-robot.tau_limit, robot.tau_limit], axis=1)
+    return m
+
+
+def set_mujoco_state(model: Model, d: mujoco.MjData, q: np.ndarray, qd: np.ndarray) -> None:
+    """Write simulator coordinates q (nq,), qd (nv,) into MjData (MuJoCo layout via model.mj_*_adr)."""
+    d.qpos[model.mj_qpos_adr] = q
+    d.qvel[model.mj_dof_adr] = qd
+
+
+def torque_profile(robot, seed: int = 0):
+    """tau(t) (num_joints,) [N m]: TORQUE_FRACTION x limit x cos(2 pi f t), f ~ U(3, 6) Hz per joint."""
+    freq = np.random.default_rng(seed).uniform(3.0, 6.0, robot.num_joints)
+    return lambda t: TORQUE_FRACTION * robot.tau_limit * np.cos(2.0 * np.pi * freq * t)
+
+
+@dataclass
+class AirResult:
+    """No-contact comparison over one run."""
+
+    frictionloss: bool
+    max_joint_error: float          # rad, max over time and joints
+    max_base_error: float           # m, max over time and axes
+    min_limit_margin: float         # rad, closest any joint came to its range in MuJoCo (>0: never at a limit)
+    time: np.ndarray                # (T,) s
+    joint_error: np.ndarray         # (T,) rad, max over joints at each step
+
+
+def no_contact_agreement(frictionloss: bool, duration: float = 1.0, h: float = 0.005, seed: int = 0,
+                         model_path=None) -> AirResult:
+    """Same torques, same initial state, MuJoCo Euler at h vs the simulator with one substep of h."""
+    config = SimConfig(frictionloss_scale=1.0 if frictionloss else 0.0, substeps=1)
+    model = Model.from_mujoco(model_path, config, device="cpu")
+    robot = model.robot
+    m = mujoco_model(robot, h, contact=False, frictionloss=frictionloss)
+    d = mujoco.MjData(m)
+    q0 = model.default_qpos(AIR_HEIGHT)
+    qd0 = np.random.default_rng(seed).normal(0.0, VELOCITY_STD, model.nv)
+    set_mujoco_state(model, d, q0, qd0)
+    sim = Simulator(model, 1)
+    s0, s1 = sim.state(), sim.state()
+    s0.assign(q0, qd0)
+    ctrl = sim.control()
+    tau = torque_profile(robot, seed)
+    lower, upper = robot.q_lower, robot.q_upper
+    hinge_adr = model.mj_qpos_adr[7:]
+    jq = robot.joint_qpos_adr
+    steps = int(round(duration / h))
+    t = np.arange(1, steps + 1) * h
+    joint_err, base_err, margin = np.zeros(steps), np.zeros(steps), np.inf
+    for k in range(steps):
+        u = tau(k * h)
+        d.ctrl[robot.actuator_ids] = u
+        mujoco.mj_step(m, d)
+        ctrl.set_pd(tau=u)
+        sim.step(s0, s1, ctrl, h)
+        s0, s1 = s1, s0
+        q = s0.q.numpy()[0]
+        joint_err[k] = np.abs(q[7:] - d.qpos[hinge_adr]).max()
+        base_err[k] = np.abs(q[:3] - d.qpos[model.mj_qpos_adr[:3]]).max()
+        margin = min(margin, np.min(np.minimum(d.qpos[jq] - lower, upper - d.qpos[jq])))
+    return AirResult(frictionloss, float(joint_err.max()), float(base_err.max()), float(margin), t, joint_err)
+
+
+@dataclass
+class DropTrace:
+    """Time series of one drop run, sampled every CONTROL_DT (index 0 = after the first step)."""
+
+    label: str
+    time: np.ndarray                # (T,) s
+    base_height: np.ndarray         # (T,) m, pelvis z
+    penetration_mean: np.ndarray    # (T,) m, mean over contacting spheres (0 when none)
+    penetration_max: np.ndarray     # (T,) m
+    contact_height: np.ndarray      # (T,) m, mean signed height of contacting spheres (NaN when none)
+    num_contacts: np.ndarray        # (T,) int
+
+    def settled(self, values: np.ndarray) -> float:
+        """Mean of `values` over the second half of the run (after touchdown and settling)."""
+        return float(np.nanmean(values[len(values) // 2:]))
+
+
+def _summarise(heights: np.ndarray):
+    """(mean penetration, max penetration, mean signed height) over the given contact heights [m]."""
+    if heights.size == 0:
+        return 0.0, 0.0, np.nan
+    pen = np.maximum(-heights, 0.0)
+    return float(pen.mean()), float(pen.max()), float(heights.mean())
+
+
+def pd_gains(robot):
+    """Drop-test PD gains (num_joints,): KP_SCALE x kp, KD_SCALE x kd."""
+    return KP_SCALE * robot.kp, KD_SCALE * robot.kd
+
+
+def mujoco_drop(duration: float, model: Model) -> DropTrace:
+    """MuJoCo at MUJOCO_DROP_STEP with the PD servo, sampled every CONTROL_DT."""
+    robot = model.robot
+    kp, kd = pd_gains(robot)
+    m = mujoco_model(robot, MUJOCO_DROP_STEP, kp=kp, kd=kd)
+    d = mujoco.MjData(m)
+    set_mujoco_state(model, d, model.default_qpos(DROP_HEIGHT), np.zeros(model.nv))
+    d.ctrl[robot.actuator_ids] = robot.default_q
+    floor = {g for g in range(m.ngeom) if m.geom_type[g] == mujoco.mjtGeom.mjGEOM_PLANE}
+    feet = {g for side in robot.foot_geoms.values() for g in side}
+    per_sample = int(round(CONTROL_DT / MUJOCO_DROP_STEP))
+    samples = int(round(duration / CONTROL_DT))
+    rows = []
+    for _ in range(samples):
+        for _ in range(per_sample):
+            mujoco.mj_step(m, d)
+        mujoco.mj_forward(m, d)   # contacts of the current state (mj_step's are from before the step)
+        c = d.contact[:d.ncon]
+        mask = np.array([(a in feet and b in floor) or (b in feet and a in floor) for a, b in c.geom], dtype=bool)
+        dist = np.asarray(c.dist)[mask] if d.ncon else np.zeros(0)
+        rows.append((d.qpos[model.mj_qpos_adr[2]],) + _summarise(dist) + (dist.size,))
+    return _trace("MuJoCo", rows)
+
+
+def _trace(label: str, rows: List[tuple]) -> DropTrace:
+    a = np.array(rows, dtype=float)
+    return DropTrace(label, np.arange(1, len(rows) + 1) * CONTROL_DT, a[:, 0], a[:, 1], a[:, 2], a[:, 3],
+                     a[:, 4].astype(int))
+
+
+def warp_drop(kappa: float, duration: float, model_path=None) -> DropTrace:
+    """The simulator at CONTROL_DT with 4 substeps and contact stiffness kappa [1/m]."""
+    model = Model.from_mujoco(model_path, SimConfig(kappa=kappa, substeps=4), device="cpu")
+    robot = model.robot
+    kp, kd = pd_gains(robot)
+    sim = Simulator(model, 1)
+    s0, s1 = sim.state(), sim.state()
+    s0.assign(model.default_qpos(DROP_HEIGHT), np.zeros(model.nv))
+    ctrl = sim.control().set_pd(q_target=robot.default_q, kp=kp, kd=kd)
+    h = CONTROL_DT / model.config.substeps
+    threshold = IMPULSE_FRACTION * robot_mass(model) * np.linalg.norm(model.gravity) * h / model.nc
+    rows = []
+    for _ in range(int(round(duration / CONTROL_DT))):
+        sim.step(s0, s1, ctrl, CONTROL_DT)
+        s0, s1 = s1, s0
+        height = s0.contact_height.numpy()[0]
+        carrying = s0.contact_impulse.numpy()[0, :, 0] > threshold
+        rows.append((s0.q.numpy()[0, 2],) + _summarise(height[carrying]) + (int(carrying.sum()),))
+    return _trace(f"Warp kappa {kappa:g}", rows)
+
+
+def robot_mass(model: Model) -> float:
+    """Total mass [kg] of the simulated robot tree."""
+    return float(model.body_mass.numpy().sum())
+
+
+@dataclass
+class Report:
+    air_duration: float             # s
+    drop_duration: float            # s
+    air: List[AirResult] = field(default_factory=list)
+    mujoco: Optional[DropTrace] = None
+    drops: Dict[float, DropTrace] = field(default_factory=dict)
+
+
+def drop_rows(report: Report) -> List[dict]:
+    """One row per kappa: settled (second-half mean) and final numbers, Warp vs MuJoCo, in mm."""
+    mj = report.mujoco
+    mm = 1000.0
+    rows = []
+    for kappa, w in report.drops.items():
+        rows.append({
+            "kappa": kappa,
+            "final_height_warp_mm": w.base_height[-1] * mm, "final_height_mujoco_mm": mj.base_height[-1] * mm,
+            "final_height_diff_mm": (w.base_height[-1] - mj.base_height[-1]) * mm,
+            "min_height_warp_mm": w.base_height.min() * mm,
+            "pen_mean_warp_mm": w.settled(w.penetration_mean) * mm, "pen_mean_mujoco_mm": mj.settled(mj.penetration_mean) * mm,
+            "pen_mean_diff_mm": (w.settled(w.penetration_mean) - mj.settled(mj.penetration_mean)) * mm,
+            "pen_max_warp_mm": w.penetration_max.max() * mm, "pen_max_mujoco_mm": mj.penetration_max.max() * mm,
+            "hover_warp_mm": w.settled(w.contact_height) * mm, "hover_mujoco_mm": mj.settled(mj.contact_height) * mm,
+            "hover_diff_mm": (w.settled(w.contact_height) - mj.settled(mj.contact_height)) * mm,
+            "contacts_warp": w.settled(w.num_contacts), "contacts_mujoco": mj.settled(mj.num_contacts),
+        })
+    return rows
+
+
+def _atomic_write(path: Path, write) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".")
+    try:
+        with os.fdopen(fd, "w", newline="") as f:
+            write(f)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+def write_tables(report: Report, out: Path) -> str:
+    air_rows = [{"frictionloss": r.frictionloss, "max_joint_error_rad": r.max_joint_error,
+                 "max_base_error_m": r.max_base_error, "min_limit_margin_rad": r.min_limit_margin} for r in report.air]
+    drops = drop_rows(report)
+    lines = ["# diffsim vs MuJoCo", "", f"## (a) No contact, {report.air_duration:g} s, same torques (Euler, h = 0.005 s)", "",
+             "| friction loss | max joint error [rad] | max base position error [m] | min limit margin [rad] |",
+             "|---|---|---|---|"]
+    lines += [f"| {'on' if r['frictionloss'] else 'off'} | {r['max_joint_error_rad']:.3g} | "
+              f"{r['max_base_error_m']:.3g} | {r['min_limit_margin_rad']:.3f} |" for r in air_rows]
+    lines += ["", f"## (b) Drop test, {report.drop_duration:g} s, PD holding the default pose (Warp dt 0.02 / 4 substeps, MuJoCo 1 kHz)", "",
+              "Heights and penetrations in mm; 'settled' = mean over the second half of the run; hover = mean "
+              "signed height of the contacting spheres (MuJoCo: mean contact dist).", "",
+              "| kappa | final height Warp | MuJoCo | diff | mean pen. Warp (settled) | MuJoCo | diff | "
+              "max pen. Warp | MuJoCo | hover Warp | MuJoCo | diff | contacts Warp | MuJoCo |",
+              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    keys = ["final_height_warp_mm", "final_height_mujoco_mm", "final_height_diff_mm", "pen_mean_warp_mm",
+            "pen_mean_mujoco_mm", "pen_mean_diff_mm", "pen_max_warp_mm", "pen_max_mujoco_mm", "hover_warp_mm",
+            "hover_mujoco_mm", "hover_diff_mm", "contacts_warp", "contacts_mujoco"]
+    lines += ["| {:g} | ".format(r["kappa"]) + " | ".join(f"{r[k]:.2f}" for k in keys) + " |" for r in drops]
+    text = "\n".join(lines) + "\n"
+    _atomic_write(out / "validation.md", lambda f: f.write(text))
+
+    def write_csv(f):
+        w = csv.writer(f)
+        w.writerow(["section", "key", "value"])
+        for r in air_rows:
+            for k, v in r.items():
+                w.writerow([f"no_contact_frictionloss_{'on' if r['frictionloss'] else 'off'}", k, v])
+        for r in drops:
+            for k, v in r.items():
+                w.writerow([f"drop_kappa_{r['kappa']:g}", k, v])
+    _atomic_write(out / "validation.csv", write_csv)
+    return text
+
+
+def _save_png(fig, path: Path) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".png")
+    os.close(fd)
+    fig.savefig(tmp, dpi=110)
+    os.replace(tmp, path)
+
+
+def write_plots(report: Report, out: Path) -> None:
+    """drop_test.png (height, penetration, hover over time) and no_contact.png (joint error)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(8, 4))
+    for r in report.air:
+        ax.semilogy(r.time, np.maximum(r.joint_error, 1e-17), label=f"friction loss {'on' if r.frictionloss else 'off'}")
+    ax.set_xlabel("time [s]")
+    ax.set_ylabel("max joint error Warp - MuJoCo [rad]")
+    ax.set_title("No contact, same torques")
+    ax.grid(alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    _save_png(fig, out / "no_contact.png")
+    plt.close(fig)
+
+    fig, axes = plt.subplots(3, 1, figsize=(8, 10), sharex=True)
+    series = [("base_height", "pelvis height [mm]"), ("penetration_mean", "mean foot penetration [mm]"),
+              ("contact_height", "mean height of contacting spheres [mm]")]
+    traces = list(report.drops.values()) + [report.mujoco]
+    for ax, (attr, ylabel) in zip(axes, series):
+        for tr in traces:
+            style = dict(color="k", linestyle="--", linewidth=2) if tr is report.mujoco else {}
+            ax.plot(tr.time, getattr(tr, attr) * 1000.0, label=tr.label, **style)
+        ax.set_ylabel(ylabel)
+        ax.grid(alpha=0.3)
+    axes[0].legend(fontsize=8)
+    axes[-1].set_xlabel("time [s]")
+    fig.suptitle("Drop test: Warp diffsim vs MuJoCo (PD holding the default pose)")
+    fig.tight_layout()
+    _save_png(fig, out / "drop_test.png")
+    plt.close(fig)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=Path("out/validation"), help="output folder")
+    parser.add_argument("--quick", action="store_true", help="kappa 50 and 300 only, 1 s drop, 0.5 s in the air")
+    parser.add_argument("--model", default=None, help="MuJoCo XML (default: $BCG_G1_MODEL)")
+    args = parser.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    air_duration, drop_duration = (0.5, 1.0) if args.quick else (1.0, 2.0)
+    kappas = (50.0, 300.0) if args.quick else KAPPAS
+    report = Report(air_duration, drop_duration)
+    for fl in (False, True):
+        report.air.append(no_contact_agreement(fl, air_duration, model_path=args.model))
+    model = Model.from_mujoco(args.model, SimConfig(), device="cpu")
+    report.mujoco = mujoco_drop(drop_duration, model)
+    for kappa in kappas:
+        report.drops[kappa] = warp_drop(kappa, drop_duration, args.model)
+    print(write_tables(report, args.out), end="")
+    write_plots(report, args.out)
+    print(f"wrote validation.md, validation.csv, drop_test.png, no_contact.png to {args.out}")
+
+
+if __name__ == "__main__":
+    main()
