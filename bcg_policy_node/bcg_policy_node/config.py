@@ -8,13 +8,13 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Dict, Mapping, Optional, Union
 
-import yaml
+from bcg.ros_params import ParameterError, coerce_parameters, read_ros_parameters
 
 NODE_NAME = "policy_node"
 
 
-class ConfigError(ValueError):
-    """A parameter is unknown, of the wrong type or out of range; the message names the key."""
+ConfigError = ParameterError
+"""A parameter is unknown, of the wrong type or out of range; the message names the key."""
 
 
 @dataclass(frozen=True)
@@ -75,52 +75,14 @@ class PolicyNodeConfig:
                 raise ConfigError(f"{NODE_NAME} parameter `{key}` = {getattr(self, key)!r}: {message}")
 
 
-FIELD_TYPES = {f.name: f.type for f in fields(PolicyNodeConfig)}
-
-
 def coerce(values: Mapping[str, Any]) -> Dict[str, Any]:
     """Check names and types against PolicyNodeConfig (ints accepted for floats, None for str)."""
-    out = {}
-    for key, value in values.items():
-        want = FIELD_TYPES.get(key)
-        if want is None:
-            raise ConfigError(f"unknown {NODE_NAME} parameter `{key}`; known: {', '.join(sorted(FIELD_TYPES))}")
-        if want is float and isinstance(value, int) and not isinstance(value, bool):
-            value = float(value)
-        if want is str and value is None:
-            value = ""
-        if type(value) is not want:
-            raise ConfigError(f"{NODE_NAME} parameter `{key}` = {value!r}: expected {want.__name__}, "
-                              f"got {type(value).__name__}")
-        out[key] = value
-    return out
-
-
-def node_parameters(path: Union[str, Path], node_name: str = NODE_NAME) -> Dict[str, Any]:
-    """`ros__parameters` for `node_name` in a ROS 2 parameter YAML (`<node_name>:` or `/**:` sections)."""
-    path = Path(path)
-    try:
-        doc = yaml.safe_load(path.read_text())
-    except (OSError, yaml.YAMLError) as e:
-        raise ConfigError(f"parameter file {path}: cannot be read ({e})") from None
-    if not isinstance(doc, dict):
-        raise ConfigError(f"parameter file {path}: expected `{node_name}: {{ros__parameters: {{...}}}}`")
-    params: Dict[str, Any] = {}
-    for key in ("/**", node_name, "/" + node_name):
-        section = doc.get(key)
-        if section is None:
-            continue
-        if not isinstance(section, dict) or not isinstance(section.get("ros__parameters"), dict):
-            raise ConfigError(f"parameter file {path}: section `{key}` has no `ros__parameters` mapping")
-        params.update(section["ros__parameters"])
-    if not params and not any(k in doc for k in ("/**", node_name, "/" + node_name)):
-        raise ConfigError(f"parameter file {path}: no `{node_name}` or `/**` section")
-    return params
+    return coerce_parameters(values, PolicyNodeConfig, NODE_NAME)
 
 
 def load_config(params_file: Optional[Union[str, Path]] = None,
                 overrides: Optional[Mapping[str, Any]] = None) -> PolicyNodeConfig:
     """Defaults, then the file's parameters, then `overrides` (command-line flags)."""
-    values = coerce(node_parameters(params_file)) if params_file else {}
+    values = coerce(read_ros_parameters(params_file, NODE_NAME)) if params_file else {}
     values.update(coerce(overrides or {}))
     return PolicyNodeConfig(**values)

@@ -9,15 +9,15 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Dict, Mapping, Optional, Union
 
-import yaml
+from bcg.ros_params import ParameterError, coerce_parameters, read_ros_parameters
 
 
 NODE_NAME = "sim_bridge"
 """The node's name: its section in a ROS 2 parameter file."""
 
 
-class ConfigError(ValueError):
-    """A configuration value is missing, unknown or out of range; the message names the key."""
+ConfigError = ParameterError
+"""A configuration value is missing, unknown or out of range; the message names the key."""
 
 
 @dataclass(frozen=True)
@@ -68,9 +68,7 @@ class BridgeConfig:
     metrics: str = ""
     """Path of the metrics JSON written at exit; empty: none."""
     motion: str = ""
-    """Reference motion (LAFAN1-style CSV, 30 fps) to measure joint tracking against; empty: none."""
-    motion_fps: float = 30.0
-    """Frame rate of the reference motion, frames/s."""
+    """Reference motion (Unitree LAFAN1 CSV at 30 fps, or npz) to measure joint tracking against; empty: none."""
     record: str = ""
     """Path of a video / GIF of the run rendered offscreen (.gif, or .mp4 with imageio-ffmpeg); empty: none."""
     record_fps: float = 30.0
@@ -107,7 +105,7 @@ def _validate(c: BridgeConfig) -> None:
             _require(math.isfinite(value), f.name, "must be finite", value)
     _require(c.transport in ("dds", "ros2"), "transport", "must be 'dds' or 'ros2'", c.transport)
     _require(0 <= c.domain <= 232, "domain", "DDS domain ids are 0..232", c.domain)
-    for key in ("physics_hz", "state_hz", "command_timeout", "motion_fps", "record_fps",
+    for key in ("physics_hz", "state_hz", "command_timeout", "record_fps",
                 "record_width", "record_height"):
         _require(getattr(c, key) > 0, key, "must be > 0", getattr(c, key))
     ratio = c.physics_hz / c.state_hz
@@ -119,45 +117,9 @@ def _validate(c: BridgeConfig) -> None:
     _require(bool(c.band_body), "band_body", "must name a body of the model", c.band_body)
 
 
-_FIELD_TYPES = {f.name: f.type for f in fields(BridgeConfig)}
-
-
 def coerce_values(values: Mapping[str, Any]) -> Dict[str, Any]:
     """Check names and types of `values` against BridgeConfig; ints are accepted for floats."""
-    out = {}
-    for key, value in values.items():
-        if key not in _FIELD_TYPES:
-            raise ConfigError(f"unknown {NODE_NAME} parameter `{key}`; known: {', '.join(sorted(_FIELD_TYPES))}")
-        want = _FIELD_TYPES[key]
-        if want is float and isinstance(value, int) and not isinstance(value, bool):
-            value = float(value)
-        if value is None and want is str:
-            value = ""
-        if type(value) is not want:
-            raise ConfigError(f"{NODE_NAME} parameter `{key}` = {value!r}: expected {want.__name__}, "
-                              f"got {type(value).__name__}")
-        out[key] = value
-    return out
-
-
-def read_ros_parameters(path: Union[str, Path], node_name: str = NODE_NAME) -> Dict[str, Any]:
-    """The `ros__parameters` for `node_name` in a ROS 2 parameter YAML: the `/**` section, then the
-    `<node_name>` (or `/<node_name>`) section over it; other nodes' sections are ignored."""
-    path = Path(path)
-    try:
-        doc = yaml.safe_load(path.read_text())
-    except (OSError, yaml.YAMLError) as e:
-        raise ConfigError(f"cannot read parameter file {path}: {e}") from e
-    sections = [k for k in ("/**", node_name, "/" + node_name) if isinstance(doc, dict) and k in doc]
-    if not sections:
-        raise ConfigError(f"parameter file {path}: no `{node_name}:` or `/**:` section with `ros__parameters`")
-    params: Dict[str, Any] = {}
-    for key in sections:
-        section = doc[key]
-        if not isinstance(section, dict) or not isinstance(section.get("ros__parameters"), dict):
-            raise ConfigError(f"parameter file {path}: section `{key}` has no `ros__parameters` mapping")
-        params.update(section["ros__parameters"])
-    return params
+    return coerce_parameters(values, BridgeConfig, NODE_NAME)
 
 
 def load_config(params_file: Optional[Union[str, Path]] = None,
@@ -165,6 +127,6 @@ def load_config(params_file: Optional[Union[str, Path]] = None,
     """Defaults, then the file's `ros__parameters`, then `overrides` (e.g. command-line flags)."""
     values: Dict[str, Any] = {}
     if params_file:
-        values.update(coerce_values(read_ros_parameters(params_file)))
+        values.update(coerce_values(read_ros_parameters(params_file, NODE_NAME)))
     values.update(coerce_values(overrides or {}))
     return BridgeConfig(**values)

@@ -10,7 +10,7 @@ import numpy as np
 
 from bcg.robot import RobotDescription
 
-from .motion import ReferenceMotion
+from bcg.contract import ReferenceMotion
 
 
 class RunMetrics:
@@ -34,6 +34,7 @@ class RunMetrics:
         self._penetration_sum = 0.0
         self.max_penetration = 0.0
         self.motion = motion
+        self._motion_cols = None if motion is None else motion.joint_index(robot.joint_names)
         self._tracking_samples = 0
         self._sq_err = np.zeros(robot.num_joints)
         self._abs_err = np.zeros(robot.num_joints)
@@ -55,8 +56,8 @@ class RunMetrics:
                 self.contacts += len(depth)
                 self._penetration_sum += float(depth.sum())
                 self.max_penetration = max(self.max_penetration, float(depth.max()))
-        if self.motion is not None and t <= self.motion.duration:
-            err = data.qpos[self._qadr] - self.motion.joint_pos_at(t)[self.robot.motor_slots]
+        if self.motion is not None and t <= self.motion.duration_s:
+            err = data.qpos[self._qadr] - self.motion.sample(np.array([t]), self._motion_cols).joint_pos[0]
             self._sq_err += err * err
             self._abs_err += np.abs(err)
             self._tracking_samples += 1

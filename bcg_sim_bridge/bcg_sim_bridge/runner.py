@@ -12,9 +12,9 @@ from .config import NODE_NAME, BridgeConfig
 from .display import Recorder, Viewer, display_available
 from .metrics import write_json_atomic
 from .lowstate_fill import SensorError
-from .motion import MotionFormatError, load_lafan_csv
+from bcg.contract import MotionFileError, load_motion
 
-SETUP_ERRORS = (ModelNotFoundError, RobotDescriptionError, MotionFormatError, SensorError, ValueError)
+SETUP_ERRORS = (ModelNotFoundError, RobotDescriptionError, MotionFileError, SensorError, ValueError)
 """What `build_bridge` raises for a bad model, motion file or setting (each message names it)."""
 
 
@@ -33,7 +33,7 @@ def build_bridge(config: BridgeConfig, transport: Transport, log=sys.stderr) -> 
     Raises one of SETUP_ERRORS before anything runs.
     """
     robot = RobotDescription.load(config.model or None)
-    motion = load_lafan_csv(config.motion, config.motion_fps) if config.motion else None
+    motion = load_motion(config.motion) if config.motion else None
     bridge = SimBridge(config, robot, transport.lowcmd_reader(check_crc=False), transport.lowstate_writer(),
                        motion)
     if config.record:

@@ -15,7 +15,7 @@ from bcg_sim_bridge.elastic_band import ElasticBand
 from bcg_sim_bridge.joint_command import JointCommand
 from bcg_sim_bridge.lowstate_fill import quat_to_rpy
 from bcg_sim_bridge.metrics import write_json_atomic
-from bcg_sim_bridge.motion import MotionFormatError, load_lafan_csv
+from bcg.contract import MotionFileError, load_motion
 from bcg_sim_bridge.physics import PhysicsCore
 
 REPO = Path(__file__).resolve().parents[2]
@@ -191,9 +191,10 @@ def test_metrics_penetration_and_tracking(robot, tmp_path):
     table[:, 7 + np.arange(29)] = np.linspace(0, 0.1, frames)[:, None]
     path = tmp_path / "motion.csv"
     np.savetxt(path, table, delimiter=",")
-    motion = load_lafan_csv(path)
-    assert motion.duration == pytest.approx(39 / 30)
-    np.testing.assert_allclose(motion.joint_pos_at(0.5), 0.1 * 15 / 39)
+    motion = load_motion(path)
+    assert motion.duration_s == pytest.approx(39 / 30)
+    cols = motion.joint_index(robot.joint_names)
+    np.testing.assert_allclose(motion.sample(np.array([0.5]), cols).joint_pos[0], 0.1 * 15 / 39)
     bridge = SimBridge(BridgeConfig(fast=True, duration=0.5), robot, motion=motion)
     bridge.run()
     report = bridge.report()
@@ -210,8 +211,8 @@ def test_metrics_penetration_and_tracking(robot, tmp_path):
 def test_motion_format_errors(tmp_path):
     bad = tmp_path / "bad.csv"
     bad.write_text("1,2,3\n")
-    with pytest.raises(MotionFormatError, match="36 columns"):
-        load_lafan_csv(bad)
+    with pytest.raises(MotionFileError, match="expected 36"):
+        load_motion(bad)
 
 
 def test_config_errors_name_the_key(tmp_path):
