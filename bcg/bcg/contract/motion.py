@@ -1,24 +1,85 @@
-"""Reference motions, read by joint name so any joint order maps correctly.
+"""Reference motions: the one loader of the suite (policy node, MuJoCo bridge and training).
 
-Formats:
-- Unitree's retargeted LAFAN1 CSV for the G1 (`.csv`): 30 frames/s, no header, 36 columns: root
-  x y z (m), root quaternion x y z w, then the 29 joint angles (rad) in SDK order.
-- `.npz` with `fps`, `joint_pos` (T, n), `joint_names` (n,), `root_pos` (T, 3) and `root_quat`
-  (T, 4, w x y z); `joint_vel` (T, n) optional (finite differences otherwise).
+Formats, chosen by the file suffix:
+- `.csv`, Unitree's retargeted LAFAN1 for the G1: 30 frames/s, no header, one frame per line, 36
+  columns: root x y z (m, world), root quaternion x y z w, then the 29 joint angles (rad) in SDK
+  order (`bcg.robot.SDK_JOINT_NAMES`). `save_motion_csv` writes it.
+- `.npz`, BeyondMimic (HybridRobotics/whole_body_tracking, `scripts/csv_to_npz.py`): `fps` (scalar
+  or (1,)), `joint_pos` and `joint_vel` (T, 29) rad, rad/s in Isaac Lab's joint order, `body_pos_w`
+  (T, B, 3) m and `body_quat_w` (T, B, 4) (w x y z) of every body in Isaac Lab's body order, body 0
+  being the articulation root (pelvis); `body_lin_vel_w` / `body_ang_vel_w` are not read. The file
+  holds no joint names: a `joint_names` array is used when present, else the `joint_names` argument,
+  else `ISAACLAB_G1_JOINT_NAMES`. Joints are always mapped by name.
+- `.npz`, this suite's own: `fps`, `joint_pos` (T, n), `joint_names` (n,), `root_pos` (T, 3),
+  `root_quat` (T, 4) (w x y z), optional `joint_vel` (T, n).
+
+Every problem raises `MotionFileError` naming the file, the line (CSV, 1-based) or frame (npz,
+0-based), the column and what is wrong: wrong column count, non-numbers, NaN/Inf, non-unit root
+quaternions, too few frames, unknown or duplicate joint names, joint-limit violations (or, with
+`clip_to_limits`, a `JointLimitWarning` and clipped angles).
 """
+import os
+import tempfile
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence, Tuple, Union
+from typing import Callable, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
 from .observation import ReferenceFrames
 
 LAFAN1_FPS = 30.0
+"""Frame rate of Unitree's retargeted LAFAN1 CSV files (the format has no header to say so)."""
+
+LAFAN1_ROOT_COLUMNS = ("root_x", "root_y", "root_z", "root_qx", "root_qy", "root_qz", "root_qw")
+"""The first 7 of the 36 LAFAN1 CSV columns; the 29 joints in SDK order follow."""
+
+ISAACLAB_G1_JOINT_NAMES = (
+    "left_hip_pitch_joint", "right_hip_pitch_joint", "waist_yaw_joint",
+    "left_hip_roll_joint", "right_hip_roll_joint", "waist_roll_joint",
+    "left_hip_yaw_joint", "right_hip_yaw_joint", "waist_pitch_joint",
+    "left_knee_joint", "right_knee_joint",
+    "left_shoulder_pitch_joint", "right_shoulder_pitch_joint",
+    "left_ankle_pitch_joint", "right_ankle_pitch_joint",
+    "left_shoulder_roll_joint", "right_shoulder_roll_joint",
+    "left_ankle_roll_joint", "right_ankle_roll_joint",
+    "left_shoulder_yaw_joint", "right_shoulder_yaw_joint",
+    "left_elbow_joint", "right_elbow_joint",
+    "left_wrist_roll_joint", "right_wrist_roll_joint",
+    "left_wrist_pitch_joint", "right_wrist_pitch_joint",
+    "left_wrist_yaw_joint", "right_wrist_yaw_joint",
+)
+"""Isaac Lab's joint order for the 29-DoF G1 (breadth-first over the kinematic tree), the order of
+BeyondMimic's `joint_pos` / `joint_vel` arrays, used when an npz names no joints."""
+
+QUAT_NORM_TOLERANCE = 1e-3
+"""Default largest accepted | |q| - 1 | of a root quaternion in a file."""
+
+MIN_FRAMES = 2
+"""Fewest frames a motion may have (velocities and interpolation need two)."""
 
 
 class MotionFileError(ValueError):
-    """The motion file is missing or malformed; the message names the file and the field."""
+    """The motion file is missing or malformed; the message names the file, row, column and problem."""
+
+
+class JointLimitWarning(UserWarning):
+    """Joint angles outside the limits were clipped (`load_motion(..., clip_to_limits=True)`)."""
+
+
+@dataclass(frozen=True)
+class JointLimits:
+    """Position limits by joint name: `names` (n,), `lower` and `upper` (n,) rad."""
+
+    names: Tuple[str, ...]
+    lower: np.ndarray
+    upper: np.ndarray
+
+    @classmethod
+    def of(cls, robot) -> "JointLimits":
+        """The limits of a `bcg.robot.RobotDescription`."""
+        return cls(tuple(robot.joint_names), np.asarray(robot.q_lower, float), np.asarray(robot.q_upper, float))
 
 
 @dataclass(frozen=True)
@@ -29,12 +90,16 @@ class ReferenceMotion:
     joint_names: Tuple[str, ...]
     joint_pos: np.ndarray   # (T, n) rad
     joint_vel: np.ndarray   # (T, n) rad/s
-    root_pos: np.ndarray    # (T, 3) m
-    root_quat: np.ndarray   # (T, 4) w x y z
+    root_pos: np.ndarray    # (T, 3) m, world
+    root_quat: np.ndarray   # (T, 4) w x y z, unit, consecutive frames in the same hemisphere
+
+    @property
+    def num_frames(self) -> int:
+        return len(self.joint_pos)
 
     @property
     def duration_s(self) -> float:
-        return (len(self.joint_pos) - 1) / self.fps
+        return (self.num_frames - 1) / self.fps
 
     def joint_index(self, names: Sequence[str]) -> np.ndarray:
         """Columns of `names` in this motion; MotionFileError names any joint it lacks."""
@@ -44,65 +109,258 @@ class ReferenceMotion:
         return np.array([self.joint_names.index(n) for n in names])
 
     def sample(self, times_s: np.ndarray, columns: np.ndarray) -> ReferenceFrames:
-        """Linear interpolation at `times_s` (F,) seconds (clamped to the motion), joints `columns`.
+        """Frames at `times_s` (F,) seconds (clamped to the motion), joints `columns`.
 
-        Quaternions are interpolated component-wise and renormalised (fine between 30 fps frames).
+        Joints and root position are interpolated linearly, the root quaternion by slerp.
         """
-        x = np.clip(np.asarray(times_s, np.float64) * self.fps, 0.0, len(self.joint_pos) - 1)
+        x = np.clip(np.asarray(times_s, np.float64) * self.fps, 0.0, self.num_frames - 1)
         i0 = np.floor(x).astype(int)
-        i1 = np.minimum(i0 + 1, len(self.joint_pos) - 1)
+        i1 = np.minimum(i0 + 1, self.num_frames - 1)
         a = (x - i0)[:, None]
 
         def lerp(arr):
             return arr[i0] * (1 - a) + arr[i1] * a
-        quat = lerp(self.root_quat)
-        quat /= np.linalg.norm(quat, axis=-1, keepdims=True)
         return ReferenceFrames(joint_pos=lerp(self.joint_pos)[:, columns], joint_vel=lerp(self.joint_vel)[:, columns],
-                               root_pos=lerp(self.root_pos), root_quat=quat)
+                               root_pos=lerp(self.root_pos),
+                               root_quat=quat_slerp(self.root_quat[i0], self.root_quat[i1], a[:, 0]))
 
 
-def _finite_difference(pos: np.ndarray, fps: float) -> np.ndarray:
-    return np.gradient(pos, 1.0 / fps, axis=0) if len(pos) > 1 else np.zeros_like(pos)
+def quat_slerp(q0: np.ndarray, q1: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """Spherical linear interpolation from unit quaternions q0 to q1 (..., 4) at fractions t (...),
+    along the shorter arc (q1 is negated where q0 . q1 < 0). Returns unit quaternions (..., 4)."""
+    q0, q1, t = np.asarray(q0, float), np.asarray(q1, float), np.asarray(t, float)[..., None]
+    dot = np.sum(q0 * q1, axis=-1, keepdims=True)
+    q1 = np.where(dot < 0, -q1, q1)
+    theta = np.arccos(np.clip(np.abs(dot), 0.0, 1.0))
+    sin = np.sin(theta)
+    near = sin < 1e-9
+    safe = np.where(near, 1.0, sin)
+    w0 = np.where(near, 1 - t, np.sin((1 - t) * theta) / safe)
+    w1 = np.where(near, t, np.sin(t * theta) / safe)
+    out = w0 * q0 + w1 * q1
+    return out / np.linalg.norm(out, axis=-1, keepdims=True)
 
 
-def load_motion(path: Union[str, Path]) -> ReferenceMotion:
-    """Read a `.csv` (Unitree LAFAN1) or `.npz` motion."""
-    from bcg.robot import SDK_JOINT_NAMES
+def align_quat_signs(quat: np.ndarray) -> np.ndarray:
+    """Flip the signs of quaternions (T, 4) so each has a non-negative dot product with the previous one."""
+    flips = np.sum(quat[1:] * quat[:-1], axis=-1) < 0
+    sign = np.concatenate([[1.0], np.where(np.cumsum(flips) % 2 == 1, -1.0, 1.0)])
+    return quat * sign[:, None]
+
+
+@dataclass(frozen=True)
+class _Raw:
+    """A file's arrays before validation; `where(frame)` says where a frame is in the file."""
+
+    fps: float
+    joint_names: Tuple[str, ...]
+    joint_pos: np.ndarray
+    joint_vel: Optional[np.ndarray]
+    root_pos: np.ndarray
+    root_quat: np.ndarray            # w x y z
+    where: Callable[[int], str]
+    labels: Tuple[str, str, str, str]  # what the file calls joint_pos / joint_vel / root_pos / root_quat
+    quat_columns: str
+
+
+def load_motion(path: Union[str, Path], *, joint_names: Optional[Sequence[str]] = None,
+                limits: Optional[JointLimits] = None, clip_to_limits: bool = False,
+                quat_tolerance: float = QUAT_NORM_TOLERANCE, limit_tolerance: float = 1e-6,
+                min_frames: int = MIN_FRAMES) -> ReferenceMotion:
+    """Read and check a `.csv` (Unitree LAFAN1) or `.npz` (BeyondMimic or this suite's) motion.
+
+    joint_names: names of the npz's joint columns when the file has none (default
+        `ISAACLAB_G1_JOINT_NAMES`); ignored for CSV (always SDK order).
+    limits: joint-position limits to check (e.g. `JointLimits.of(robot)`); its names are also the
+        known joints. Without it, the known joints are the G1's SDK joints and limits are not checked.
+    clip_to_limits: clip violating angles (warning with `JointLimitWarning`) instead of raising.
+    quat_tolerance: largest accepted | |q| - 1 | of a root quaternion; quaternions are normalised after.
+    limit_tolerance: rad an angle may exceed a limit before it counts as a violation.
+    Joint velocities come from the npz when it has them, else central finite differences.
+    """
     path = Path(path)
     if not path.is_file():
         raise MotionFileError(f"motion file {path}: does not exist")
     try:
         if path.suffix == ".csv":
-            data = np.loadtxt(path, delimiter=",", ndmin=2)
-            if data.shape[1] != 7 + len(SDK_JOINT_NAMES):
-                raise MotionFileError(f"motion file {path}: {data.shape[1]} columns, expected 36 "
-                                      "(root xyz, quat xyzw, 29 joints)")
-            quat = data[:, [6, 3, 4, 5]]
-            fps, names, pos, root = LAFAN1_FPS, SDK_JOINT_NAMES, data[:, 7:], data[:, :3]
-            vel = _finite_difference(pos, fps)
+            raw = _read_lafan1_csv(path)
         elif path.suffix == ".npz":
-            z = np.load(path, allow_pickle=False)
-            missing = [k for k in ("fps", "joint_pos", "joint_names", "root_pos", "root_quat") if k not in z]
-            if missing:
-                raise MotionFileError(f"motion file {path}: missing array(s) {missing}")
-            fps, names = float(z["fps"]), tuple(str(s) for s in z["joint_names"])
-            pos, root, quat = z["joint_pos"], z["root_pos"], z["root_quat"]
-            vel = z["joint_vel"] if "joint_vel" in z else _finite_difference(pos, fps)
+            raw = _read_npz(path, joint_names)
         else:
-            raise MotionFileError(f"motion file {path}: unknown format (expected .csv or .npz)")
-    except (OSError, ValueError) as e:
-        if isinstance(e, MotionFileError):
-            raise
-        raise MotionFileError(f"motion file {path}: cannot be read ({e})") from None
-    t = len(pos)
-    for name, arr, cols in (("joint_pos", pos, len(names)), ("joint_vel", vel, len(names)),
-                            ("root_pos", root, 3), ("root_quat", quat, 4)):
-        if np.shape(arr) != (t, cols):
-            raise MotionFileError(f"motion file {path}: {name} has shape {np.shape(arr)}, expected ({t}, {cols})")
-        if not np.all(np.isfinite(arr)):
-            raise MotionFileError(f"motion file {path}: {name} contains NaN or Inf")
-    if t == 0 or fps <= 0:
-        raise MotionFileError(f"motion file {path}: empty or fps {fps} <= 0")
-    quat = quat / np.linalg.norm(quat, axis=-1, keepdims=True)
-    return ReferenceMotion(fps, tuple(names), np.asarray(pos, float), np.asarray(vel, float),
-                           np.asarray(root, float), quat)
+            raise MotionFileError(f"motion file {path}: unknown format {path.suffix!r} (expected .csv or .npz)")
+    except MotionFileError:
+        raise
+    except (OSError, ValueError, KeyError) as e:
+        raise MotionFileError(f"motion file {path}: cannot be read ({type(e).__name__}: {e})") from None
+    return _checked(path, raw, limits, clip_to_limits, quat_tolerance, limit_tolerance, min_frames)
+
+
+def _read_lafan1_csv(path: Path) -> _Raw:
+    from bcg.robot import SDK_JOINT_NAMES
+    columns = LAFAN1_ROOT_COLUMNS + SDK_JOINT_NAMES
+    rows, lines = [], []
+    for number, line in enumerate(path.read_text().splitlines(), start=1):
+        if not line.strip():
+            continue
+        fields = line.split(",")
+        if len(fields) != len(columns):
+            raise MotionFileError(f"motion file {path}: line {number} has {len(fields)} columns, expected "
+                                  f"{len(columns)} (root x y z, quaternion x y z w, {len(SDK_JOINT_NAMES)} joints "
+                                  "in SDK order)")
+        rows.append(fields)
+        lines.append(number)
+    try:
+        data = np.array(rows, dtype=float).reshape(len(rows), len(columns))
+    except ValueError:
+        for row, number in zip(rows, lines):
+            for col, field in enumerate(row):
+                try:
+                    float(field)
+                except ValueError:
+                    raise MotionFileError(f"motion file {path}: line {number}, column {col + 1} ({columns[col]}): "
+                                          f"{field.strip()!r} is not a number") from None
+        raise
+    bad = np.argwhere(~np.isfinite(data))
+    if bad.size:
+        row, col = bad[0]
+        raise MotionFileError(f"motion file {path}: line {lines[row]}, column {col + 1} ({columns[col]}): "
+                              f"{data[row, col]} is not finite")
+
+    def where(frame: int) -> str:
+        return f"line {lines[frame]}"
+    return _Raw(LAFAN1_FPS, SDK_JOINT_NAMES, data[:, 7:], None, data[:, :3], data[:, [6, 3, 4, 5]], where,
+                ("joint columns", "joint velocities", "root x y z", "root quaternion"), "columns 4-7 (x y z w)")
+
+
+def _read_npz(path: Path, joint_names: Optional[Sequence[str]]) -> _Raw:
+    with np.load(path, allow_pickle=False) as z:
+        arrays = {k: z[k] for k in z.files}
+    beyondmimic = "body_pos_w" in arrays
+    needed = ("fps", "joint_pos") + (("body_pos_w", "body_quat_w") if beyondmimic else ("joint_names", "root_pos", "root_quat"))
+    missing = [k for k in needed if k not in arrays]
+    if missing:
+        raise MotionFileError(f"motion file {path}: missing array(s) {missing}; expected BeyondMimic "
+                              "(fps, joint_pos, joint_vel, body_pos_w, body_quat_w) or (fps, joint_pos, "
+                              "joint_names, root_pos, root_quat)")
+    fps = np.asarray(arrays["fps"], float).reshape(-1)
+    if fps.size != 1 or not np.isfinite(fps[0]) or fps[0] <= 0:
+        raise MotionFileError(f"motion file {path}: fps {arrays['fps']!r} is not one positive number")
+    if "joint_names" in arrays:
+        names = tuple(str(s) for s in arrays["joint_names"])
+    else:
+        names = tuple(joint_names) if joint_names is not None else ISAACLAB_G1_JOINT_NAMES
+    for key in ("body_pos_w", "body_quat_w"):
+        if beyondmimic and np.ndim(arrays[key]) != 3:
+            raise MotionFileError(f"motion file {path}: {key} has shape {np.shape(arrays[key])}, expected (T, bodies, "
+                                  f"{3 if key == 'body_pos_w' else 4})")
+    root_pos = arrays["body_pos_w"][:, 0] if beyondmimic else arrays["root_pos"]
+    root_quat = arrays["body_quat_w"][:, 0] if beyondmimic else arrays["root_quat"]
+    labels = (("joint_pos", "joint_vel", "body_pos_w[:, 0]", "body_quat_w[:, 0]") if beyondmimic
+              else ("joint_pos", "joint_vel", "root_pos", "root_quat"))
+
+    def where(frame: int) -> str:
+        return f"frame {frame}"
+    return _Raw(float(fps[0]), names, np.asarray(arrays["joint_pos"], float),
+                np.asarray(arrays["joint_vel"], float) if "joint_vel" in arrays else None,
+                np.asarray(root_pos, float), np.asarray(root_quat, float), where, labels, "(w x y z)")
+
+
+def _checked(path: Path, raw: _Raw, limits: Optional[JointLimits], clip: bool, quat_tolerance: float,
+             limit_tolerance: float, min_frames: int) -> ReferenceMotion:
+    from bcg.robot import SDK_JOINT_NAMES
+    name = f"motion file {path}"
+    names = raw.joint_names
+    known = limits.names if limits is not None else SDK_JOINT_NAMES
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise MotionFileError(f"{name}: unknown joint name(s) {unknown}; known: {list(known)}")
+    duplicated = sorted({n for n in names if names.count(n) > 1})
+    if duplicated:
+        raise MotionFileError(f"{name}: joint name(s) {duplicated} appear more than once")
+    t = len(raw.joint_pos)
+    jp_label, jv_label, rp_label, rq_label = raw.labels
+    for label, arr, cols in ((jp_label, raw.joint_pos, len(names)), (jv_label, raw.joint_vel, len(names)),
+                             (rp_label, raw.root_pos, 3), (rq_label, raw.root_quat, 4)):
+        if arr is not None and np.shape(arr) != (t, cols):
+            raise MotionFileError(f"{name}: {label} has shape {np.shape(arr)}, expected ({t}, {cols})"
+                                  + (f" ({cols} joint names)" if cols == len(names) else ""))
+    if t < min_frames:
+        raise MotionFileError(f"{name}: {t} frame(s), at least {min_frames} needed")
+    _check_finite(name, raw)
+    norm = np.linalg.norm(raw.root_quat, axis=-1)
+    bad = np.flatnonzero(np.abs(norm - 1.0) > quat_tolerance)
+    if bad.size:
+        raise MotionFileError(f"{name}: {raw.where(bad[0])}: root quaternion {raw.quat_columns} has norm "
+                              f"{norm[bad[0]]:.6g}, not within {quat_tolerance:g} of 1 ({bad.size} frame(s) like it)")
+    joint_pos = raw.joint_pos
+    if limits is not None:
+        joint_pos = _limit_checked(name, raw, limits, clip, limit_tolerance)
+    joint_vel = raw.joint_vel if raw.joint_vel is not None else np.gradient(joint_pos, 1.0 / raw.fps, axis=0)
+    quat = align_quat_signs(raw.root_quat / norm[:, None])
+    return ReferenceMotion(raw.fps, names, joint_pos, np.asarray(joint_vel, float), raw.root_pos, quat)
+
+
+def _check_finite(name: str, raw: _Raw) -> None:
+    for label, arr, columns in zip(raw.labels, (raw.joint_pos, raw.joint_vel, raw.root_pos, raw.root_quat),
+                                   (raw.joint_names, raw.joint_names, "xyz", "wxyz")):
+        bad = np.argwhere(~np.isfinite(arr)) if arr is not None else ()
+        if len(bad):
+            frame, col = bad[0]
+            raise MotionFileError(f"{name}: {raw.where(frame)}, {label} column {col} ({columns[col]}): "
+                                  f"{arr[frame, col]} is not finite")
+
+
+def _limit_checked(name: str, raw: _Raw, limits: JointLimits, clip: bool, tolerance: float) -> np.ndarray:
+    """joint_pos, clipped to the limits when `clip`; else MotionFileError listing every violating joint."""
+    idx = [limits.names.index(n) for n in raw.joint_names]
+    lower, upper = np.asarray(limits.lower, float)[idx], np.asarray(limits.upper, float)[idx]
+    q = raw.joint_pos
+    excess = np.maximum(lower - q, q - upper)
+    violations: List[str] = []
+    for col in np.flatnonzero(np.any(excess > tolerance, axis=0)):
+        frames = np.flatnonzero(excess[:, col] > tolerance)
+        worst = frames[np.argmax(excess[frames, col])]
+        side = "below the lower" if q[worst, col] < lower[col] else "above the upper"
+        violations.append(f"{raw.joint_names[col]} {side} limit by up to {excess[worst, col]:.4f} rad at "
+                          f"{raw.where(worst)} ({frames.size} frame(s), first at {raw.where(frames[0])}; "
+                          f"limits [{lower[col]:.4f}, {upper[col]:.4f}])")
+    if not violations:
+        return q
+    if not clip:
+        raise MotionFileError(f"{name}: joint-limit violation(s): " + "; ".join(violations)
+                              + " (load with clip_to_limits=True to clip)")
+    warnings.warn(f"{name}: clipped to the joint limits: " + "; ".join(violations), JointLimitWarning, stacklevel=4)
+    return np.clip(q, lower, upper)
+
+
+def save_motion_csv(motion: ReferenceMotion, path: Union[str, Path]) -> Path:
+    """Write `motion` as a Unitree LAFAN1 CSV (joints mapped to SDK order by name), atomically.
+
+    The motion must hold all 29 SDK joints and be at `LAFAN1_FPS` (the format cannot say otherwise).
+    Numbers are written with 12 significant digits. Returns the path written.
+    """
+    from bcg.robot import SDK_JOINT_NAMES
+    path = Path(path)
+    if abs(motion.fps - LAFAN1_FPS) > 1e-9:
+        raise MotionFileError(f"motion file {path}: a LAFAN1 CSV is at {LAFAN1_FPS:g} frames/s, the motion at {motion.fps:g}")
+    table = np.concatenate([motion.root_pos, motion.root_quat[:, [1, 2, 3, 0]],
+                            motion.joint_pos[:, motion.joint_index(SDK_JOINT_NAMES)]], axis=1)
+    _write_atomic(path, lambda f: np.savetxt(f, table, delimiter=",", fmt="%.12g"))
+    return path
+
+
+def _write_atomic(path: Union[str, Path], write: Callable) -> None:
+    """Call `write(binary_file)` on a temporary file beside `path`, then rename it to `path`
+    (`os.replace`), so readers never see a half-written file; the temporary file is removed on error."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            write(f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise

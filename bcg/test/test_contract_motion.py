@@ -1,0 +1,217 @@
+"""The motion loader: LAFAN1 CSV and BeyondMimic npz, mapped by joint name, with precise errors."""
+import os
+from pathlib import Path
+
+import mujoco
+import numpy as np
+import pytest
+
+from bcg.contract.motion import (ISAACLAB_G1_JOINT_NAMES, LAFAN1_FPS, JointLimits, JointLimitWarning,
+                                 MotionFileError, ReferenceMotion, load_motion, quat_slerp, save_motion_csv)
+from bcg.robot import SDK_JOINT_NAMES, RobotDescription
+
+SHARED = Path(__file__).resolve().parents[3] / "shared" / "robots" / "unitree_g1"
+
+
+@pytest.fixture(scope="module")
+def robot():
+    return RobotDescription.load(SHARED / "scene_29dof.xml")
+
+
+def _yaw_quat(yaw):
+    """(w x y z) of rotations about z by `yaw` (...,)."""
+    yaw = np.asarray(yaw, float)
+    return np.stack([np.cos(yaw / 2), 0 * yaw, 0 * yaw, np.sin(yaw / 2)], -1)
+
+
+def _motion(robot, frames=20, seed=0) -> ReferenceMotion:
+    """A random motion inside the robot's limits, joints in SDK order."""
+    rng = np.random.default_rng(seed)
+    q = robot.q_lower + (robot.q_upper - robot.q_lower) * rng.uniform(0.1, 0.9, (frames, robot.num_joints))
+    root = np.column_stack([np.linspace(0, 1, frames), rng.normal(0, 0.1, frames), np.full(frames, 0.75)])
+    return ReferenceMotion(LAFAN1_FPS, robot.joint_names, q, np.zeros_like(q), root,
+                           _yaw_quat(np.linspace(0, 1, frames)))
+
+
+def _write_csv(path, table):
+    path.write_text("\n".join(",".join(repr(float(v)) for v in row) for row in table) + "\n")
+    return path
+
+
+def _table(robot, frames=5):
+    table = np.zeros((frames, 36))
+    table[:, 2] = 0.75
+    table[:, 6] = 1.0
+    table[:, 7:] = robot.default_q
+    return table
+
+
+def test_csv_round_trip_is_exact(robot, tmp_path):
+    motion = _motion(robot)
+    path = save_motion_csv(motion, tmp_path / "m.csv")
+    back = load_motion(path, limits=JointLimits.of(robot))
+    assert back.fps == LAFAN1_FPS and back.joint_names == SDK_JOINT_NAMES
+    for field in ("joint_pos", "root_pos", "root_quat"):
+        np.testing.assert_allclose(getattr(back, field), getattr(motion, field), rtol=0, atol=1e-11)
+    lines = path.read_text().splitlines()
+    assert len(lines) == 20 and all(len(line.split(",")) == 36 for line in lines)
+    # quaternion stored x y z w in columns 4-7
+    np.testing.assert_allclose(np.array(lines[-1].split(","), float)[3:7], motion.root_quat[-1, [1, 2, 3, 0]])
+
+
+def test_save_is_atomic(robot, tmp_path, monkeypatch):
+    path = save_motion_csv(_motion(robot), tmp_path / "m.csv")
+    before = path.read_bytes()
+
+    def broken_savetxt(f, *args, **kwargs):
+        f.write(b"0,1,2\n")
+        raise OSError("disk full")
+    monkeypatch.setattr(np, "savetxt", broken_savetxt)
+    with pytest.raises(OSError, match="disk full"):
+        save_motion_csv(_motion(robot, seed=1), path)
+    assert path.read_bytes() == before and os.listdir(tmp_path) == ["m.csv"]
+
+
+def test_isaaclab_order_is_breadth_first_over_the_model():
+    m = mujoco.MjModel.from_xml_path(str(SHARED / "g1_29dof.xml"))
+    order, level = [], [1]   # body 1: the pelvis
+    while level:
+        children = [b for parent in level for b in range(m.nbody) if b != parent and m.body_parentid[b] == parent]
+        order += [m.joint(m.body_jntadr[b]).name for b in children if m.body_jntnum[b]]
+        level = children
+    assert tuple(order) == ISAACLAB_G1_JOINT_NAMES
+
+
+def test_beyondmimic_npz_maps_isaaclab_order_by_name(robot, tmp_path):
+    motion = _motion(robot, frames=12)
+    isaac = motion.joint_index(ISAACLAB_G1_JOINT_NAMES)
+    bodies = 30
+    body_pos = np.zeros((12, bodies, 3))
+    body_pos[:, 0] = motion.root_pos
+    body_pos[:, 1:] = 5.0   # other bodies: never read as the root
+    body_quat = np.tile([1.0, 0, 0, 0], (12, bodies, 1))
+    body_quat[:, 0] = motion.root_quat
+    path = tmp_path / "bm.npz"
+    np.savez(path, fps=np.array([50]), joint_pos=motion.joint_pos[:, isaac], joint_vel=motion.joint_pos[:, isaac] * 2,
+             body_pos_w=body_pos, body_quat_w=body_quat, body_lin_vel_w=np.zeros((12, bodies, 3)),
+             body_ang_vel_w=np.zeros((12, bodies, 3)))
+    back = load_motion(path, limits=JointLimits.of(robot))
+    assert back.fps == 50 and back.joint_names == ISAACLAB_G1_JOINT_NAMES
+    cols = back.joint_index(SDK_JOINT_NAMES)
+    np.testing.assert_array_equal(back.joint_pos[:, cols], motion.joint_pos)
+    np.testing.assert_array_equal(back.joint_vel[:, cols], 2 * motion.joint_pos)   # the file's velocities
+    np.testing.assert_allclose(back.root_pos, motion.root_pos)
+    np.testing.assert_allclose(back.root_quat, motion.root_quat)
+    # names given by the caller for a file without them (here: reversed SDK order)
+    np.savez(path, fps=50.0, joint_pos=motion.joint_pos[:, ::-1], body_pos_w=body_pos, body_quat_w=body_quat)
+    back = load_motion(path, joint_names=SDK_JOINT_NAMES[::-1])
+    np.testing.assert_array_equal(back.joint_pos[:, back.joint_index(SDK_JOINT_NAMES)], motion.joint_pos)
+    np.testing.assert_allclose(back.joint_vel[5, back.joint_index(SDK_JOINT_NAMES)],
+                               (motion.joint_pos[6] - motion.joint_pos[4]) * 25)   # central differences
+
+
+def test_own_npz_with_names(robot, tmp_path):
+    motion = _motion(robot, frames=6)
+    path = tmp_path / "own.npz"
+    np.savez(path, fps=30.0, joint_pos=motion.joint_pos[:, :3], joint_names=np.array(SDK_JOINT_NAMES[:3]),
+             root_pos=motion.root_pos, root_quat=motion.root_quat)
+    back = load_motion(path)
+    assert back.joint_names == SDK_JOINT_NAMES[:3]
+    np.testing.assert_array_equal(back.joint_pos, motion.joint_pos[:, :3])
+
+
+def test_quaternions_are_sign_aligned_and_slerped(robot, tmp_path):
+    table = _table(robot, frames=3)
+    quats = _yaw_quat([0.0, np.pi / 2, np.pi])       # w x y z
+    quats[1] *= -1                                    # same rotation, other hemisphere
+    table[:, 3:7] = quats[:, [1, 2, 3, 0]]
+    motion = load_motion(_write_csv(tmp_path / "q.csv", table))
+    assert np.all(np.sum(motion.root_quat[1:] * motion.root_quat[:-1], -1) > 0)
+    frames = motion.sample(np.array([0.5 / LAFAN1_FPS, 1.25 / LAFAN1_FPS]), np.arange(29))
+    np.testing.assert_allclose(frames.root_quat[0], _yaw_quat(np.pi / 4))
+    np.testing.assert_allclose(frames.root_quat[1], _yaw_quat(np.pi * 5 / 8))
+    np.testing.assert_allclose(quat_slerp(_yaw_quat(0.2), -_yaw_quat(0.2), 0.3), _yaw_quat(0.2))
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda t: t[:, :35], r"line 1 has 35 columns, expected 36 \(root x y z, quaternion x y z w, 29 joints"),
+    (lambda t: t.__setitem__((3, 10), np.nan), r"line 4, column 11 \(left_knee_joint\): nan is not finite"),
+    (lambda t: t.__setitem__((2, 1), np.inf), r"line 3, column 2 \(root_y\): inf is not finite"),
+    (lambda t: t.__setitem__((1, 6), 0.9), r"line 2: root quaternion columns 4-7 \(x y z w\) has norm 0.9, not "
+                                           r"within 0.001 of 1 \(1 frame"),
+    (lambda t: t[:1], r"1 frame\(s\), at least 2 needed"),
+])
+def test_csv_errors_name_line_and_column(robot, tmp_path, edit, message):
+    table = _table(robot)
+    edited = edit(table)
+    table = table if edited is None else edited
+    path = _write_csv(tmp_path / "bad.csv", table)
+    with pytest.raises(MotionFileError, match=message) as e:
+        load_motion(path)
+    assert str(path) in str(e.value)
+
+
+def test_csv_text_errors(tmp_path):
+    path = tmp_path / "t.csv"
+    path.write_text(("0," * 35 + "0\n") * 2 + "0," * 20 + "abc," + "0," * 14 + "0\n")
+    with pytest.raises(MotionFileError, match=r"line 3, column 21 \(waist_roll_joint\): 'abc' is not a number"):
+        load_motion(path)
+    with pytest.raises(MotionFileError, match="does not exist"):
+        load_motion(tmp_path / "none.csv")
+    (tmp_path / "m.bvh").write_text("x")
+    with pytest.raises(MotionFileError, match=r"unknown format '.bvh'"):
+        load_motion(tmp_path / "m.bvh")
+
+
+def test_joint_limit_violations_are_reported_or_clipped(robot, tmp_path):
+    table = _table(robot, frames=6)
+    knee = 7 + SDK_JOINT_NAMES.index("left_knee_joint")
+    table[2:4, knee] = robot.q_upper[3] + np.array([0.05, 0.2])
+    table[5, 7 + 5] = robot.q_lower[5] - 0.01            # left ankle roll
+    path = _write_csv(tmp_path / "lim.csv", table)
+    limits = JointLimits.of(robot)
+    with pytest.raises(MotionFileError) as e:
+        load_motion(path, limits=limits)
+    msg = str(e.value)
+    assert "left_knee_joint above the upper limit by up to 0.2000 rad at line 4 (2 frame(s), first at line 3" in msg
+    assert "left_ankle_roll_joint below the lower limit by up to 0.0100 rad at line 6" in msg
+    assert "clip_to_limits=True" in msg
+    with pytest.warns(JointLimitWarning, match="left_knee_joint above the upper limit"):
+        clipped = load_motion(path, limits=limits, clip_to_limits=True)
+    assert clipped.joint_pos[3, 3] == robot.q_upper[3] and clipped.joint_pos[5, 5] == robot.q_lower[5]
+    assert load_motion(path).joint_pos[3, 3] == pytest.approx(robot.q_upper[3] + 0.2)   # no limits: no check
+
+
+def test_npz_errors(robot, tmp_path):
+    motion = _motion(robot, frames=4)
+    path = tmp_path / "bad.npz"
+    np.savez(path, fps=30.0, joint_pos=motion.joint_pos)
+    with pytest.raises(MotionFileError, match=r"missing array\(s\) \['joint_names', 'root_pos', 'root_quat'\]"):
+        load_motion(path)
+    names = np.array(("left_knee_joint", "tail_joint"))
+    np.savez(path, fps=30.0, joint_pos=motion.joint_pos[:, :2], joint_names=names, root_pos=motion.root_pos,
+             root_quat=motion.root_quat)
+    with pytest.raises(MotionFileError, match=r"unknown joint name\(s\) \['tail_joint'\]"):
+        load_motion(path)
+    np.savez(path, fps=30.0, joint_pos=motion.joint_pos[:, :2], joint_names=np.array(("left_knee_joint",) * 2),
+             root_pos=motion.root_pos, root_quat=motion.root_quat)
+    with pytest.raises(MotionFileError, match=r"joint name\(s\) \['left_knee_joint'\] appear more than once"):
+        load_motion(path)
+    np.savez(path, fps=30.0, joint_pos=motion.joint_pos, joint_names=np.array(SDK_JOINT_NAMES[:28]),
+             root_pos=motion.root_pos, root_quat=motion.root_quat)
+    with pytest.raises(MotionFileError, match=r"joint_pos has shape \(4, 29\), expected \(4, 28\) \(28 joint names\)"):
+        load_motion(path)
+    bad_vel = motion.joint_pos.copy()
+    bad_vel[2, 4] = np.nan
+    np.savez(path, fps=50.0, joint_pos=motion.joint_pos, joint_vel=bad_vel,
+             body_pos_w=motion.root_pos[:, None], body_quat_w=motion.root_quat[:, None])
+    with pytest.raises(MotionFileError, match=r"frame 2, joint_vel column 4 \(right_hip_roll_joint\): nan"):
+        load_motion(path)
+    np.savez(path, fps=50.0, joint_pos=motion.joint_pos, body_pos_w=motion.root_pos[:, None],
+             body_quat_w=2 * motion.root_quat[:, None])
+    with pytest.raises(MotionFileError, match=r"frame 0: root quaternion \(w x y z\) has norm 2"):
+        load_motion(path)
+    np.savez(path, fps=-1.0, joint_pos=motion.joint_pos, body_pos_w=motion.root_pos[:, None],
+             body_quat_w=motion.root_quat[:, None])
+    with pytest.raises(MotionFileError, match="fps .* is not one positive number"):
+        load_motion(path)
