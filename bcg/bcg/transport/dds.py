@@ -28,7 +28,7 @@ from cyclonedds.util import duration
 from bcg.transport import Transport, TransportConfig, Writer
 from bcg.transport.cyclone_config import cyclone_config_xml
 from bcg.transport.latest import LatestSampleReader
-from bcg.wire import LOWCMD, LOWCMD_TOPIC, LOWSTATE, LOWSTATE_TOPIC, MessageCodec
+from bcg.wire import LOWCMD, LOWCMD_TOPIC, LOWSTATE, LOWSTATE_TOPIC, MessageCodec, RecordEncoder
 
 WRITER_QOS = Qos(Policy.Reliability.Reliable(duration(milliseconds=100)),
                  Policy.History.KeepLast(1), Policy.Durability.Volatile)
@@ -62,14 +62,18 @@ def _open_domain(domain_id: int, xml: str) -> Domain:
 
 
 class DdsWriter(Writer):
-    """Writes records as serialized samples through the fast codec."""
+    """Writes records as serialized samples through the fast codec, into one reused buffer
+    (Cyclone copies it during the write)."""
 
     def __init__(self, participant: DomainParticipant, topic: Topic, codec: MessageCodec):
         self.codec = codec
         self._writer = DataWriter(participant, topic, WRITER_QOS)
+        self._encoder = RecordEncoder(codec)
+        self._lock = threading.Lock()
 
     def write(self, rec) -> None:
-        ret = ddspy_write(self._writer._ref, self.codec.encode(rec))
+        with self._lock:
+            ret = ddspy_write(self._writer._ref, self._encoder.encode(rec))
         if ret < 0:
             raise DDSException(ret, f"while writing {self.codec.idl_type.__name__}")
 
