@@ -1,4 +1,5 @@
-"""Analytic gradients (wp.Tape through the Warp kernels) against central finite differences, float64.
+"""Analytic gradients (wp.Tape through the Warp kernels and the hand-written adjoints) against central
+finite differences, float64.
 
 Each check compares the tape gradient g of a scalar loss L(x) = w . y(x) (w random, fixed) with the
 central difference (L(x + eps u) - L(x - eps u)) / (2 eps) along random unit directions u, and
@@ -8,11 +9,9 @@ import numpy as np
 import pytest
 import warp as wp
 
-from bcg_train.diffsim import Model, SimConfig, Simulator
-from bcg_train.diffsim import contact_kernels as ck
-from bcg_train.diffsim import dynamics_kernels as dk
-from bcg_train.diffsim import spd_solve
+from bcg_train.diffsim import Model, SimConfig, Simulator, contact_solver
 from bcg_train.diffsim.simulator import _Scratch
+from bcg_train.diffsim.sparse_ldl import SparseLDL
 
 RNG = np.random.default_rng(7)
 N = 2
@@ -43,111 +42,168 @@ def directional_check(loss, x0, eps=1e-6, ndir=3):
     return max(errs), value
 
 
-def _arr(x, requires_grad):
-    return wp.array(x, dtype=wp.float64, device="cpu", requires_grad=requires_grad)
-
-
-def _kinematics(model, q, qd, sc):
-    wp.launch(dk.kinematics, dim=q.shape[0], device="cpu", inputs=[
-        q, qd, model.nb, wp.vec3d(*model.gravity), model.body_parent, model.body_dof, model.body_pos, model.body_quat,
-        model.body_mass, model.body_com, model.body_inertia, model.jnt_axis, model.jnt_anchor], outputs=[
-        sc.xrot, sc.xpos, sc.s_ang, sc.s_lin, sc.vel_ang, sc.vel_lin, sc.acc_ang, sc.acc_lin,
-        sc.crb_m, sc.crb_h, sc.crb_i, sc.frc_ang, sc.frc_lin])
-    wp.launch(dk.composite, dim=q.shape[0], device="cpu", inputs=[model.nb, model.body_parent],
-              outputs=[sc.crb_m, sc.crb_h, sc.crb_i, sc.frc_ang, sc.frc_lin])
+def _arr(x, requires_grad, dtype=wp.float64):
+    return wp.array(x, dtype=dtype, device="cpu", requires_grad=requires_grad)
 
 
 def _weighted(y, w):
     return float(np.sum(y.numpy() * w))
 
 
-def test_mass_matrix_gradient(model):
-    w = np.tril(RNG.normal(size=(N, model.nv, model.nv)))
+def _dynamics_loss(model, output, w):
+    """Loss w . scratch.<output> after `Simulator._dynamics` at x = [q | qd] (zero control)."""
+    sim = Simulator(model, N, requires_grad=True)
 
-    def loss(qx, grad):
-        q = _arr(qx, grad)
-        qd = _arr(np.zeros((N, model.nv)), grad)
+    def loss(x, grad):
+        s = sim.state()
+        s.q, s.qd = _arr(x[:, :model.nq], grad), _arr(x[:, model.nq:], grad)
         sc = _Scratch.allocate(model, N, grad)
         tape = wp.Tape()
         with tape:
-            _kinematics(model, q, qd, sc)
-            wp.launch(dk.mass_matrix, dim=(N, model.npair), device="cpu", inputs=[
-                model.pair_i, model.pair_j, model.dof_body, sc.s_ang, sc.s_lin, sc.crb_m, sc.crb_h, sc.crb_i],
-                outputs=[sc.a])
+            sim._dynamics(s, sim.control(), 0.005, sc)
+        y = getattr(sc, output)
         if grad:
-            tape.backward(grads={sc.a: wp.array(w, dtype=wp.float64)})
-            return _weighted(sc.a, w), q.grad.numpy()
-        return _weighted(sc.a, w), None
+            tape.backward(grads={y: wp.array(w, dtype=wp.float64)})
+            return _weighted(y, w), np.concatenate([s.q.grad.numpy(), s.qd.grad.numpy()], axis=1)
+        return _weighted(y, w), None
 
-    err, _ = directional_check(loss, standing_q(model))
+    return loss
+
+
+def test_mass_matrix_gradient(model):
+    x0 = np.concatenate([standing_q(model), np.zeros((N, model.nv))], axis=1)
+    err, _ = directional_check(_dynamics_loss(model, "a", RNG.normal(size=(N, model.npair))), x0)
     assert err < 1e-5, err
 
 
 def test_bias_force_gradient(model):
-    w = RNG.normal(size=(N, model.nv))
-
-    def loss(x, grad):
-        q = _arr(x[:, :model.nq], grad)
-        qd = _arr(x[:, model.nq:], grad)
-        sc = _Scratch.allocate(model, N, grad)
-        zeros = _arr(np.zeros((N, model.nv)), False)
-        tape = wp.Tape()
-        with tape:
-            _kinematics(model, q, qd, sc)
-            wp.launch(dk.generalised_force, dim=(N, model.nv), device="cpu", inputs=[
-                q, qd, wp.float64(0.005), model.dof_body, sc.s_ang, sc.s_lin, sc.frc_ang, sc.frc_lin,
-                model.dof_armature, model.dof_damping, model.dof_frictionloss, wp.float64(0.02), model.dof_limited,
-                model.dof_lower, model.dof_upper, wp.float64(0.2), wp.float64(0.5), zeros, zeros, sc.a],
-                outputs=[sc.diag, sc.rhs])
-        f = sc.rhs.numpy()[:, :, 0]
-        value = float(np.sum(f * w))
-        if grad:
-            g = np.zeros(sc.rhs.shape)
-            g[:, :, 0] = w
-            tape.backward(grads={sc.rhs: wp.array(g, dtype=wp.float64)})
-            return value, np.concatenate([q.grad.numpy(), qd.grad.numpy()], axis=1)
-        return value, None
-
     x0 = np.concatenate([standing_q(model), RNG.normal(0, 0.5, (N, model.nv))], axis=1)
-    err, _ = directional_check(loss, x0)
+    err, _ = directional_check(_dynamics_loss(model, "force", RNG.normal(size=(N, model.nv))), x0)
     assert err < 1e-5, err
 
 
-def test_spd_solve_gradient(model):
-    """X = (A + diag)^-1 B with A the robot's mass matrix pattern: gradient wrt A, diag and B."""
-    nv, ncol = model.nv, 3
+def _mass_matrix(model, q):
     sim = Simulator(model, N)
-    sc0 = _Scratch.allocate(model, N, False)
-    q = _arr(standing_q(model), False)
-    _kinematics(model, q, _arr(np.zeros((N, nv)), False), sc0)
-    wp.launch(dk.mass_matrix, dim=(N, model.npair), device="cpu", inputs=[
-        model.pair_i, model.pair_j, model.dof_body, sc0.s_ang, sc0.s_lin, sc0.crb_m, sc0.crb_h, sc0.crb_i],
-        outputs=[sc0.a])
-    a0 = sc0.a.numpy()
-    mask = a0 != 0
-    w = RNG.normal(size=(N, nv, ncol))
-    nA = int(mask.sum())
+    s = sim.state().assign(q)
+    sc = _Scratch.allocate(model, N, False)
+    sim._dynamics(s, sim.control(), 0.005, sc)
+    return sc.a.numpy(), sc
+
+
+def test_sparse_solve_gradient(model):
+    """x = (A + diag)^-1 b with the robot's mass matrix: gradient wrt A, diag and b."""
+    nv, npair = model.nv, model.npair
+    a0, _ = _mass_matrix(model, standing_q(model))
+    w = RNG.normal(size=(N, nv))
 
     def loss(x, grad):
-        av = np.zeros_like(a0)
-        av[mask] = x[:nA]
-        a = _arr(av, grad)
-        diag = _arr(x[nA:nA + N * nv].reshape(N, nv), grad)
-        b = _arr(x[nA + N * nv:].reshape(N, nv, ncol), grad)
-        xs = _arr(np.zeros((N, nv, ncol)), grad)
-        ld = _arr(np.zeros_like(a0), False)
+        a = _arr(x[:, :npair], grad)
+        diag = _arr(x[:, npair:npair + nv], grad)
+        b = _arr(x[:, npair + nv:], grad)
+        xs = _arr(np.zeros((N, nv)), grad)
+        ldl = SparseLDL(model, N, requires_grad=grad)
         tape = wp.Tape()
         with tape:
-            spd_solve.solve(model, a, diag, b, xs, ld, tape if grad else None)
+            ldl.factor(a, diag, tape if grad else None)
+            ldl.solve(b, xs, tape if grad else None)
         value = _weighted(xs, w)
         if grad:
             tape.backward(grads={xs: wp.array(w, dtype=wp.float64)})
-            return value, np.concatenate([a.grad.numpy()[mask], diag.grad.numpy().ravel(), b.grad.numpy().ravel()])
+            return value, np.concatenate([a.grad.numpy(), diag.grad.numpy(), b.grad.numpy()], axis=1)
         return value, None
 
-    x0 = np.concatenate([a0[mask], np.full(N * nv, 0.05), RNG.normal(size=N * nv * ncol)])
+    x0 = np.concatenate([a0, np.full((N, nv), 0.05), RNG.normal(size=(N, nv))], axis=1)
     err, _ = directional_check(loss, x0, eps=1e-7)
-    assert sim is not None and err < 1e-5, err
+    assert err < 1e-6, err
+
+
+def test_delassus_gradient(model):
+    """G = J (A + diag)^-1 J^T on the foot chains: gradient wrt A, diag and the Jacobian entries."""
+    nv, npair, ncd, nr = model.nv, model.npair, model.ncd, model.ndof_contact
+    a0, sc = _mass_matrix(model, standing_q(model))
+    jt0 = sc.jt.numpy() if np.abs(sc.jt.numpy()).sum() > 0 else RNG.normal(size=(N, ncd, 3))
+    w = RNG.normal(size=(N, nr, nr))
+
+    def loss(x, grad):
+        a = _arr(x[:, :npair], grad)
+        diag = _arr(x[:, npair:npair + nv], grad)
+        jt = _arr(x[:, npair + nv:].reshape(N, ncd, 3), grad, wp.vec3d)
+        y = wp.zeros((N, ncd), dtype=wp.vec3d)
+        g = _arr(np.zeros((N, nr, nr)), grad)
+        ldl = SparseLDL(model, N, requires_grad=grad)
+        tape = wp.Tape()
+        with tape:
+            ldl.factor(a, diag, tape if grad else None)
+            ldl.delassus(jt, y, g, tape if grad else None)
+        value = _weighted(g, w)
+        if grad:
+            tape.backward(grads={g: wp.array(w, dtype=wp.float64)})
+            return value, np.concatenate([a.grad.numpy(), diag.grad.numpy(), jt.grad.numpy().reshape(N, -1)], axis=1)
+        return value, None
+
+    x0 = np.concatenate([a0, np.full((N, nv), 0.05), jt0.reshape(N, -1)], axis=1)
+    err, value = directional_check(loss, x0, eps=1e-7)
+    assert abs(value) > 0 and err < 1e-6, err
+
+
+def test_delassus_matches_dense_formula(model):
+    """G from the chain formula equals J A^-1 J^T computed densely with numpy."""
+    q = standing_q(model)
+    a, sc = _mass_matrix(model, q)
+    sim = Simulator(model, N)
+    s_out = sim.state()
+    sim._contact(sim.state().assign(q), s_out, 0.005, sc, None)
+    pi, pj = model.pair_i.numpy(), model.pair_j.numpy()
+    jt = sc.jt.numpy()
+    start, dof = model.contact_dof_start.numpy(), model.contact_dof_d.numpy()
+    for e in range(N):
+        dense = np.zeros((model.nv, model.nv))
+        dense[pi, pj] = a[e]
+        dense[pj, pi] = a[e]
+        dense += np.diag(sc.diag.numpy()[e])
+        jac = np.zeros((model.ndof_contact, model.nv))
+        for k in range(model.nc):
+            for t in range(start[k], start[k + 1]):
+                jac[3 * k:3 * k + 3, dof[t]] = jt[e, t]
+        np.testing.assert_allclose(sc.g.numpy()[e], jac @ np.linalg.solve(dense, jac.T), rtol=1e-9, atol=1e-12)
+
+
+def test_projected_gauss_seidel_gradient(model):
+    """Impulses of the projected iterations wrt G, v_free and the smoothing, with contacts in the
+    cone's interior, on its surface and lifting off (normal clamped at zero)."""
+    nc, nr = model.nc, model.ndof_contact
+    q = standing_q(model)
+    q[:, 2] -= 0.004
+    _, sc = _mass_matrix(model, q)
+    sim = Simulator(model, N)
+    s_out = sim.state()
+    sim._contact(sim.state().assign(q), s_out, 0.005, sc, None)
+    v0 = RNG.normal(0, 0.05, (N, nr))
+    v0[:, 0::3] = -0.05
+    v0[:, 3] = 0.02                 # one sphere separating
+    w = RNG.normal(size=(N, nc, 3))
+    iters = model.config.contact_iterations
+
+    def loss(x, grad):
+        g = _arr(x[:, :nr * nr].reshape(N, nr, nr), grad)
+        v = _arr(x[:, nr * nr:nr * nr + nr], grad)
+        s = _arr(x[:, nr * nr + nr:], grad)
+        impulse = wp.zeros((N, nc), dtype=wp.vec3d, requires_grad=grad)
+        sp = wp.zeros((N, nr), dtype=wp.float64)
+        hist = wp.zeros((N, iters + 1, nr), dtype=wp.float64)
+        tape = wp.Tape()
+        with tape:
+            contact_solver.solve(model, g, v, s, sp, hist, impulse, tape if grad else None)
+        value = _weighted(impulse, w)
+        if grad:
+            tape.backward(grads={impulse: wp.array(w, dtype=wp.vec3d)})
+            return value, np.concatenate([g.grad.numpy().reshape(N, -1), v.grad.numpy(), s.grad.numpy()], axis=1)
+        return value, None
+
+    x0 = np.concatenate([sc.g.numpy().reshape(N, -1), v0, sc.smooth.numpy()], axis=1)
+    p = loss(x0, False)[0]
+    err, value = directional_check(loss, x0, eps=1e-8)
+    assert abs(p) > 1e-3 and err < 1e-5, err
 
 
 def _step_loss(model, n_steps, dt, what, w_q, w_qd, q0, qd0, ctrl_kp, ctrl_kd, q_target):
@@ -182,47 +238,24 @@ def _step_loss(model, n_steps, dt, what, w_q, w_qd, q0, qd0, ctrl_kp, ctrl_kd, q
 
 
 def test_contact_impulse_solve_gradient(model):
-    """Impulses of the smoothed contact solve wrt the pre-contact velocities, feet on the ground."""
+    """Impulses of the whole smoothed contact solve (dynamics, Delassus, projected iterations) wrt the
+    pre-contact velocities, feet on the ground."""
+    sim = Simulator(model, N, requires_grad=True)
     w = RNG.normal(size=(N, model.nc, 3))
     q = standing_q(model)
 
     def loss(qdx, grad):
-        qa = _arr(q, grad)
-        qd = _arr(qdx, grad)
+        s_in, s_out = sim.state(), sim.state()
+        s_in.q, s_in.qd = _arr(q, grad), _arr(qdx, grad)
         sc = _Scratch.allocate(model, N, grad)
-        tau = _arr(np.zeros((N, model.nv)), False)
-        height = _arr(np.zeros((N, model.nc)), grad)
-        impulse = _arr(np.zeros((N, model.nc, 3)), grad)
-        nr = model.ndof_contact
-        h = wp.float64(0.005)
         tape = wp.Tape()
         with tape:
-            _kinematics(model, qa, qd, sc)
-            wp.launch(dk.mass_matrix, dim=(N, model.npair), device="cpu", inputs=[
-                model.pair_i, model.pair_j, model.dof_body, sc.s_ang, sc.s_lin, sc.crb_m, sc.crb_h, sc.crb_i],
-                outputs=[sc.a])
-            wp.launch(dk.generalised_force, dim=(N, model.nv), device="cpu", inputs=[
-                qa, qd, h, model.dof_body, sc.s_ang, sc.s_lin, sc.frc_ang, sc.frc_lin, model.dof_armature,
-                model.dof_damping, model.dof_frictionloss, wp.float64(0.02), model.dof_limited, model.dof_lower,
-                model.dof_upper, wp.float64(0.2), wp.float64(0.5), tau, tau, sc.a], outputs=[sc.diag, sc.rhs])
-            wp.launch(ck.contact_geometry, dim=(N, model.nc), device="cpu", inputs=[
-                sc.xrot, sc.xpos, model.sphere_body, model.sphere_pos, model.sphere_radius, wp.float64(50.0)],
-                outputs=[height, sc.smooth])
-            wp.launch(ck.contact_jacobian, dim=(N, model.contact_dof_c.shape[0]), device="cpu", inputs=[
-                qa, sc.xrot, sc.xpos, sc.s_ang, sc.s_lin, model.sphere_body, model.sphere_pos, model.sphere_radius,
-                model.contact_dof_c, model.contact_dof_d], outputs=[sc.rhs])
-            spd_solve.solve(model, sc.a, sc.diag, sc.rhs, sc.x, sc.ld, tape if grad else None)
-            wp.launch(ck.delassus, dim=(N, nr, nr + 1), device="cpu", inputs=[
-                nr, h, model.contact_dof_start, model.contact_dof_d, qd, sc.rhs, sc.x],
-                      outputs=[sc.g, sc.v_free])
-            wp.launch(ck.projected_gauss_seidel, dim=N, device="cpu", inputs=[
-                model.nc, 10, sc.g, sc.v_free, sc.smooth, model.sphere_friction], outputs=[sc.residual, sc.p])
-            wp.launch(ck.contact_impulse, dim=(N, model.nc), device="cpu", inputs=[model.nc, 10, sc.p, sc.smooth],
-                      outputs=[impulse])
-        value = _weighted(impulse, w)
+            sim._dynamics(s_in, sim.control(), 0.005, sc)
+            sim._contact(s_in, s_out, 0.005, sc, tape if grad else None)
+        value = _weighted(s_out.contact_impulse, w)
         if grad:
-            tape.backward(grads={impulse: wp.array(w, dtype=wp.float64)})
-            return value, qd.grad.numpy()
+            tape.backward(grads={s_out.contact_impulse: wp.array(w, dtype=wp.vec3d)})
+            return value, s_in.qd.grad.numpy()
         return value, None
 
     qd0 = RNG.normal(0, 0.05, (N, model.nv))

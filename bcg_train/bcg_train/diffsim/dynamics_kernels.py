@@ -1,5 +1,6 @@
-"""Warp kernels for the smooth dynamics of one substep: kinematics, composite rigid body mass matrix,
-recursive Newton-Euler bias forces and the generalised force.
+"""Warp kernels for the smooth dynamics of one substep: kinematics with composite rigid body inertias
+and recursive Newton-Euler bias forces, the mass matrix (in sparse_ldl's row storage), and the
+generalised force with the motors' PD.
 
 Spatial quantities are in world axes about one point o per environment (the base origin at the start
 of the substep), motion vectors as (angular, linear). With a common point, composite inertias and
@@ -10,6 +11,8 @@ changed after it has been read, and no value is carried between loop iterations 
 variable; Warp's adjoint of these kernels is then exact.
 """
 import warp as wp
+
+from .device_model import DeviceModel
 
 f64 = wp.float64
 vec3 = wp.vec3d
@@ -34,11 +37,7 @@ def spatial_inertia_apply_lin(m: f64, h: vec3, w: vec3, v: vec3):
 
 @wp.kernel
 def kinematics(
-    q: wp.array2d(dtype=f64), qd: wp.array2d(dtype=f64), nb: int, gravity: vec3,
-    body_parent: wp.array(dtype=int), body_dof: wp.array(dtype=int),
-    body_pos: wp.array(dtype=vec3), body_quat: wp.array(dtype=wp.quatd),
-    body_mass: wp.array(dtype=f64), body_com: wp.array(dtype=vec3), body_inertia: wp.array(dtype=mat33),
-    jnt_axis: wp.array(dtype=vec3), jnt_anchor: wp.array(dtype=vec3),
+    mdl: DeviceModel, q: wp.array2d(dtype=f64), qd: wp.array2d(dtype=f64),
     # outputs
     xrot: wp.array2d(dtype=wp.quatd), xpos: wp.array2d(dtype=vec3),
     s_ang: wp.array2d(dtype=vec3), s_lin: wp.array2d(dtype=vec3),
@@ -47,13 +46,13 @@ def kinematics(
     crb_m: wp.array2d(dtype=f64), crb_h: wp.array2d(dtype=vec3), crb_i: wp.array2d(dtype=mat33),
     frc_ang: wp.array2d(dtype=vec3), frc_lin: wp.array2d(dtype=vec3),
 ):
-    """Per environment: body poses, dof motion axes S (nv), body spatial velocities and bias
-    accelerations (qdd = 0, gravity as a base acceleration), and each body's own inertia and bias
-    force I a + v x* I v, written into the composite arrays that `composite` completes."""
+    """Per environment, root to leaves: body poses, dof motion axes S (nv), body spatial velocities and
+    bias accelerations (qdd = 0, gravity as a base acceleration), each body's inertia and bias force
+    I a + v x* I v; then leaves to root: subtree (composite) inertias and subtree bias forces."""
     e = wp.tid()
     o = vec3(q[e, 0], q[e, 1], q[e, 2])
-    for b in range(nb):
-        p = body_parent[b]
+    for b in range(mdl.nb):
+        p = mdl.body_parent[b]
         if p < 0:
             r = wp.normalize(quat_wxyz(q, e))
             xrot[e, b] = r
@@ -79,19 +78,18 @@ def kinematics(
             vel_ang[e, b] = w
             vel_lin[e, b] = v
             acc_ang[e, b] = zero
-            acc_lin[e, b] = -gravity - wp.cross(w, v)
+            acc_lin[e, b] = -mdl.gravity - wp.cross(w, v)
         else:
             rp = xrot[e, p]
-            r0 = wp.mul(rp, body_quat[b])
-            x0 = xpos[e, p] + wp.quat_rotate(rp, body_pos[b])
-            d = body_dof[b]
+            r0 = wp.mul(rp, mdl.body_quat[b])
+            x0 = xpos[e, p] + wp.quat_rotate(rp, mdl.body_pos[b])
+            d = mdl.body_dof[b]
             if d >= 0:
-                ax = wp.quat_rotate(r0, jnt_axis[b])
-                anchor = x0 + wp.quat_rotate(r0, jnt_anchor[b])
-                qi = d + 1
-                r = wp.mul(r0, wp.quat_from_axis_angle(jnt_axis[b], q[e, qi]))
+                ax = wp.quat_rotate(r0, mdl.jnt_axis[b])
+                anchor = x0 + wp.quat_rotate(r0, mdl.jnt_anchor[b])
+                r = wp.mul(r0, wp.quat_from_axis_angle(mdl.jnt_axis[b], q[e, d + 1]))
                 xrot[e, b] = r
-                xpos[e, b] = anchor - wp.quat_rotate(r, jnt_anchor[b])
+                xpos[e, b] = anchor - wp.quat_rotate(r, mdl.jnt_anchor[b])
                 sa = ax
                 sl = wp.cross(anchor - o, ax)
                 s_ang[e, d] = sa
@@ -113,10 +111,10 @@ def kinematics(
                 acc_ang[e, b] = acc_ang[e, p]
                 acc_lin[e, b] = acc_lin[e, p]
         r = xrot[e, b]
-        m = body_mass[b]
-        c = xpos[e, b] + wp.quat_rotate(r, body_com[b]) - o
+        m = mdl.body_mass[b]
+        c = xpos[e, b] + wp.quat_rotate(r, mdl.body_com[b]) - o
         rm = wp.quat_to_matrix(r)
-        ic = rm * body_inertia[b] * wp.transpose(rm)
+        ic = rm * mdl.body_inertia[b] * wp.transpose(rm)
         ibar = ic + m * (wp.dot(c, c) * wp.identity(n=3, dtype=f64) - wp.outer(c, c))
         h = m * c
         wp.atomic_add(crb_m, e, b, m)
@@ -131,19 +129,10 @@ def kinematics(
         ia_l = spatial_inertia_apply_lin(m, h, acc_ang[e, b], acc_lin[e, b])
         wp.atomic_add(frc_ang, e, b, ia_a + wp.cross(w, iv_a) + wp.cross(v, iv_l))
         wp.atomic_add(frc_lin, e, b, ia_l + wp.cross(w, iv_l))
-
-
-@wp.kernel
-def composite(
-    nb: int, body_parent: wp.array(dtype=int),
-    crb_m: wp.array2d(dtype=f64), crb_h: wp.array2d(dtype=vec3), crb_i: wp.array2d(dtype=mat33),
-    frc_ang: wp.array2d(dtype=vec3), frc_lin: wp.array2d(dtype=vec3),
-):
-    """Leaves to root: add each body's subtree inertia and subtree bias force into its parent's."""
-    e = wp.tid()
-    for k in range(nb - 1):
-        b = nb - 1 - k
-        p = body_parent[b]
+    # leaves to root: each body's subtree into its parent's
+    for k in range(mdl.nb - 1):
+        b = mdl.nb - 1 - k
+        p = mdl.body_parent[b]
         wp.atomic_add(crb_m, e, p, crb_m[e, b])
         wp.atomic_add(crb_h, e, p, crb_h[e, b])
         wp.atomic_add(crb_i, e, p, crb_i[e, b])
@@ -153,62 +142,70 @@ def composite(
 
 @wp.kernel
 def mass_matrix(
-    pair_i: wp.array(dtype=int), pair_j: wp.array(dtype=int), dof_body: wp.array(dtype=int),
-    s_ang: wp.array2d(dtype=vec3), s_lin: wp.array2d(dtype=vec3),
+    mdl: DeviceModel, s_ang: wp.array2d(dtype=vec3), s_lin: wp.array2d(dtype=vec3),
     crb_m: wp.array2d(dtype=f64), crb_h: wp.array2d(dtype=vec3), crb_i: wp.array2d(dtype=mat33),
-    a: wp.array3d(dtype=f64),
+    a: wp.array2d(dtype=f64),
 ):
-    """A[i, j] = S_j . (Ic_body(i) S_i) for j an ancestor-or-self dof of i (lower triangle only)."""
-    e, k = wp.tid()
-    i = pair_i[k]
-    j = pair_j[k]
-    b = dof_body[i]
-    m = crb_m[e, b]
-    h = crb_h[e, b]
-    fa = spatial_inertia_apply(m, h, crb_i[e, b], s_ang[e, i], s_lin[e, i])
-    fl = spatial_inertia_apply_lin(m, h, s_ang[e, i], s_lin[e, i])
-    wp.atomic_add(a, e, i, j, wp.dot(s_ang[e, j], fa) + wp.dot(s_lin[e, j], fl))
+    """Row i of A: A[i, j] = S_j . (Ic_body(i) S_i) for j = i and its ancestors (sparse_ldl's storage)."""
+    e, i = wp.tid()
+    b = mdl.dof_body[i]
+    fa = spatial_inertia_apply(crb_m[e, b], crb_h[e, b], crb_i[e, b], s_ang[e, i], s_lin[e, i])
+    fl = spatial_inertia_apply_lin(crb_m[e, b], crb_h[e, b], s_ang[e, i], s_lin[e, i])
+    for k in range(mdl.dof_row_start[i], mdl.dof_row_start[i + 1]):
+        j = mdl.pair_j[k]
+        a[e, k] = wp.dot(s_ang[e, j], fa) + wp.dot(s_lin[e, j], fl)
 
 
 @wp.kernel
 def generalised_force(
-    q: wp.array2d(dtype=f64), qd: wp.array2d(dtype=f64), h: f64,
-    dof_body: wp.array(dtype=int), s_ang: wp.array2d(dtype=vec3), s_lin: wp.array2d(dtype=vec3),
-    frc_ang: wp.array2d(dtype=vec3), frc_lin: wp.array2d(dtype=vec3),
-    dof_armature: wp.array(dtype=f64), dof_damping: wp.array(dtype=f64),
-    dof_frictionloss: wp.array(dtype=f64), friction_velocity: f64,
-    dof_limited: wp.array(dtype=int), dof_lower: wp.array(dtype=f64), dof_upper: wp.array(dtype=f64),
-    limit_stiffness: f64, limit_damping: f64,
-    tau: wp.array2d(dtype=f64), pd_diag: wp.array2d(dtype=f64), a: wp.array3d(dtype=f64),
-    diag: wp.array2d(dtype=f64), rhs: wp.array3d(dtype=f64),
+    mdl: DeviceModel, q: wp.array2d(dtype=f64), qd: wp.array2d(dtype=f64), h: f64,
+    s_ang: wp.array2d(dtype=vec3), s_lin: wp.array2d(dtype=vec3),
+    frc_ang: wp.array2d(dtype=vec3), frc_lin: wp.array2d(dtype=vec3), a: wp.array2d(dtype=f64),
+    q_target: wp.array2d(dtype=f64), qd_target: wp.array2d(dtype=f64), kp: wp.array2d(dtype=f64),
+    kd: wp.array2d(dtype=f64), tau_ff: wp.array2d(dtype=f64),
+    diag: wp.array2d(dtype=f64), force: wp.array2d(dtype=f64),
 ):
-    """rhs[:, i, 0] = tau_i - C_i - d_i qd_i - friction_i + limit_i [N m or N] and diag[:, i], what
-    the solve adds to A's diagonal: armature + h (damping + friction slope) + limit terms.
+    """force[:, i] = tau_i - C_i - d_i qd_i - friction_i + limit_i [N m or N] and diag[:, i], what
+    the solve adds to A's diagonal: armature + h (damping + friction slope + PD) + limit terms.
 
-    Velocity-proportional terms are implicit, as MuJoCo's Euler integrator treats joint damping: a
-    term -c qd+ (qd+ = qd + h qdd) moves h c onto the diagonal. The smooth friction loss is
-    linearised the same way, and a joint beyond its limit gets an implicit spring-damper scaled to
+    Motor torque tau = clamp(tau_ff + kp (q* - q) + kd (qd* - qd), +-limit), as the motor drivers do.
+    They close this loop far faster than the substep, so it is integrated implicitly in
+    qd+ = qd + h qdd: where not saturated, h kd + h^2 kp joins the diagonal and tau carries the matching
+    -h kp qd term. Velocity-proportional terms are implicit too, as MuJoCo's Euler integrator treats
+    joint damping: a term -c qd+ moves h c onto the diagonal. The smooth friction loss -F tanh(qd / v)
+    is linearised the same way, and a joint beyond its limit gets an implicit spring-damper scaled to
     the dof's inertia A_ii (stiffness beta A_ii / h^2, damping gamma A_ii / h), stable at any h."""
     e, i = wp.tid()
-    b = dof_body[i]
+    b = mdl.dof_body[i]
     bias = wp.dot(s_ang[e, i], frc_ang[e, b]) + wp.dot(s_lin[e, i], frc_lin[e, b])
     v = qd[e, i]
-    fl = dof_frictionloss[i]
-    t = wp.tanh(v / friction_velocity)
-    c = dof_damping[i] + fl / friction_velocity * (f64(1.0) - t * t)
-    f = tau[e, i] - bias - dof_damping[i] * v - fl * t
-    if dof_limited[i] != 0:
+    tau = f64(0.0)
+    pd = f64(0.0)
+    j = mdl.dof_joint[i]
+    if j >= 0:
+        u = tau_ff[e, j] + kp[e, j] * (q_target[e, j] - q[e, i + 1]) + kd[e, j] * (qd_target[e, j] - v)
+        lim = mdl.tau_limit[j]
+        if u > lim or u < -lim:
+            tau = wp.clamp(u, -lim, lim)
+        else:
+            tau = u - h * kp[e, j] * v
+            pd = h * kd[e, j] + h * h * kp[e, j]
+    fl = mdl.dof_frictionloss[i]
+    t = wp.tanh(v / mdl.frictionloss_velocity)
+    c = mdl.dof_damping[i] + fl / mdl.frictionloss_velocity * (f64(1.0) - t * t)
+    f = tau - bias - mdl.dof_damping[i] * v - fl * t
+    if mdl.dof_limited[i] != 0:
         x = q[e, i + 1]
         gap = f64(0.0)
-        if x < dof_lower[i]:
-            gap = dof_lower[i] - x
-        if x > dof_upper[i]:
-            gap = dof_upper[i] - x
+        if x < mdl.dof_lower[i]:
+            gap = mdl.dof_lower[i] - x
+        if x > mdl.dof_upper[i]:
+            gap = mdl.dof_upper[i] - x
         if gap != f64(0.0):
-            aii = a[e, i, i]
-            k = limit_stiffness * aii / (h * h)
-            cl = limit_damping * aii / h + k * h
+            aii = a[e, mdl.dof_row_start[i]]
+            k = mdl.limit_stiffness * aii / (h * h)
+            cl = mdl.limit_damping * aii / h + k * h
             f = f + k * gap - cl * v
             c = c + cl
-    diag[e, i] = dof_armature[i] + h * c + pd_diag[e, i]
-    rhs[e, i, 0] = f
+    diag[e, i] = mdl.dof_armature[i] + h * c + pd
+    force[e, i] = f

@@ -17,6 +17,7 @@ import warp as wp
 from bcg.robot import RobotDescription
 
 from .config import SimConfig
+from .device_model import DeviceModel, device_model
 
 
 class ModelError(ValueError):
@@ -58,28 +59,40 @@ class Model:
     dof_limited: wp.array = None        # int (nv,)
     # actuated joints, in the robot description's (SDK) order
     joint_dof: wp.array = None          # int (nj,), dof driven by joint j
+    dof_joint: wp.array = None          # int (nv,), joint driving dof d, -1 if none
     tau_limit: wp.array = None          # float (nj,), N m
-    # mass matrix sparsity: (i, j) with j an ancestor-or-self dof of i
-    pair_i: wp.array = None
-    pair_j: wp.array = None
+    # mass matrix sparsity, row by row: (i, i), (i, parent(i)), ... (see sparse_ldl)
+    pair_i: wp.array = None             # int (npair,)
+    pair_j: wp.array = None             # int (npair,)
+    dof_row_start: wp.array = None      # int (nv + 1,), pairs of row i: [start[i], start[i + 1])
     # contact spheres
     sphere_body: wp.array = None        # int (nc,)
     sphere_pos: wp.array = None         # vec3d (nc,), m, centre in the body frame
     sphere_radius: wp.array = None      # float (nc,), m
     sphere_friction: wp.array = None    # float (nc,), Coulomb coefficient against the floor
-    contact_dof_c: wp.array = None      # int (ncd,), contact of each (contact, ancestor dof) entry
-    contact_dof_d: wp.array = None      # int (ncd,)
-    contact_dof_start: wp.array = None  # int (nc + 1,), entries of contact k: [start[k], start[k + 1])
+    contact_dof_d: wp.array = None      # int (ncd,), dof of each (contact, ancestor dof) entry
+    contact_dof_start: wp.array = None  # int (nc + 1,), entries of contact k: [start[k], start[k + 1]), leaf first
+    sphere_common: wp.array = None      # int (nc, nc), number of dofs the chains of two spheres share
     # host-side facts for users and validation
     robot: RobotDescription = None
     mj_body_ids: np.ndarray = None      # (nb,) MuJoCo body id of each simulator body
     mj_qpos_adr: np.ndarray = None      # (nq,) MuJoCo qpos index of each simulator coordinate
     mj_dof_adr: np.ndarray = None       # (nv,) MuJoCo dof index of each simulator dof
     sphere_side: np.ndarray = field(default=None)   # (nc,) 0 left foot, 1 right foot
+    device_arrays: DeviceModel = None   # the arrays above as one kernel argument
+
+    def __post_init__(self):
+        self.device_arrays = device_model(self)
 
     @property
     def ndof_contact(self) -> int:
+        """Contact rows: 3 per sphere (normal, two tangents)."""
         return 3 * self.nc
+
+    @property
+    def ncd(self) -> int:
+        """Entries (sphere, ancestor dof) of the contact Jacobian's support."""
+        return self.contact_dof_d.shape[0]
 
     @classmethod
     def from_mujoco(cls, path: Optional[Union[str, Path]] = None, config: Optional[SimConfig] = None,
@@ -145,6 +158,8 @@ class Model:
         upper[6:] = m.jnt_range[dof_jnt[6:], 1]
         mj_dof_to_local = {int(d): k for k, d in enumerate(mj_d)}
         joint_dof = np.array([mj_dof_to_local[int(m.jnt_dofadr[m.actuator_trnid[a, 0]])] for a in robot.actuator_ids])
+        dof_joint = -np.ones(nv, dtype=np.int32)
+        dof_joint[joint_dof] = np.arange(len(joint_dof))
         pairs = [(i, j) for i in range(nv) for j in _ancestors_or_self(i, dof_parent)]
         spheres = [(g, side) for side, key in enumerate(("left", "right")) for g in robot.foot_geoms[key]]
         sphere_body = np.array([local[int(m.geom_bodyid[g])] for g, _ in spheres])
@@ -152,7 +167,9 @@ class Model:
         floor_mu = m.geom_friction[floor[0], 0] if floor else 0.0
         # MuJoCo combines geom frictions with max(); the floor plane z = 0 is the ground.
         friction = np.array([max(m.geom_friction[g, 0], floor_mu) for g, _ in spheres])
-        cd = [(k, d) for k, b in enumerate(sphere_body) for d in _ancestors_or_self(last_dof[b], dof_parent)]
+        chains = [_ancestors_or_self(last_dof[b], dof_parent) for b in sphere_body]
+        cd = [(k, d) for k, chain in enumerate(chains) for d in chain]
+        common = [[len(set(a) & set(b)) for b in chains] for a in chains]
         quat_xyzw = np.roll(m.body_quat[bodies], -1, axis=1)
 
         def arr(x, dtype):
@@ -170,12 +187,14 @@ class Model:
             dof_armature=arr(m.dof_armature[mj_d], f64), dof_damping=arr(m.dof_damping[mj_d], f64),
             dof_frictionloss=arr(m.dof_frictionloss[mj_d] * config.frictionloss_scale, f64),
             dof_lower=arr(lower, f64), dof_upper=arr(upper, f64), dof_limited=arr(limited, i32),
-            joint_dof=arr(joint_dof, i32), tau_limit=arr(robot.tau_limit, f64),
+            joint_dof=arr(joint_dof, i32), dof_joint=arr(dof_joint, i32), tau_limit=arr(robot.tau_limit, f64),
             pair_i=arr([p[0] for p in pairs], i32), pair_j=arr([p[1] for p in pairs], i32),
+            dof_row_start=arr(np.searchsorted([p[0] for p in pairs], np.arange(nv + 1)), i32),
             sphere_body=arr(sphere_body, i32), sphere_pos=arr(m.geom_pos[[g for g, _ in spheres]], wp.vec3d),
             sphere_radius=arr(m.geom_size[[g for g, _ in spheres], 0], f64), sphere_friction=arr(friction, f64),
-            contact_dof_c=arr([c for c, _ in cd], i32), contact_dof_d=arr([d for _, d in cd], i32),
+            contact_dof_d=arr([d for _, d in cd], i32),
             contact_dof_start=arr(np.searchsorted([c for c, _ in cd], np.arange(len(spheres) + 1)), i32),
+            sphere_common=arr(np.array(common, dtype=np.int32), i32),
             robot=robot, mj_body_ids=np.array(bodies), mj_qpos_adr=np.array(mj_q), mj_dof_adr=mj_d,
             sphere_side=np.array([s for _, s in spheres]),
         )

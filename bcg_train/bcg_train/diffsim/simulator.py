@@ -1,21 +1,23 @@
 """`Simulator.step(state_in, state_out, control, dt)`: the differentiable G1 simulator.
 
 Per substep h = dt / substeps: kinematics -> composite inertias and subtree forces -> mass matrix
-A = M + armature + h (damping + friction slope) and generalised force -> one sparse L^T D L solve
-for [free acceleration | A^-1 J^T] -> Delassus operator -> projected Gauss-Seidel on the smoothed
-contact impulses -> velocity and position update. Runs on any Warp device with the same code.
+A = M + armature + h (damping + friction slope + PD) and generalised force f -> sparse L^T D L factor
+-> free acceleration A^-1 f -> Delassus operator J A^-1 J^T on the foot chains -> projected
+Gauss-Seidel on the smoothed contact impulses -> A^-1 J^T (s p) -> velocity and position update.
+Runs on any Warp device with the same code.
 """
 from dataclasses import dataclass
-from typing import List, Optional
+from typing import List, Optional, Tuple
 
 import numpy as np
 import warp as wp
 
 from . import contact_kernels as ck
+from . import contact_solver
 from . import dynamics_kernels as dk
 from . import integrator_kernels as ik
-from . import spd_solve
 from .model import Model
+from .sparse_ldl import SparseLDL
 from .state import Control, State
 
 
@@ -29,7 +31,8 @@ class NonFiniteStateError(FloatingPointError):
 
 @dataclass
 class _Scratch:
-    """Per-substep intermediates (fresh per substep when gradients are recorded)."""
+    """Per-substep intermediates (fresh per substep when gradients are recorded). Shapes in the
+    kernels' docstrings; ncd = contact-dof entries, nr = 3 nc contact rows."""
 
     xrot: wp.array
     xpos: wp.array
@@ -46,41 +49,77 @@ class _Scratch:
     frc_lin: wp.array
     a: wp.array
     diag: wp.array
-    ld: wp.array
-    rhs: wp.array
-    x: wp.array
-    tau: wp.array
-    pd_diag: wp.array
+    force: wp.array
+    qdd_free: wp.array
+    jt: wp.array
+    y: wp.array
     g: wp.array
     v_free: wp.array
     smooth: wp.array
-    residual: wp.array
-    p: wp.array
+    sp: wp.array
+    p_hist: wp.array
+    gen_impulse: wp.array
+    dqd_contact: wp.array
+    ldl: SparseLDL
 
     @classmethod
     def allocate(cls, model: Model, n: int, requires_grad: bool) -> "_Scratch":
         nb, nv, nr, it = model.nb, model.nv, model.ndof_contact, model.config.contact_iterations
+        ncd = model.ncd
 
         def z(shape, dtype=wp.float64, grad=requires_grad):
             return wp.zeros(shape, dtype=dtype, device=model.device, requires_grad=grad)
+        v3, q4, m33 = wp.vec3d, wp.quatd, wp.mat33d
         return cls(
-            xrot=z((n, nb), wp.quatd), xpos=z((n, nb), wp.vec3d), s_ang=z((n, nv), wp.vec3d), s_lin=z((n, nv), wp.vec3d),
-            vel_ang=z((n, nb), wp.vec3d), vel_lin=z((n, nb), wp.vec3d), acc_ang=z((n, nb), wp.vec3d),
-            acc_lin=z((n, nb), wp.vec3d), crb_m=z((n, nb)), crb_h=z((n, nb), wp.vec3d), crb_i=z((n, nb), wp.mat33d),
-            frc_ang=z((n, nb), wp.vec3d), frc_lin=z((n, nb), wp.vec3d), a=z((n, nv, nv)), diag=z((n, nv)), ld=z((n, nv, nv), grad=False),
-            rhs=z((n, nv, 1 + nr)), x=z((n, nv, 1 + nr)), tau=z((n, nv)), pd_diag=z((n, nv)), g=z((n, nr, nr)), v_free=z((n, nr)),
-            smooth=z((n, model.nc)), residual=z((n, it, nr)), p=z((n, it + 1, nr)),
+            xrot=z((n, nb), q4), xpos=z((n, nb), v3), s_ang=z((n, nv), v3), s_lin=z((n, nv), v3),
+            vel_ang=z((n, nb), v3), vel_lin=z((n, nb), v3), acc_ang=z((n, nb), v3), acc_lin=z((n, nb), v3),
+            crb_m=z((n, nb)), crb_h=z((n, nb), v3), crb_i=z((n, nb), m33), frc_ang=z((n, nb), v3),
+            frc_lin=z((n, nb), v3), a=z((n, model.npair)), diag=z((n, nv)), force=z((n, nv)), qdd_free=z((n, nv)),
+            jt=z((n, ncd), v3), y=z((n, ncd), v3, grad=False), g=z((n, nr, nr)), v_free=z((n, nr)),
+            smooth=z((n, model.nc)), sp=z((n, nr), grad=False), p_hist=z((n, it + 1, nr), grad=False),
+            gen_impulse=z((n, nv)),
+            dqd_contact=z((n, nv)), ldl=SparseLDL(model, n, requires_grad),
         )
 
     def zero_accumulators(self) -> None:
-        for arr in (self.crb_m, self.crb_h, self.crb_i, self.frc_ang, self.frc_lin, self.a, self.g, self.v_free,
-                    self.residual, self.pd_diag):
+        """Zero what the kernels accumulate into (or write only in part) before a reused substep."""
+        for arr in (self.crb_m, self.crb_h, self.crb_i, self.frc_ang, self.frc_lin, self.v_free, self.gen_impulse):
             arr.zero_()
 
 
+class _WindowBuffers:
+    """Grad mode: the scratch and intermediate state of every substep of the current window, kept and
+    reused by the next window (after `rewind`), so a taped window allocates nothing once warm."""
+
+    def __init__(self, model: Model, num_envs: int):
+        self.model, self.num_envs = model, num_envs
+        self.items: List[Tuple[_Scratch, State]] = []
+        self.cursor = 0
+
+    def rewind(self) -> None:
+        self.cursor = 0
+
+    def take(self) -> Tuple[_Scratch, State]:
+        if self.cursor == len(self.items):
+            self.items.append((_Scratch.allocate(self.model, self.num_envs, True),
+                               State.zeros(self.model, self.num_envs, True)))
+        else:
+            scratch, state = self.items[self.cursor]
+            scratch.zero_accumulators()
+            for arr in list(vars(scratch).values()) + list(vars(state).values()):
+                if isinstance(arr, wp.array) and arr.grad is not None:
+                    arr.grad.zero_()
+        self.cursor += 1
+        return self.items[self.cursor - 1]
+
+
 class Simulator:
-    """Steps N environments of one Model. With `requires_grad`, every substep gets fresh buffers so a
-    `wp.Tape` around `step` (passed as `tape`) can differentiate through any number of steps."""
+    """Steps N environments of one Model.
+
+    With `requires_grad`, every substep of a window gets its own buffers so a `wp.Tape` around `step`
+    (passed as `tape`) can differentiate through any number of steps. `begin_window()` hands the
+    previous window's buffers back for reuse: call it only once that window's backward is done (or
+    will never run); without it, every taped step allocates new buffers."""
 
     def __init__(self, model: Model, num_envs: int, requires_grad: bool = False, check_finite: bool = True):
         self.model = model
@@ -88,6 +127,8 @@ class Simulator:
         self.requires_grad = requires_grad
         self.check_finite = check_finite
         self._scratch = None if requires_grad else _Scratch.allocate(model, num_envs, False)
+        self._between = None if requires_grad else (State.zeros(model, num_envs), State.zeros(model, num_envs))
+        self._window = _WindowBuffers(model, num_envs) if requires_grad else None
         self._flags = wp.zeros(num_envs, dtype=int, device=model.device)
 
     def state(self) -> State:
@@ -96,22 +137,27 @@ class Simulator:
     def control(self) -> Control:
         return Control.zeros(self.model, self.num_envs, self.requires_grad)
 
+    def begin_window(self) -> None:
+        """Grad mode: reuse the buffers of the substeps recorded since the last call (see the class)."""
+        if self._window is not None:
+            self._window.rewind()
+
     def step(self, state_in: State, state_out: State, control: Control, dt: float,
              tape: Optional[wp.Tape] = None) -> State:
         """Advance `dt` seconds in `model.config.substeps` substeps; returns state_out.
 
-        When gradients are recorded, pass the enclosing tape (needed for the solve's adjoint)."""
+        When gradients are recorded, pass the enclosing tape (the hand-written adjoints record on it)."""
         substeps = self.model.config.substeps
         h = dt / substeps
         src = state_in
         for k in range(substeps):
-            dst = state_out if k == substeps - 1 else State.zeros(self.model, self.num_envs, self.requires_grad)
             if self.requires_grad:
-                scratch = _Scratch.allocate(self.model, self.num_envs, True)
+                scratch, dst = self._window.take()
             else:
-                scratch = self._scratch
+                scratch, dst = self._scratch, self._between[k % 2]
                 scratch.zero_accumulators()
-            dst.qd.zero_()
+            if k == substeps - 1:
+                dst = state_out
             self._substep(src, dst, control, h, scratch, tape)
             src = dst
         if self.check_finite:
@@ -121,7 +167,7 @@ class Simulator:
     def nonfinite_envs(self, state: State) -> np.ndarray:
         """Indices of environments whose q or qd hold NaN/Inf (one small kernel, one copy to host)."""
         m = self.model
-        wp.launch(ik.nonfinite_flags, dim=self.num_envs, inputs=[state.q, state.qd, m.nq, m.nv, self._flags],
+        wp.launch(ik.nonfinite_flags, dim=self.num_envs, inputs=[state.q, state.qd, self._flags],
                   device=m.device, record_tape=False)
         return np.flatnonzero(self._flags.numpy())
 
@@ -131,42 +177,36 @@ class Simulator:
             raise NonFiniteStateError(bad.tolist())
 
     def _substep(self, s_in: State, s_out: State, control: Control, h: float, sc: _Scratch, tape) -> None:
-        m, n, dev = self.model, self.num_envs, self.model.device
-        cfg = m.config
-        h64 = wp.float64(h)
-        g = wp.vec3d(*m.gravity)
-        wp.launch(dk.kinematics, dim=n, device=dev, inputs=[
-            s_in.q, s_in.qd, m.nb, g, m.body_parent, m.body_dof, m.body_pos, m.body_quat, m.body_mass, m.body_com,
-            m.body_inertia, m.jnt_axis, m.jnt_anchor], outputs=[
+        self._dynamics(s_in, control, h, sc)
+        self._contact(s_in, s_out, h, sc, tape)
+        wp.launch(ik.integrate, dim=self.num_envs, device=self.model.device, inputs=[
+            self.model.device_arrays, wp.float64(h), s_in.q, s_in.qd, sc.qdd_free, sc.dqd_contact],
+            outputs=[s_out.q, s_out.qd])
+
+    def _dynamics(self, s_in: State, control: Control, h: float, sc: _Scratch) -> None:
+        """Kinematics, mass matrix (sc.a), extra diagonal (sc.diag) and generalised force (sc.force)."""
+        m, n, dev, mdl = self.model, self.num_envs, self.model.device, self.model.device_arrays
+        wp.launch(dk.kinematics, dim=n, device=dev, inputs=[mdl, s_in.q, s_in.qd], outputs=[
             sc.xrot, sc.xpos, sc.s_ang, sc.s_lin, sc.vel_ang, sc.vel_lin, sc.acc_ang, sc.acc_lin,
             sc.crb_m, sc.crb_h, sc.crb_i, sc.frc_ang, sc.frc_lin])
-        wp.launch(dk.composite, dim=n, device=dev, inputs=[m.nb, m.body_parent],
-                  outputs=[sc.crb_m, sc.crb_h, sc.crb_i, sc.frc_ang, sc.frc_lin])
-        wp.launch(dk.mass_matrix, dim=(n, m.npair), device=dev, inputs=[
-            m.pair_i, m.pair_j, m.dof_body, sc.s_ang, sc.s_lin, sc.crb_m, sc.crb_h, sc.crb_i], outputs=[sc.a])
-        wp.launch(ik.pd_torque, dim=(n, m.nj), device=dev, inputs=[
-            s_in.q, s_in.qd, m.joint_dof, m.tau_limit, control.q_target, control.qd_target, control.kp, control.kd,
-            control.tau, h64], outputs=[sc.tau, sc.pd_diag])
+        wp.launch(dk.mass_matrix, dim=(n, m.nv), device=dev, inputs=[
+            mdl, sc.s_ang, sc.s_lin, sc.crb_m, sc.crb_h, sc.crb_i], outputs=[sc.a])
         wp.launch(dk.generalised_force, dim=(n, m.nv), device=dev, inputs=[
-            s_in.q, s_in.qd, h64, m.dof_body, sc.s_ang, sc.s_lin, sc.frc_ang, sc.frc_lin, m.dof_armature,
-            m.dof_damping, m.dof_frictionloss, wp.float64(cfg.frictionloss_velocity), m.dof_limited, m.dof_lower,
-            m.dof_upper, wp.float64(cfg.limit_stiffness), wp.float64(cfg.limit_damping), sc.tau, sc.pd_diag, sc.a], outputs=[sc.diag, sc.rhs])
+            mdl, s_in.q, s_in.qd, wp.float64(h), sc.s_ang, sc.s_lin, sc.frc_ang, sc.frc_lin, sc.a, control.q_target,
+            control.qd_target, control.kp, control.kd, control.tau], outputs=[sc.diag, sc.force])
+
+    def _contact(self, s_in: State, s_out: State, h: float, sc: _Scratch, tape) -> None:
+        """Free acceleration (sc.qdd_free), contact impulses (s_out.contact_impulse, s_out.contact_height)
+        and their velocity change (sc.dqd_contact), after `_dynamics`."""
+        m, n, dev, mdl = self.model, self.num_envs, self.model.device, self.model.device_arrays
         wp.launch(ck.contact_geometry, dim=(n, m.nc), device=dev, inputs=[
-            sc.xrot, sc.xpos, m.sphere_body, m.sphere_pos, m.sphere_radius, wp.float64(cfg.kappa)],
-            outputs=[s_out.contact_height, sc.smooth])
-        wp.launch(ck.contact_jacobian, dim=(n, m.contact_dof_c.shape[0]), device=dev, inputs=[
-            s_in.q, sc.xrot, sc.xpos, sc.s_ang, sc.s_lin, m.sphere_body, m.sphere_pos, m.sphere_radius,
-            m.contact_dof_c, m.contact_dof_d], outputs=[sc.rhs])
-        spd_solve.solve(m, sc.a, sc.diag, sc.rhs, sc.x, sc.ld, tape)
-        nr = m.ndof_contact
-        wp.launch(ck.delassus, dim=(n, nr, nr + 1), device=dev, inputs=[
-            nr, h64, m.contact_dof_start, m.contact_dof_d, s_in.qd, sc.rhs, sc.x],
-                  outputs=[sc.g, sc.v_free])
-        wp.launch(ck.projected_gauss_seidel, dim=n, device=dev, inputs=[
-            m.nc, cfg.contact_iterations, sc.g, sc.v_free, sc.smooth, m.sphere_friction],
-            outputs=[sc.residual, sc.p])
-        wp.launch(ck.contact_impulse, dim=(n, m.nc), device=dev, inputs=[m.nc, cfg.contact_iterations, sc.p, sc.smooth],
-                  outputs=[s_out.contact_impulse])
-        wp.launch(ik.velocity_update, dim=(n, m.nv), device=dev, inputs=[
-            m.nc, h64, s_in.qd, sc.x, s_out.contact_impulse], outputs=[s_out.qd])
-        wp.launch(ik.position_update, dim=n, device=dev, inputs=[m.nv, h64, s_in.q, s_out.qd], outputs=[s_out.q])
+            mdl, s_in.q, sc.xrot, sc.xpos, sc.s_ang, sc.s_lin], outputs=[s_out.contact_height, sc.smooth, sc.jt])
+        sc.ldl.factor(sc.a, sc.diag, tape)
+        sc.ldl.solve(sc.force, sc.qdd_free, tape)
+        wp.launch(ck.free_contact_velocity, dim=(n, m.nc), device=dev, inputs=[
+            mdl, wp.float64(h), sc.jt, s_in.qd, sc.qdd_free], outputs=[sc.v_free])
+        sc.ldl.delassus(sc.jt, sc.y, sc.g, tape)
+        contact_solver.solve(m, sc.g, sc.v_free, sc.smooth, sc.sp, sc.p_hist, s_out.contact_impulse, tape)
+        wp.launch(ck.generalised_impulse, dim=(n, m.nc), device=dev, inputs=[
+            mdl, sc.jt, s_out.contact_impulse], outputs=[sc.gen_impulse])
+        sc.ldl.solve(sc.gen_impulse, sc.dqd_contact, tape)

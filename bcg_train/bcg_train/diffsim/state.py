@@ -9,7 +9,7 @@ import warp as wp
 class State:
     """q (N, nq): base position [m], base quaternion (w x y z), hinge angles [rad];
     qd (N, nv): base linear velocity (world) [m/s], base angular velocity (body) [rad/s], hinge rates
-    [rad/s]; contact_impulse (N, nc, 3): applied impulse of each foot sphere in the last substep,
+    [rad/s]; contact_impulse (N, nc) vec3: applied impulse of each foot sphere in the last substep,
     (normal, x, y) [N s]; contact_height (N, nc): height of each sphere's lowest point [m]."""
 
     q: wp.array
@@ -21,7 +21,8 @@ class State:
     def zeros(cls, model, num_envs: int, requires_grad: bool = False) -> "State":
         def z(*shape):
             return wp.zeros(shape, dtype=wp.float64, device=model.device, requires_grad=requires_grad)
-        return cls(z(num_envs, model.nq), z(num_envs, model.nv), z(num_envs, model.nc, 3), z(num_envs, model.nc))
+        impulse = wp.zeros((num_envs, model.nc), dtype=wp.vec3d, device=model.device, requires_grad=requires_grad)
+        return cls(z(num_envs, model.nq), z(num_envs, model.nv), impulse, z(num_envs, model.nc))
 
     @property
     def num_envs(self) -> int:

@@ -10,6 +10,7 @@ from typing import Tuple
 import torch
 import warp as wp
 
+from .device_model import Tape
 from .simulator import Simulator
 
 
@@ -25,7 +26,7 @@ class _SimStep(torch.autograd.Function):
         ctrl = sim.control()
         ctrl.q_target, ctrl.tau = share(q_target), share(tau)
         ctrl.kp, ctrl.kd = share(kp.expand_as(q_target)), share(kd.expand_as(q_target))
-        tape = wp.Tape()
+        tape = Tape()
         with tape:
             sim.step(s_in, s_out, ctrl, dt, tape=tape)
         ctx.saved = (tape, s_in, s_out, ctrl)

@@ -1,0 +1,78 @@
+"""`DeviceModel`: the Model's arrays and constants as one Warp struct, so each kernel launch packs a
+single argument for the whole robot instead of a dozen arrays (launch overhead dominates at small N).
+Shapes and units as documented on `Model`; the struct holds the same arrays, not copies."""
+import warp as wp
+
+f64 = wp.float64
+
+
+@wp.struct
+class DeviceModel:
+    nb: int
+    nv: int
+    nc: int
+    gravity: wp.vec3d
+    kappa: f64
+    frictionloss_velocity: f64
+    limit_stiffness: f64
+    limit_damping: f64
+    body_parent: wp.array(dtype=int)
+    body_dof: wp.array(dtype=int)
+    body_pos: wp.array(dtype=wp.vec3d)
+    body_quat: wp.array(dtype=wp.quatd)
+    body_mass: wp.array(dtype=f64)
+    body_com: wp.array(dtype=wp.vec3d)
+    body_inertia: wp.array(dtype=wp.mat33d)
+    jnt_axis: wp.array(dtype=wp.vec3d)
+    jnt_anchor: wp.array(dtype=wp.vec3d)
+    dof_body: wp.array(dtype=int)
+    dof_joint: wp.array(dtype=int)
+    dof_armature: wp.array(dtype=f64)
+    dof_damping: wp.array(dtype=f64)
+    dof_frictionloss: wp.array(dtype=f64)
+    dof_lower: wp.array(dtype=f64)
+    dof_upper: wp.array(dtype=f64)
+    dof_limited: wp.array(dtype=int)
+    tau_limit: wp.array(dtype=f64)
+    pair_i: wp.array(dtype=int)
+    pair_j: wp.array(dtype=int)
+    dof_row_start: wp.array(dtype=int)
+    sphere_body: wp.array(dtype=int)
+    sphere_pos: wp.array(dtype=wp.vec3d)
+    sphere_radius: wp.array(dtype=f64)
+    sphere_friction: wp.array(dtype=f64)
+    contact_dof_d: wp.array(dtype=int)
+    contact_dof_start: wp.array(dtype=int)
+    sphere_common: wp.array2d(dtype=int)
+
+
+def device_model(model) -> DeviceModel:
+    """The struct for `model` (its arrays by reference, its config's constants by value)."""
+    d = DeviceModel()
+    cfg = model.config
+    d.nb, d.nv, d.nc = model.nb, model.nv, model.nc
+    d.gravity = wp.vec3d(*model.gravity)
+    d.kappa = f64(cfg.kappa)
+    d.frictionloss_velocity = f64(cfg.frictionloss_velocity)
+    d.limit_stiffness = f64(cfg.limit_stiffness)
+    d.limit_damping = f64(cfg.limit_damping)
+    for name in DeviceModel.vars:
+        value = getattr(model, name, None)
+        if isinstance(value, wp.array):
+            setattr(d, name, value)
+    return d
+
+
+class Tape(wp.Tape):
+    """A wp.Tape that gives every recorded launch one shared, empty adjoint for the DeviceModel
+    argument (nothing in the model is differentiated). A plain wp.Tape works too, but builds a fresh
+    adjoint struct per launch in Python, which costs more than the kernels at small N."""
+
+    _empty_model_adjoint = None
+
+    def get_adjoint(self, a):
+        if getattr(a, "_cls", None) is DeviceModel:
+            if Tape._empty_model_adjoint is None:
+                Tape._empty_model_adjoint = DeviceModel()
+            return Tape._empty_model_adjoint
+        return super().get_adjoint(a)

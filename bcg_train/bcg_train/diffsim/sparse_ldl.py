@@ -1,0 +1,277 @@
+"""The joint-space inertia in MuJoCo's sparse L^T D L form, and the two operations built on it, with
+exact hand-written adjoints recorded on the tape.
+
+Storage: the lower triangle of A, row by row: row i holds (i, i), (i, parent(i)), (i, parent(parent(i))),
+... so a row is dof i followed by its ancestors (`Model.dof_row_start`, `Model.pair_j`). With dofs
+ordered parents first, L has exactly this sparsity (no fill-in), and the ancestors of any dof in a row
+are the tail of that row, so factor and solves walk contiguous memory.
+
+- `factor`: ld <- L (below the diagonal) and D (on it) of A + diag(extra).
+- `solve`: x = A^-1 b = L^-1 D^-1 L^-T b for one vector per environment.
+- `delassus`: G = J A^-1 J^T for the foot contact rows. J of a sphere is non-zero only on the
+  ancestor chain of its body, and L^-T keeps that support, so Y = L^-T J^T lives on the chain and
+  G = Y^T D^-1 Y sums only over the dofs two chains share.
+
+Gradients: `solve` and `delassus` backpropagate into L and D (adj_ld, on the chains only for
+`delassus`), and one reverse sweep of the factorisation (`factor_adjoint`) carries adj_ld into A.
+
+Shapes: a, ld (N, npair); extra, b, x (N, nv); jt, y (N, ncd) vec3 with (normal z, x, y) components,
+sphere k's entries t in [contact_dof_start[k], contact_dof_start[k + 1]) on dofs contact_dof_d[t],
+leaf first; g (N, 3 nc, 3 nc).
+"""
+import warp as wp
+
+from .device_model import DeviceModel
+
+f64 = wp.float64
+vec3 = wp.vec3d
+mat33 = wp.mat33d
+
+
+@wp.kernel(enable_backward=False)
+def factor(mdl: DeviceModel, a: wp.array2d(dtype=f64), extra: wp.array2d(dtype=f64), ld: wp.array2d(dtype=f64)):
+    """ld <- L^T D L factor of A + diag(extra), leaves first (MuJoCo's mj_factorM)."""
+    e = wp.tid()
+    nv = mdl.nv
+    row_start = mdl.dof_row_start
+    pair_j = mdl.pair_j
+    for k in range(row_start[nv]):
+        ld[e, k] = a[e, k]
+    for i in range(nv):
+        ld[e, row_start[i]] += extra[e, i]
+    for kk in range(nv):
+        k = nv - 1 - kk
+        r = row_start[k]
+        m = row_start[k + 1] - r
+        for c in range(1, m):
+            ri = row_start[pair_j[r + c]]
+            t = ld[e, r + c] / ld[e, r]
+            for b in range(m - c):
+                ld[e, ri + b] -= t * ld[e, r + c + b]
+            ld[e, r + c] = t
+
+
+@wp.func
+def solve_in_place(mdl: DeviceModel, ld: wp.array2d(dtype=f64), x: wp.array2d(dtype=f64), e: int, row: int):
+    """x[row] <- A^-1 x[row] with the factor of environment e (x: (rows, nv))."""
+    nv = mdl.nv
+    row_start = mdl.dof_row_start
+    pair_j = mdl.pair_j
+    for kk in range(nv):
+        k = nv - 1 - kk
+        r = row_start[k]
+        xk = x[row, k]
+        for c in range(1, row_start[k + 1] - r):
+            x[row, pair_j[r + c]] -= ld[e, r + c] * xk
+    for i in range(nv):
+        x[row, i] = x[row, i] / ld[e, row_start[i]]
+    for k in range(nv):
+        r = row_start[k]
+        s = x[row, k]
+        for c in range(1, row_start[k + 1] - r):
+            s -= ld[e, r + c] * x[row, pair_j[r + c]]
+        x[row, k] = s
+
+
+@wp.kernel(enable_backward=False)
+def solve_vectors(mdl: DeviceModel, ld: wp.array2d(dtype=f64), b: wp.array2d(dtype=f64), x: wp.array2d(dtype=f64)):
+    """x[e] = A_e^-1 b[e]."""
+    e = wp.tid()
+    for i in range(mdl.nv):
+        x[e, i] = b[e, i]
+    solve_in_place(mdl, ld, x, e, e)
+
+
+@wp.kernel(enable_backward=False)
+def chain_lt_solve(mdl: DeviceModel, ld: wp.array2d(dtype=f64), jt: wp.array2d(dtype=vec3), y: wp.array2d(dtype=vec3)):
+    """Y = L^-T J^T on the ancestor chain of sphere k (the chain is row `contact_dof_d[start[k]]` of L)."""
+    e, k = wp.tid()
+    t0 = mdl.contact_dof_start[k]
+    m = mdl.contact_dof_start[k + 1] - t0
+    for u in range(m):
+        y[e, t0 + u] = jt[e, t0 + u]
+    for u in range(m):
+        r = mdl.dof_row_start[mdl.contact_dof_d[t0 + u]]
+        yu = y[e, t0 + u]
+        for c in range(1, m - u):
+            y[e, t0 + u + c] = y[e, t0 + u + c] - ld[e, r + c] * yu
+
+
+@wp.kernel(enable_backward=False)
+def delassus_blocks(mdl: DeviceModel, ld: wp.array2d(dtype=f64), y: wp.array2d(dtype=vec3), g: wp.array3d(dtype=f64)):
+    """3x3 block (k, l) of G = sum over the common ancestor dofs d of y_k(d) y_l(d)^T / D_d."""
+    e, k, l = wp.tid()
+    tk = mdl.contact_dof_start[k + 1] - 1
+    tl = mdl.contact_dof_start[l + 1] - 1
+    blk = mat33()
+    for w in range(mdl.sphere_common[k, l]):
+        blk += wp.outer(y[e, tk - w], y[e, tl - w]) / ld[e, mdl.dof_row_start[mdl.contact_dof_d[tk - w]]]
+    for a in range(3):
+        for b in range(3):
+            g[e, 3 * k + a, 3 * l + b] = blk[a, b]
+
+
+@wp.kernel(enable_backward=False)
+def factor_adjoint(mdl: DeviceModel, ld: wp.array2d(dtype=f64), adj_ld: wp.array2d(dtype=f64),
+                   adj_a: wp.array2d(dtype=f64), adj_extra: wp.array2d(dtype=f64)):
+    """Reverse sweep of `factor`: adj_ld (adjoints of the final L below and D on the diagonal, consumed)
+    -> adj_A and adj_extra. Every value the forward sweep read is recovered from the final factor: when
+    row k is processed its diagonal D_k and entries are final, and entry c read before its division is
+    L[k, c] D_k."""
+    e = wp.tid()
+    rs = mdl.dof_row_start
+    for k in range(mdl.nv):
+        r = rs[k]
+        m = rs[k + 1] - r
+        dk = ld[e, r]
+        for cc in range(m - 1):
+            c = m - 1 - cc
+            ri = rs[mdl.pair_j[r + c]]
+            t = ld[e, r + c]
+            adj_t = adj_ld[e, r + c]
+            adj_v = f64(0.0)
+            for b in range(m - c):
+                adj_x = adj_ld[e, ri + b]
+                adj_t -= adj_x * ld[e, r + c + b] * dk
+                if b == 0:
+                    adj_v -= adj_x * t
+                else:
+                    adj_ld[e, r + c + b] -= adj_x * t
+            # t = v / D_k
+            adj_ld[e, r + c] = adj_v + adj_t / dk
+            adj_ld[e, r] -= adj_t * t / dk
+    for k in range(rs[mdl.nv]):
+        adj_a[e, k] += adj_ld[e, k]
+    for i in range(mdl.nv):
+        adj_extra[e, i] += adj_ld[e, rs[i]]
+
+
+@wp.kernel(enable_backward=False)
+def solve_adjoint(mdl: DeviceModel, ld: wp.array2d(dtype=f64), x: wp.array2d(dtype=f64),
+                  adj_x: wp.array2d(dtype=f64), g: wp.array2d(dtype=f64), w: wp.array2d(dtype=f64),
+                  adj_b: wp.array2d(dtype=f64), adj_ld: wp.array2d(dtype=f64)):
+    """Adjoint of x = L^-1 D^-1 L^-T b into b and the factor. With w2 = L x, w1 = D w2 (the forward's
+    intermediates) and g = L^-T adj_x: adj_L[k, i] -= g_k x_i, adj_D_i -= g_i w2_i / D_i,
+    adj_b = L^-1 D^-1 g, adj_L[k, i] -= w1_k adj_b_i."""
+    e = wp.tid()
+    nv = mdl.nv
+    rs = mdl.dof_row_start
+    pj = mdl.pair_j
+    for i in range(nv):
+        g[e, i] = adj_x[e, i]
+    for kk in range(nv):
+        k = nv - 1 - kk
+        for c in range(1, rs[k + 1] - rs[k]):
+            g[e, pj[rs[k] + c]] -= ld[e, rs[k] + c] * g[e, k]
+    for k in range(nv):
+        r = rs[k]
+        s = x[e, k]
+        for c in range(1, rs[k + 1] - r):
+            s += ld[e, r + c] * x[e, pj[r + c]]
+            adj_ld[e, r + c] -= g[e, k] * x[e, pj[r + c]]
+        adj_ld[e, r] -= g[e, k] * s / ld[e, r]
+        w[e, k] = s * ld[e, r]
+    for k in range(nv):
+        r = rs[k]
+        s = g[e, k] / ld[e, r]
+        for c in range(1, rs[k + 1] - r):
+            s -= ld[e, r + c] * g[e, pj[r + c]]
+        g[e, k] = s
+        adj_b[e, k] += s
+    for k in range(nv):
+        r = rs[k]
+        for c in range(1, rs[k + 1] - r):
+            adj_ld[e, r + c] -= w[e, k] * g[e, pj[r + c]]
+
+
+@wp.kernel(enable_backward=False)
+def delassus_adjoint(mdl: DeviceModel, ld: wp.array2d(dtype=f64), y: wp.array2d(dtype=vec3),
+                     adj_g: wp.array3d(dtype=f64), adj_y: wp.array2d(dtype=vec3), adj_jt: wp.array2d(dtype=vec3),
+                     adj_ld: wp.array2d(dtype=f64)):
+    """Adjoint of G = Y^T D^-1 Y, Y = L^-T J^T for sphere k's three columns, all on k's chain:
+    adj_Y = D^-1 Y (adj_G + adj_G^T), adj_D_d -= Y_d . adj_Y_d / (2 D_d), Z = L^-1 adj_Y,
+    adj_J^T += Z, adj_L[a, b] -= Y_a . Z_b."""
+    e, k = wp.tid()
+    rs = mdl.dof_row_start
+    t0 = mdl.contact_dof_start[k]
+    m = mdl.contact_dof_start[k + 1] - t0
+    for u in range(m):
+        w = m - 1 - u
+        d = mdl.contact_dof_d[t0 + u]
+        acc = vec3()
+        for l in range(mdl.nc):
+            if w < mdl.sphere_common[k, l]:
+                yl = y[e, mdl.contact_dof_start[l + 1] - 1 - w]
+                for a in range(3):
+                    for b in range(3):
+                        acc[a] += yl[b] * (adj_g[e, 3 * l + b, 3 * k + a] + adj_g[e, 3 * k + a, 3 * l + b])
+        adj_y[e, t0 + u] = acc / ld[e, rs[d]]
+        wp.atomic_add(adj_ld, e, rs[d], -f64(0.5) * wp.dot(y[e, t0 + u], adj_y[e, t0 + u]) / ld[e, rs[d]])
+    # Z = L^-1 adj_Y, root end first (in place)
+    for uu in range(m):
+        u = m - 1 - uu
+        r = rs[mdl.contact_dof_d[t0 + u]]
+        z = adj_y[e, t0 + u]
+        for c in range(1, m - u):
+            z -= ld[e, r + c] * adj_y[e, t0 + u + c]
+        adj_y[e, t0 + u] = z
+        adj_jt[e, t0 + u] = adj_jt[e, t0 + u] + z
+    for u in range(m):
+        r = rs[mdl.contact_dof_d[t0 + u]]
+        for c in range(1, m - u):
+            wp.atomic_add(adj_ld, e, r + c, -wp.dot(y[e, t0 + u], adj_y[e, t0 + u + c]))
+
+
+class SparseLDL:
+    """Factor of A + diag(extra) for N environments, and the solve and Delassus operations on it.
+
+    `factor` runs first; with a tape, each operation's backward accumulates into the adjoint of the
+    factor (adj_ld), and the factor's own backward, recorded first and so run last, turns it into
+    adj_A and adj_extra."""
+
+    def __init__(self, model, num_envs: int, requires_grad: bool = False):
+        self.model = model
+        self.n = num_envs
+        self.ld = wp.zeros((num_envs, model.npair), dtype=f64, device=model.device)
+        self.adj_ld = wp.zeros_like(self.ld) if requires_grad else None
+
+    def factor(self, a: wp.array, extra: wp.array, tape=None) -> None:
+        self._launch(factor, self.n, [a, extra, self.ld])
+        if tape is None or self.adj_ld is None:
+            return
+
+        def backward():
+            self._launch(factor_adjoint, self.n, [self.ld, self.adj_ld, a.grad, extra.grad])
+            self.adj_ld.zero_()   # consumed: a second backward pass starts from zero again
+
+        tape.record_func(backward=backward, arrays=[a, extra])
+
+    def solve(self, b: wp.array, x: wp.array, tape=None) -> None:
+        """x (N, nv) = A^-1 b (N, nv)."""
+        self._launch(solve_vectors, self.n, [self.ld, b, x])
+        if tape is None or x.grad is None:
+            return
+
+        def backward():
+            g, w = wp.empty_like(x, requires_grad=False), wp.empty_like(x, requires_grad=False)
+            self._launch(solve_adjoint, self.n, [self.ld, x, x.grad, g, w, b.grad, self.adj_ld])
+
+        tape.record_func(backward=backward, arrays=[b, x])
+
+    def delassus(self, jt: wp.array, y: wp.array, g: wp.array, tape=None) -> None:
+        """g (N, 3 nc, 3 nc) = J A^-1 J^T from jt (N, ncd) vec3; y (jt's shape) keeps Y = L^-T J^T."""
+        m = self.model
+        self._launch(chain_lt_solve, (self.n, m.nc), [self.ld, jt, y])
+        self._launch(delassus_blocks, (self.n, m.nc, m.nc), [self.ld, y, g])
+        if tape is None or g.grad is None:
+            return
+
+        def backward():
+            adj_y = wp.empty_like(y, requires_grad=False)
+            self._launch(delassus_adjoint, (self.n, m.nc), [self.ld, y, g.grad, adj_y, jt.grad, self.adj_ld])
+
+        tape.record_func(backward=backward, arrays=[jt, g])
+
+    def _launch(self, kernel, dim, args) -> None:
+        wp.launch(kernel, dim=dim, inputs=[self.model.device_arrays, *args], device=self.model.device,
+                  record_tape=False)
