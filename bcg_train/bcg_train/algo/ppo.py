@@ -1,0 +1,151 @@
+"""The PPO baseline: rsl-rl-lib's PPO on the same `DiffEnv` and reward, no gradients through the simulator.
+
+`RslRlVecEnv` presents the env as an rsl_rl `VecEnv` (steps under `torch.no_grad`, reward = the ADD
+term + the env's terms, computed with this run's discriminator). `Ppo` drives rsl_rl's `PPO`
+(act / process_env_step / compute_returns / update) in the same runner as SHAC, so both write the
+same logs and checkpoints. Time-outs bootstrap with the critic's value of the pre-reset state
+(added to the reward, the episode then ends), which is exact where rsl_rl's own `time_outs`
+handling approximates it with the value of the state before the step.
+"""
+from typing import Dict
+
+import torch
+from tensordict import TensorDict
+from torch import Tensor, nn
+
+from rsl_rl.algorithms import PPO
+from rsl_rl.env import VecEnv
+from rsl_rl.models import MLPModel
+
+from ..env_api import DiffEnv
+from ..train_config import PpoConfig, TrainConfig
+from .add import AdversarialDifferentialReward
+from .episodes import RolloutStats
+from .reward import reward_terms, total_reward
+
+OBS_GROUP = "policy"
+"""The single observation group the wrapper exposes (actor and critic both read it)."""
+
+
+def as_tensordict(obs: Tensor) -> TensorDict:
+    return TensorDict({OBS_GROUP: obs}, batch_size=[obs.shape[0]])
+
+
+class RslRlVecEnv(VecEnv):
+    """A `DiffEnv` as an rsl_rl `VecEnv`. `extras` carries the step's reward terms, its
+    `EnvStep` and `time_outs` (the `truncated` flags)."""
+
+    def __init__(self, env: DiffEnv, add: AdversarialDifferentialReward):
+        self.env, self.add = env, add
+        self.num_envs, self.num_actions, self.device = env.num_envs, env.act_dim, env.device
+        self.cfg = {}
+        with torch.no_grad():
+            self.obs = env.reset()
+
+    def get_observations(self) -> TensorDict:
+        return as_tensordict(self.obs)
+
+    def step(self, actions: Tensor):
+        with torch.no_grad():
+            step = self.env.step(actions)
+            terms = reward_terms(step, self.add)
+        self.obs = step.obs
+        extras = {"time_outs": step.truncated, "terms": terms, "step": step}
+        return as_tensordict(step.obs), total_reward(terms), step.terminated | step.truncated, extras
+
+
+def rsl_rl_config(cfg: PpoConfig) -> dict:
+    """rsl_rl's runner-style configuration for `PPO.construct_algorithm`."""
+    return {
+        "num_steps_per_env": cfg.steps_per_env,
+        "obs_groups": {"actor": [OBS_GROUP], "critic": [OBS_GROUP]},
+        "multi_gpu": None,
+        "algorithm": {"class_name": "PPO", "num_learning_epochs": cfg.learning_epochs,
+                      "num_mini_batches": cfg.mini_batches, "clip_param": cfg.clip_param, "gamma": cfg.gamma,
+                      "lam": cfg.lam, "value_loss_coef": 1.0, "entropy_coef": cfg.entropy_coef,
+                      "learning_rate": cfg.learning_rate, "max_grad_norm": cfg.max_grad_norm,
+                      "use_clipped_value_loss": True, "schedule": "adaptive", "desired_kl": cfg.desired_kl},
+        "actor": {"class_name": "MLPModel", "hidden_dims": list(cfg.actor_hidden), "activation": "elu",
+                  "obs_normalization": True,
+                  "distribution_cfg": {"class_name": "GaussianDistribution", "init_std": cfg.init_action_std,
+                                       "std_type": "scalar"}},
+        "critic": {"class_name": "MLPModel", "hidden_dims": list(cfg.critic_hidden), "activation": "elu",
+                   "obs_normalization": True},
+    }
+
+
+def deployable_policy(state: dict, cfg: TrainConfig, obs_dim: int, act_dim: int) -> nn.Module:
+    """The deterministic policy (normaliser + MLP mean) of a PPO checkpoint's `algorithm` state, on the CPU."""
+    actor_cfg = dict(rsl_rl_config(cfg.ppo)["actor"])
+    actor_cfg.pop("class_name")
+    actor = MLPModel(as_tensordict(torch.zeros(1, obs_dim)), {"actor": [OBS_GROUP]}, "actor", act_dim, **actor_cfg)
+    actor.load_state_dict(state["rsl_rl"]["actor_state_dict"])
+    return actor.as_onnx(verbose=False).eval()
+
+
+class Ppo:
+    """rsl_rl PPO with the ADD reward on a `DiffEnv`; `iteration` runs one rollout and all updates."""
+
+    name = "ppo"
+
+    def __init__(self, env: DiffEnv, cfg: TrainConfig, seed: int):
+        self.env, self.cfg = env, cfg.ppo
+        self.add = AdversarialDifferentialReward(env.add_dim, cfg.add, env.device)
+        self.vec_env = RslRlVecEnv(env, self.add)
+        self.alg = PPO.construct_algorithm(self.vec_env.get_observations(), self.vec_env, rsl_rl_config(self.cfg),
+                                           str(env.device))
+        self.alg.train_mode()
+        self.generator = torch.Generator(device=env.device).manual_seed(seed)
+        self.stats = RolloutStats(env.num_envs, env.device)
+        self.counters: Dict[str, float] = {}
+
+    @property
+    def iterations(self) -> int:
+        return self.cfg.iterations
+
+    @property
+    def env_steps_per_iteration(self) -> int:
+        return self.cfg.steps_per_env * self.env.num_envs
+
+    def iteration(self, it: int) -> Dict[str, float]:
+        """Run iteration `it`; returns its metrics by name (rsl_rl's learning rate adapts to the KL)."""
+        deltas = []
+        obs = self.vec_env.get_observations()
+        with torch.no_grad():
+            for _ in range(self.cfg.steps_per_env):
+                actions = self.alg.act(obs)
+                obs, rewards, dones, extras = self.vec_env.step(actions)
+                step = extras["step"]
+                final_value = self.alg.critic(as_tensordict(step.obs_before_reset)).squeeze(-1)
+                rewards = rewards + self.cfg.gamma * final_value * step.truncated
+                self.alg.process_env_step(obs, rewards, dones, {})
+                self.stats.record(extras["terms"], step.terminated, step.truncated)
+                deltas.append(step.add_ref - step.add_sim)
+                self.counters = step.counters
+            self.alg.compute_returns(obs)
+        losses = self.alg.update()
+        metrics = {f"loss/{k}": float(v) for k, v in losses.items()}
+        metrics.update({"lr/actor": float(self.alg.learning_rate),
+                        "policy/std": self.alg.get_policy().output_std.mean().item()})
+        metrics.update(self.add.update(torch.cat(deltas), self.generator))
+        metrics.update(self.stats.pop())
+        metrics.update({f"env/{k}": float(v) for k, v in self.counters.items()})
+        return metrics
+
+    def policy(self) -> nn.Module:
+        """The deterministic policy (a copy of the live actor)."""
+        return self.alg.get_policy().as_onnx(verbose=False).eval()
+
+    def state_dict(self) -> dict:
+        return {"rsl_rl": self.alg.save(), "add": self.add.train_state(), "generator": self.generator.get_state(),
+                "env": self.env.state_dict(), "obs": self.vec_env.obs, "stats": self.stats.state_dict(),
+                "counters": dict(self.counters)}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.alg.load(state["rsl_rl"], None, strict=True)
+        self.add.load_train_state(state["add"])
+        self.generator.set_state(state["generator"].cpu())
+        self.env.load_state_dict(state["env"])
+        self.vec_env.obs = state["obs"].to(self.env.device)
+        self.stats.load_state_dict(state["stats"])
+        self.counters = dict(state["counters"])

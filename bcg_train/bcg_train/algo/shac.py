@@ -1,0 +1,228 @@
+"""SHAC: short-horizon actor-critic through a differentiable simulator (Xu et al. 2022), with ADD.
+
+One iteration:
+1. Actor: roll the stochastic policy (reparameterised) `horizon` steps through the env, keeping the
+   autograd graph; loss = -sum_envs `window_returns` / (horizon * num_envs) (DiffRL's scaling),
+   where the window return bootstraps with the target critic (0 after a termination, the value of
+   the pre-reset state after a time-out or at the window's end); backpropagate through the
+   simulator, clip the gradient norm, Adam step. A non-finite loss or gradient skips the step.
+2. Critic ensemble: regress TD(lambda) targets (target critic values) over the window's
+   observations, `critic_iterations` passes of `critic_minibatches` minibatches; non-finite
+   minibatches are skipped. Then target <- polyak * target + (1 - polyak) * critic.
+3. ADD discriminator update on the window's deltas; observation normaliser update; cut the graph.
+Learning rates decay linearly from their initial values to `final_lr` over the run.
+"""
+import copy
+import math
+from dataclasses import dataclass
+from typing import Dict, List
+
+import torch
+from torch import Tensor, nn
+
+from ..env_api import DiffEnv
+from ..train_config import ShacConfig, TrainConfig
+from .add import AdversarialDifferentialReward
+from .episodes import RolloutStats
+from .networks import CriticEnsemble, GaussianActor
+from .obs_normalizer import RunningObsNormalizer
+from .returns import td_lambda_targets, window_returns
+from .reward import reward_terms, total_reward
+
+
+def linear_decay(start: float, end: float, iteration: int, iterations: int) -> float:
+    """start at iteration 0, moving linearly towards end at `iterations` (DiffRL's schedule)."""
+    return start + (end - start) * iteration / iterations
+
+
+def step_if_finite(loss: Tensor, params: List[nn.Parameter], clip: float, optimizer: torch.optim.Optimizer) -> Tensor:
+    """Clip the gradient norm of `params` and step, unless the loss or the gradient norm is not
+    finite (then the gradients are dropped). Returns the norm before clipping (inf when skipped)."""
+    norm = nn.utils.clip_grad_norm_(params, clip)
+    if torch.isfinite(loss) and torch.isfinite(norm):
+        optimizer.step()
+        return norm
+    optimizer.zero_grad()
+    return torch.full_like(norm, math.inf)
+
+
+class DeterministicPolicy(nn.Module):
+    """Raw observation (B, obs_dim) -> mean action (B, act_dim): the normaliser then the actor's mean."""
+
+    def __init__(self, normalizer: RunningObsNormalizer, actor: GaussianActor):
+        super().__init__()
+        self.normalizer, self.actor = normalizer, actor
+
+    def forward(self, obs: Tensor) -> Tensor:
+        return self.actor(self.normalizer(obs))
+
+
+def build_networks(cfg: ShacConfig, obs_dim: int, act_dim: int):
+    """(actor, critic ensemble, observation normaliser) on the CPU, freshly initialised."""
+    return (GaussianActor(obs_dim, act_dim, cfg.actor_hidden, cfg.init_action_std),
+            CriticEnsemble(obs_dim, cfg.critic_hidden, cfg.critic_ensemble),
+            RunningObsNormalizer(obs_dim))
+
+
+def deployable_policy(state: dict, cfg: TrainConfig, obs_dim: int, act_dim: int) -> nn.Module:
+    """The deterministic policy of a SHAC checkpoint's `algorithm` state, on the CPU."""
+    actor, _, normalizer = build_networks(cfg.shac, obs_dim, act_dim)
+    actor.load_state_dict(state["actor"])
+    normalizer.load_state_dict(state["obs_normalizer"])
+    return DeterministicPolicy(normalizer, actor).eval()
+
+
+@dataclass
+class Window:
+    """One rollout window, detached, for the critic and the discriminator. T steps, N envs."""
+
+    obs: Tensor          # (T, N, obs_dim) normalised observations at the start of each step
+    raw_obs: Tensor      # (T, N, obs_dim) the same, raw (for the normaliser)
+    rewards: Tensor      # (T, N)
+    next_values: Tensor  # (T, N) target-critic values of the pre-reset states
+    terminated: Tensor   # (T, N) bool
+    truncated: Tensor    # (T, N) bool
+    deltas: Tensor       # (T * N, F) ADD deltas phi_ref - phi_sim
+
+
+class Shac:
+    """SHAC with an ADD reward on a `DiffEnv`; `iteration` runs one window and all updates."""
+
+    name = "shac"
+
+    def __init__(self, env: DiffEnv, cfg: TrainConfig, seed: int):
+        self.env, self.cfg = env, cfg.shac
+        device = env.device
+        actor, critic, normalizer = build_networks(self.cfg, env.obs_dim, env.act_dim)
+        self.actor, self.critic, self.obs_normalizer = actor.to(device), critic.to(device), normalizer.to(device)
+        self.target_critic = copy.deepcopy(self.critic).requires_grad_(False)
+        self.add = AdversarialDifferentialReward(env.add_dim, cfg.add, device)
+        self.actor_optimizer = torch.optim.Adam(self.actor.parameters(), lr=self.cfg.actor_lr, betas=self.cfg.betas)
+        self.critic_optimizer = torch.optim.Adam(self.critic.parameters(), lr=self.cfg.critic_lr, betas=self.cfg.betas)
+        self.generator = torch.Generator(device=device).manual_seed(seed)
+        self.stats = RolloutStats(env.num_envs, device)
+        self.obs = env.reset()
+        self.counters: Dict[str, float] = {}
+
+    @property
+    def iterations(self) -> int:
+        return self.cfg.iterations
+
+    @property
+    def env_steps_per_iteration(self) -> int:
+        return self.cfg.horizon * self.env.num_envs
+
+    def iteration(self, it: int) -> Dict[str, float]:
+        """Run iteration `it` (0-based): window, actor, critic, target, discriminator, normaliser."""
+        metrics = self.set_learning_rates(it)
+        loss, window = self.rollout()
+        metrics.update(self.update_actor(loss))
+        metrics.update(self._train_critic(window))
+        self._update_target()
+        metrics.update(self.add.update(window.deltas, self.generator))
+        self.obs_normalizer.update(window.raw_obs)
+        metrics.update(self.stats.pop())
+        metrics.update({f"env/{k}": float(v) for k, v in self.counters.items()})
+        return metrics
+
+    def set_learning_rates(self, it: int) -> Dict[str, float]:
+        cfg = self.cfg
+        rates = {"lr/actor": linear_decay(cfg.actor_lr, cfg.final_lr, it, cfg.iterations),
+                 "lr/critic": linear_decay(cfg.critic_lr, cfg.final_lr, it, cfg.iterations)}
+        for optimizer, name in ((self.actor_optimizer, "lr/actor"), (self.critic_optimizer, "lr/critic")):
+            for group in optimizer.param_groups:
+                group["lr"] = rates[name]
+        return rates
+
+    def rollout(self):
+        """Roll one window from the current state: (actor loss with its graph, detached `Window`)."""
+        obs = self.obs
+        obs_buf, raw_buf, rewards, values, terminated, truncated, deltas = [], [], [], [], [], [], []
+        for _ in range(self.cfg.horizon):
+            norm_obs = self.obs_normalizer(obs)
+            obs_buf.append(norm_obs.detach())
+            raw_buf.append(obs.detach())
+            step = self.env.step(self.actor.sample(norm_obs, self.generator))
+            terms = reward_terms(step, self.add)
+            rewards.append(total_reward(terms))
+            values.append(self.target_critic.value(self.obs_normalizer(step.obs_before_reset)))
+            terminated.append(step.terminated)
+            truncated.append(step.truncated)
+            deltas.append((step.add_ref - step.add_sim).detach())
+            self.stats.record(terms, step.terminated, step.truncated)
+            self.counters = step.counters
+            obs = step.obs
+        self.obs = obs.detach()
+        rewards, values = torch.stack(rewards), torch.stack(values)
+        terminated, truncated = torch.stack(terminated), torch.stack(truncated)
+        returns = window_returns(rewards, values, terminated, truncated, self.cfg.gamma)
+        loss = -returns.sum() / rewards.numel()
+        window = Window(torch.stack(obs_buf), torch.stack(raw_buf), rewards.detach(), values.detach(),
+                        terminated, truncated, torch.cat(deltas))
+        return loss, window
+
+    def update_actor(self, loss: Tensor) -> Dict[str, float]:
+        """Backpropagate the window's loss through the env into the actor and step (unless non-finite);
+        then cut the env's graph."""
+        self.actor_optimizer.zero_grad()
+        if torch.isfinite(loss):
+            loss.backward()
+        norm = step_if_finite(loss, list(self.actor.parameters()), self.cfg.actor_grad_clip, self.actor_optimizer)
+        self.env.cut_graph()
+        return {"loss/actor": loss.item(), "grad_norm/actor": norm.item(),
+                "skipped/actor": float(not torch.isfinite(norm)), "policy/std": self.actor.log_std.exp().mean().item()}
+
+    def _train_critic(self, window: Window) -> Dict[str, float]:
+        cfg = self.cfg
+        targets = td_lambda_targets(window.rewards, window.next_values, window.terminated, window.truncated,
+                                    cfg.gamma, cfg.lam).reshape(-1)
+        obs = window.obs.reshape(targets.shape[0], -1)
+        n = targets.shape[0]
+        batch = math.ceil(n / cfg.critic_minibatches)
+        params = list(self.critic.parameters())
+        skipped, last_pass, norms = 0, [], []
+        for _ in range(cfg.critic_iterations):
+            order = torch.randperm(n, generator=self.generator, device=targets.device)
+            last_pass = []
+            for start in range(0, n, batch):
+                idx = order[start:start + batch]
+                loss = (self.critic(obs[idx]) - targets[idx]).square().mean()
+                self.critic_optimizer.zero_grad()
+                loss.backward()
+                norm = step_if_finite(loss, params, cfg.critic_grad_clip, self.critic_optimizer)
+                skipped += int(not torch.isfinite(norm))
+                last_pass.append(loss.detach())
+                norms.append(norm)
+        return {"loss/critic": torch.stack(last_pass).mean().item(), "grad_norm/critic": torch.stack(norms).mean().item(),
+                "skipped/critic": float(skipped), "value/target_mean": targets.mean().item()}
+
+    @torch.no_grad()
+    def _update_target(self) -> None:
+        for target, source in zip(self.target_critic.parameters(), self.critic.parameters()):
+            target.lerp_(source, 1.0 - self.cfg.target_polyak)
+
+    def policy(self) -> nn.Module:
+        """The deterministic policy (shares the live networks)."""
+        return DeterministicPolicy(self.obs_normalizer, self.actor)
+
+    def state_dict(self) -> dict:
+        return {"actor": self.actor.state_dict(), "critic": self.critic.state_dict(),
+                "target_critic": self.target_critic.state_dict(), "obs_normalizer": self.obs_normalizer.state_dict(),
+                "actor_optimizer": self.actor_optimizer.state_dict(),
+                "critic_optimizer": self.critic_optimizer.state_dict(), "add": self.add.train_state(),
+                "generator": self.generator.get_state(), "env": self.env.state_dict(), "obs": self.obs,
+                "stats": self.stats.state_dict(), "counters": dict(self.counters)}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.actor.load_state_dict(state["actor"])
+        self.critic.load_state_dict(state["critic"])
+        self.target_critic.load_state_dict(state["target_critic"])
+        self.obs_normalizer.load_state_dict(state["obs_normalizer"])
+        self.actor_optimizer.load_state_dict(state["actor_optimizer"])
+        self.critic_optimizer.load_state_dict(state["critic_optimizer"])
+        self.add.load_train_state(state["add"])
+        self.generator.set_state(state["generator"].cpu())
+        self.env.load_state_dict(state["env"])
+        self.obs = state["obs"].to(self.env.device)
+        self.stats.load_state_dict(state["stats"])
+        self.counters = dict(state["counters"])

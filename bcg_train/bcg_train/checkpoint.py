@@ -1,0 +1,70 @@
+"""Checkpoint files: written atomically (temp file in the same folder, fsync, os.replace), so a crash
+or Ctrl-C while writing leaves the previous file intact; read onto the CPU."""
+import os
+import re
+import tempfile
+from pathlib import Path
+from typing import Union
+
+import torch
+
+PathLike = Union[str, Path]
+CHECKPOINT_GLOB = "iter_*.pt"
+
+
+class CheckpointError(ValueError):
+    """No usable checkpoint at the given path; the message names it."""
+
+
+def checkpoint_name(iteration: int) -> str:
+    return f"iter_{iteration:06d}.pt"
+
+
+def save_atomic(state: dict, path: PathLike) -> Path:
+    """torch.save `state` to `path` so that readers see either the old file or the complete new one."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            torch.save(state, f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return path
+
+
+def find_checkpoint(path: PathLike) -> Path:
+    """`path` itself if it is a file, else the newest `iter_*.pt` in the folder `path` or its
+    `checkpoints/` subfolder (a run folder)."""
+    path = Path(path)
+    if path.is_file():
+        return path
+    for folder in (path, path / "checkpoints"):
+        found = sorted(folder.glob(CHECKPOINT_GLOB)) if folder.is_dir() else []
+        if found:
+            return found[-1]
+    raise CheckpointError(f"checkpoint {path}: no such file, and no {CHECKPOINT_GLOB} in it or in its checkpoints/")
+
+
+def load_checkpoint(path: PathLike) -> dict:
+    """The checkpoint at `path` (see `find_checkpoint`), tensors on the CPU."""
+    path = find_checkpoint(path)
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as e:  # truncated or foreign files fail in many ways; all mean "unusable"
+        raise CheckpointError(f"checkpoint {path}: cannot be read ({type(e).__name__}: {e})") from None
+    if not isinstance(state, dict) or "iteration" not in state:
+        raise CheckpointError(f"checkpoint {path}: not a bcg_train checkpoint")
+    return state
+
+
+def prune_checkpoints(folder: PathLike, keep: int) -> None:
+    """Delete all but the newest `keep` iter_*.pt files in `folder`."""
+    found = sorted(p for p in Path(folder).glob(CHECKPOINT_GLOB) if re.fullmatch(r"iter_\d+\.pt", p.name))
+    for old in found[:-keep]:
+        old.unlink()

@@ -1,0 +1,128 @@
+"""`bcg-train`: train a G1 imitation policy (SHAC through the differentiable simulator, or the PPO baseline).
+
+    bcg-train --preset cpu-smoke [--algo shac|ppo] [--motion FILE|run|jump|fight|dance] [--kappa K]
+              [--no-bundle] [--device cpu|cuda:0] [--run-dir DIR] [--set shac.iterations=50 ...]
+    bcg-train --resume RUN_DIR_OR_CHECKPOINT [--device cuda:0]
+
+A run folder gets metrics.csv, tensorboard/, checkpoints/, curves/ and config.yaml. A resumed run
+continues with the checkpoint's own settings (preset, motion, kappa, bundling) in its own folder.
+The environment comes from `bcg_train.imitation_env.make_env(preset, motion, kappa, bundle, device)`,
+which builds `preset.num_envs(bundle)` environments seeded from `preset.runner.seed`.
+"""
+import argparse
+import importlib
+import sys
+import time
+from pathlib import Path
+from typing import Callable, Dict, List, Optional, Sequence
+
+import yaml
+
+from .checkpoint import CheckpointError, find_checkpoint, load_checkpoint
+from .runner import Runner, make_algorithm
+from .train_config import ALGORITHMS, ConfigError, TrainConfig, apply_overrides, config_from_dict, load_preset
+
+ENV_MODULE = "bcg_train.imitation_env"
+BUILTIN_MOTIONS = ("run", "jump", "fight", "dance")
+EXIT_USAGE = 2
+
+
+class EnvFactoryMissing(RuntimeError):
+    """The G1 imitation environment is not available in this installation."""
+
+
+def load_env_factory() -> Callable:
+    """`make_env` of the G1 imitation environment module."""
+    try:
+        module = importlib.import_module(ENV_MODULE)
+    except ModuleNotFoundError as e:
+        if e.name != ENV_MODULE:
+            raise
+        raise EnvFactoryMissing(f"{ENV_MODULE} does not exist yet: the G1 imitation environment "
+                                f"(make_env(preset, motion, kappa, bundle, device)) is not part of this checkout") from None
+    if not hasattr(module, "make_env"):
+        raise EnvFactoryMissing(f"{ENV_MODULE} has no make_env(preset, motion, kappa, bundle, device)")
+    return module.make_env
+
+
+def parse_assignments(items: Sequence[str]) -> Dict:
+    """['shac.iterations=50', ...] -> nested mapping {'shac': {'iterations': 50}} (values read as YAML)."""
+    out: Dict = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ConfigError(f"--set {item!r}: expected KEY=VALUE, e.g. shac.iterations=50")
+        *parents, leaf = key.split(".")
+        node = out
+        for p in parents:
+            node = node.setdefault(p, {})
+        node[leaf] = yaml.safe_load(value)
+    return out
+
+
+def default_run_dir(cfg: TrainConfig, run_info: Dict) -> Path:
+    motion = Path(str(run_info["motion"])).stem
+    kappa = "default" if run_info["kappa"] is None else f"{run_info['kappa']:g}"
+    bundle = "bcg" if run_info["bundle"] else "nobundle"
+    return Path(cfg.runner.log_dir) / f"{time.strftime('%Y%m%d-%H%M%S')}_{cfg.algorithm}_{motion}_k{kappa}_{bundle}"
+
+
+def build_runner(cfg: TrainConfig, run_info: Dict, run_dir: Path) -> Runner:
+    make_env = load_env_factory()
+    env = make_env(preset=cfg, motion=run_info["motion"], kappa=run_info["kappa"], bundle=run_info["bundle"],
+                   device=run_info["device"])
+    if env.num_envs != cfg.num_envs(run_info["bundle"]):
+        raise ConfigError(f"num_envs: the environment has {env.num_envs} envs, the preset asks for "
+                          f"{cfg.num_envs(run_info['bundle'])}")
+    return Runner(make_algorithm(env, cfg), cfg, run_dir, run_info)
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="bcg-train", description=__doc__.split("\n\n")[0])
+    p.add_argument("--preset", help="config/train/<NAME>.yaml (paper, cpu-small, cpu-smoke) or a YAML file")
+    p.add_argument("--algo", choices=ALGORITHMS, help="override the preset's algorithm")
+    p.add_argument("--motion", default="run", help=f"reference motion: a file or one of {', '.join(BUILTIN_MOTIONS)}")
+    p.add_argument("--kappa", type=float, help="contact stiffness k (1/m); default: the environment's")
+    p.add_argument("--no-bundle", action="store_true", help="train without bundled contact gradients")
+    p.add_argument("--device", help="torch/Warp device, e.g. cpu or cuda:0 (default cpu; on resume: the checkpoint's)")
+    p.add_argument("--run-dir", type=Path, help="run folder (default: <runner.log_dir>/<time>_<algo>_<motion>_k<K>_<bcg|nobundle>)")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a preset value (repeatable)")
+    p.add_argument("--resume", type=Path, help="continue a run: its folder or a checkpoint file")
+    return p
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        if args.resume is not None:
+            if args.preset or args.algo or args.set or args.kappa is not None or args.no_bundle or args.run_dir:
+                raise ConfigError("--resume: continues with the checkpoint's own settings; give only --device")
+            path = find_checkpoint(args.resume)
+            state = load_checkpoint(path)
+            cfg, run_info = config_from_dict(state["config"]), dict(state["run_info"])
+            run_info["device"] = args.device or run_info["device"]
+            runner = build_runner(cfg, run_info, path.parent.parent)
+            runner.resume(path)
+        else:
+            if not args.preset:
+                raise ConfigError("--preset: required (or --resume)")
+            cfg = apply_overrides(load_preset(args.preset), parse_assignments(args.set))
+            if args.algo:
+                cfg.algorithm = args.algo
+            cfg.validate()
+            run_info = {"motion": args.motion, "kappa": args.kappa, "bundle": not args.no_bundle,
+                        "device": args.device or "cpu", "preset": args.preset}
+            run_dir = args.run_dir or default_run_dir(cfg, run_info)
+            runner = build_runner(cfg, run_info, run_dir)
+            run_dir.mkdir(parents=True, exist_ok=True)
+            (run_dir / "config.yaml").write_text(yaml.safe_dump({"run": run_info, "config": cfg.to_dict()},
+                                                                 sort_keys=False))
+    except (ConfigError, CheckpointError, EnvFactoryMissing) as e:
+        print(f"bcg-train: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    print(f"bcg-train: {cfg.algorithm} in {runner.run_dir} ({runner.algorithm.iterations} iterations, "
+          f"{runner.algorithm.env.num_envs} envs)", file=sys.stderr)
+    last = runner.train()
+    if last is not None:
+        print(f"bcg-train: checkpoint {last}\n  export: bcg-export {last} -o policy.onnx", file=sys.stderr)
+    return 0

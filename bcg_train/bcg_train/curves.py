@@ -1,0 +1,96 @@
+"""Learning-curve PNGs from metrics.csv files: one run, or several side by side (e.g. SHAC vs PPO).
+
+x axes: iterations, environment steps, wall-clock seconds, and every env counter that is a running
+total (`env/<name>` columns that never decrease, e.g. bundling's branch steps, which are counted
+separately from environment steps).
+
+    bcg-curves RUN_DIR [RUN_DIR ...] -o OUT_DIR [--metric reward/total ...]
+"""
+import argparse
+import csv
+import sys
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence
+
+import numpy as np
+
+from .train_log import CSV_NAME, ITERATION
+
+BASE_AXES = {ITERATION: "iterations", "env_steps": "environment steps", "wall_clock_s": "wall-clock time (s)"}
+DEFAULT_METRICS = ("reward/total", "reward/add", "episode/return", "episode/length", "loss/actor", "loss/critic",
+                   "loss/value", "loss/surrogate", "add/loss", "add/neg_acc")
+"""Metrics plotted when none are named (those a run lacks are left out)."""
+
+
+def read_metrics(path: Path) -> Dict[str, np.ndarray]:
+    """Columns of a metrics.csv (or of RUN_DIR/metrics.csv) as float arrays (empty cells are NaN)."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / CSV_NAME
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(f))
+    columns = rows[0].keys() if rows else []
+    return {c: np.array([float(r[c]) if r[c] else np.nan for r in rows]) for c in columns}
+
+
+def x_axes(metrics: Dict[str, np.ndarray]) -> Dict[str, str]:
+    """Column -> label of every usable x axis of one run."""
+    axes = {k: v for k, v in BASE_AXES.items() if k in metrics}
+    for name, col in metrics.items():
+        finite = col[np.isfinite(col)]
+        if name.startswith("env/") and finite.size > 1 and np.all(np.diff(finite) >= 0) and finite[-1] > finite[0]:
+            axes[name] = name[len("env/"):].replace("_", " ")
+    return axes
+
+
+def plot_runs(runs: Dict[str, Dict[str, np.ndarray]], out_dir: Path, metrics: Optional[Sequence[str]] = None) -> List[Path]:
+    """One PNG per x axis (present in every run), a panel per metric, one line per run. Returns the files."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    names = [m for m in (metrics or DEFAULT_METRICS) if any(m in r for r in runs.values())]
+    axes_per_run = [x_axes(r) for r in runs.values()]
+    common = {k: v for k, v in axes_per_run[0].items() if all(k in a for a in axes_per_run)}
+    written = []
+    for x_key, x_label in common.items():
+        cols = min(3, max(1, len(names)))
+        rows = max(1, -(-len(names) // cols))
+        fig, grid = plt.subplots(rows, cols, figsize=(4.5 * cols, 3.2 * rows), squeeze=False)
+        for ax, metric in zip(grid.flat, names):
+            for label, run in runs.items():
+                if metric in run:
+                    ok = np.isfinite(run[metric]) & np.isfinite(run[x_key])
+                    ax.plot(run[x_key][ok], run[metric][ok], label=label, linewidth=1.2)
+            ax.set_title(metric, fontsize=9)
+            ax.set_xlabel(x_label, fontsize=8)
+            ax.tick_params(labelsize=7)
+            ax.grid(alpha=0.3)
+        for ax in list(grid.flat)[len(names):]:
+            ax.set_visible(False)
+        if len(runs) > 1:
+            grid.flat[0].legend(fontsize=7)
+        fig.subplots_adjust(left=0.08, right=0.98, bottom=0.1, top=0.93, hspace=0.6, wspace=0.3)
+        path = out_dir / f"curves_vs_{x_key.replace('/', '_')}.png"
+        fig.savefig(path, dpi=90)
+        plt.close(fig)
+        written.append(path)
+    return written
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = argparse.ArgumentParser(prog="bcg-curves", description="Learning curves of one or more training runs.")
+    parser.add_argument("runs", nargs="+", type=Path, help="run folders (or their metrics.csv)")
+    parser.add_argument("-o", "--out", type=Path, required=True, help="folder for the PNG files")
+    parser.add_argument("--metric", action="append", help="metric column to plot (repeatable; default: a standard set)")
+    args = parser.parse_args(argv)
+    try:
+        runs = {str(p): read_metrics(p) for p in args.runs}
+    except (OSError, ValueError, KeyError) as e:
+        print(f"bcg-curves: {e}", file=sys.stderr)
+        return 1
+    for path in plot_runs(runs, args.out, args.metric):
+        print(path)
+    return 0

@@ -1,0 +1,49 @@
+"""bcg-train end to end on the toy env (the G1 env factory replaced), resume included."""
+import pytest
+import yaml
+
+from bcg_train import cli
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+
+@pytest.fixture
+def toy_factory(monkeypatch, toy_env_class):
+    calls = []
+
+    def make_env(preset, motion, kappa, bundle, device):
+        calls.append((motion, kappa, bundle, device))
+        return toy_env_class(num_envs=preset.num_envs(bundle), seed=preset.runner.seed, device=device)
+    monkeypatch.setattr(cli, "load_env_factory", lambda: make_env)
+    return calls
+
+
+def test_train_then_resume_from_the_command_line(toy_factory, tmp_path, capsys):
+    run = tmp_path / "run"
+    args = ["--preset", "cpu-smoke", "--motion", "jump", "--kappa", "300", "--no-bundle", "--run-dir", str(run),
+            "--set", "shac.iterations=2", "--set", "shac.actor_hidden=[16]", "--set", "add.hidden=[16]",
+            "--set", "runner.checkpoint_every=1"]
+    assert cli.main(args) == 0
+    assert toy_factory == [("jump", 300.0, False, "cpu")]
+    saved = yaml.safe_load((run / "config.yaml").read_text())
+    assert saved["run"]["motion"] == "jump" and saved["config"]["shac"]["num_envs_without_bundle"] == 16
+    assert "bcg-export" in capsys.readouterr().err
+    (run / "checkpoints" / "iter_000002.pt").unlink()  # as if interrupted after iteration 1
+
+    assert cli.main(["--resume", str(run)]) == 0
+    assert toy_factory[-1] == ("jump", 300.0, False, "cpu")
+    assert (run / "checkpoints" / "iter_000002.pt").is_file()
+    assert len((run / "metrics.csv").read_text().strip().splitlines()) == 1 + 2
+
+
+def test_resume_refuses_new_settings(tmp_path, capsys):
+    assert cli.main(["--resume", str(tmp_path), "--kappa", "50"]) == cli.EXIT_USAGE
+    assert "checkpoint's own settings" in capsys.readouterr().err
+
+
+def test_missing_environment_module_is_reported(monkeypatch, capsys):
+    def missing(name):
+        raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+    monkeypatch.setattr(cli.importlib, "import_module", missing)
+    assert cli.main(["--preset", "cpu-smoke"]) == cli.EXIT_USAGE
+    assert "bcg_train.imitation_env does not exist yet" in capsys.readouterr().err

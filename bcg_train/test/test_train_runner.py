@@ -1,0 +1,109 @@
+"""The runner: exact resume after Ctrl-C, atomic checkpoints, logs and curves; PPO through the same loop."""
+import csv
+import os
+import signal
+
+import pytest
+import torch
+
+from bcg_train import checkpoint as checkpoint_module
+from bcg_train.checkpoint import CheckpointError, find_checkpoint, load_checkpoint, save_atomic
+from bcg_train.runner import Runner, make_algorithm
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+WALL_CLOCK_COLUMNS = ("wall_clock_s",)
+
+
+def train(env, cfg, run_dir, resume=None):
+    runner = Runner(make_algorithm(env, cfg), cfg, run_dir, {"motion": "toy"})
+    if resume is not None:
+        runner.resume(resume)
+    return runner, runner.train()
+
+
+def csv_rows(run_dir):
+    with open(run_dir / "metrics.csv", newline="") as f:
+        return [{k: v for k, v in row.items() if k not in WALL_CLOCK_COLUMNS} for row in csv.DictReader(f)]
+
+
+def interrupting(env_class, after_steps):
+    """An env that sends this process SIGINT (Ctrl-C) during its `after_steps`-th step."""
+    class Interrupting(env_class):
+        def step(self, actions):
+            self.calls = getattr(self, "calls", 0) + 1
+            if self.calls == after_steps:
+                os.kill(os.getpid(), signal.SIGINT)
+            return super().step(actions)
+    return Interrupting
+
+
+@pytest.mark.parametrize("algorithm", ["shac", "ppo"])
+def test_resume_after_ctrl_c_reproduces_the_uninterrupted_run(algorithm, toy_env_class, tiny_config_factory, tmp_path):
+    cfg = tiny_config_factory(algorithm, iterations=4, checkpoint_every=3)
+    straight_runner, _ = train(toy_env_class(num_envs=8), cfg, tmp_path / "straight")
+
+    # Ctrl-C in iteration 2's rollout (8 steps per iteration): it finishes, saves, and returns
+    runner, last = train(interrupting(toy_env_class, after_steps=12)(num_envs=8), cfg, tmp_path / "split")
+    assert runner.iteration == 2 and last.name == "iter_000002.pt"
+    resumed_runner, last = train(toy_env_class(num_envs=8), cfg, tmp_path / "split", resume=tmp_path / "split")
+    assert resumed_runner.iteration == 4 and last.name == "iter_000004.pt"
+
+    straight = straight_runner.algorithm.policy().state_dict()
+    resumed = resumed_runner.algorithm.policy().state_dict()
+    assert straight.keys() == resumed.keys()
+    assert all(torch.equal(straight[k], resumed[k]) for k in straight)
+    assert csv_rows(tmp_path / "straight") == csv_rows(tmp_path / "split")
+    assert [r["iteration"] for r in csv_rows(tmp_path / "split")] == ["1", "2", "3", "4"]
+    for name in ("curves_vs_iteration.png", "curves_vs_env_steps.png", "curves_vs_wall_clock_s.png",
+                 "curves_vs_env_env_steps_total.png"):
+        assert (tmp_path / "split" / "curves" / name).is_file(), name
+    assert any((tmp_path / "split" / "tensorboard").iterdir())
+
+
+def test_checkpoint_contents_and_pruning(toy_env_class, tiny_config_factory, tmp_path):
+    cfg = tiny_config_factory("shac", iterations=4, checkpoint_every=1)
+    cfg.runner.keep_checkpoints = 2
+    runner, last = train(toy_env_class(num_envs=8), cfg, tmp_path)
+    assert sorted(p.name for p in (tmp_path / "checkpoints").iterdir()) == ["iter_000003.pt", "iter_000004.pt"]
+    state = load_checkpoint(tmp_path)
+    assert state["iteration"] == 4 and state["algorithm_name"] == "shac"
+    assert state["config"]["shac"]["horizon"] == 8 and state["run_info"] == {"motion": "toy"}
+    assert state["dims"] == {"obs": 12, "act": 2, "add": 4}
+    assert state["contract"]["motion"] == '"toy_circle"'
+
+
+def test_a_crash_while_writing_leaves_the_previous_checkpoint_intact(tmp_path, monkeypatch):
+    path = tmp_path / "iter_000001.pt"
+    save_atomic({"iteration": 1, "weights": torch.arange(5.0)}, path)
+
+    def crash_midway(state, f):
+        f.write(b"half a checkpoint")
+        raise KeyboardInterrupt  # e.g. Ctrl-C or the machine going down while writing
+
+    monkeypatch.setattr(checkpoint_module.torch, "save", crash_midway)
+    with pytest.raises(KeyboardInterrupt):
+        save_atomic({"iteration": 2, "weights": torch.zeros(5)}, path)
+    monkeypatch.undo()
+    assert [p.name for p in tmp_path.iterdir()] == ["iter_000001.pt"]  # no temp file left behind
+    state = load_checkpoint(path)
+    assert state["iteration"] == 1 and torch.equal(state["weights"], torch.arange(5.0))
+
+
+def test_unusable_checkpoints_are_refused_by_name(tmp_path):
+    with pytest.raises(CheckpointError, match="no iter_"):
+        find_checkpoint(tmp_path)
+    bad = tmp_path / "iter_000001.pt"
+    bad.write_bytes(b"not a checkpoint")
+    with pytest.raises(CheckpointError, match="iter_000001.pt: cannot be read"):
+        load_checkpoint(tmp_path)
+
+
+def test_ppo_runs_and_logs_the_same_reward_terms(toy_env_class, tiny_config_factory, tmp_path):
+    cfg = tiny_config_factory("ppo", iterations=3, checkpoint_every=3)
+    runner, last = train(toy_env_class(num_envs=8), cfg, tmp_path)
+    rows = csv_rows(tmp_path)
+    assert len(rows) == 3
+    for key in ("reward/add", "reward/effort", "reward/total", "loss/value", "loss/surrogate", "add/loss"):
+        assert all(r[key] not in ("", "nan") for r in rows), key
+    assert float(rows[-1]["env_steps"]) == 3 * 8 * 8
