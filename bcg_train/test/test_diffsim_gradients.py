@@ -191,9 +191,10 @@ def test_projected_gauss_seidel_gradient(model):
         impulse = wp.zeros((N, nc), dtype=wp.vec3d, requires_grad=grad)
         sp = wp.zeros((N, nr), dtype=wp.float64)
         hist = wp.zeros((N, iters + 1, nr), dtype=wp.float64)
+        z_hist = wp.zeros((N, iters, nr), dtype=wp.float64)
         tape = wp.Tape()
         with tape:
-            contact_solver.solve(model, g, v, s, sp, hist, impulse, tape if grad else None)
+            contact_solver.solve(model, g, v, s, sp, hist, z_hist, impulse, tape if grad else None)
         value = _weighted(impulse, w)
         if grad:
             tape.backward(grads={impulse: wp.array(w, dtype=wp.vec3d)})

@@ -12,9 +12,10 @@ simultaneous (Jacobi) form with the diagonal step diverges (the four spheres of 
 coupled), and with a step bounded by the row sum it leaves the heavy whole-robot mode unconverged
 after 10 iterations, so the feet sink steadily (12 mm/s at kappa 300).
 
-The forward keeps p after every sweep, p_hist (N, iterations + 1, 3 nc); the adjoint replays the
-sweeps backwards from it: for each sphere step, adj_z = P'(z)^T adj_p_k, then through the residual
-into G, v_free, s and the p values the step read.
+The forward keeps p after every sweep, p_hist (N, iterations + 1, 3 nc), and the unprojected updates
+z_hist (N, iterations, 3 nc); the adjoint undoes the sweeps from them: for each sphere step,
+adj_z = P'(z)^T adj_p_k, then through the residual into v_free, s and the p values the step read;
+the residual adjoints are kept per sweep and summed into adj_G by one parallel kernel.
 """
 import warp as wp
 
@@ -27,16 +28,15 @@ vec3 = wp.vec3d
 @wp.func
 def _sphere_step(e: int, k: int, it: int, nr: int, g: wp.array3d(dtype=f64), v_free: wp.array2d(dtype=f64),
                  sp: wp.array2d(dtype=f64), p_hist: wp.array3d(dtype=f64)):
-    """Residual (v_free + G (s p)) of sphere k's rows and its unprojected update z, with sp the
-    current s * p (spheres < k from sweep it + 1, the others from sweep it)."""
+    """Unprojected update z = p_k - D_k^-1 (v_free + G (s p))_k of sphere k, with sp the current s * p
+    (spheres < k from sweep it + 1, the others from sweep it)."""
     r0 = 3 * k
     res = vec3(v_free[e, r0], v_free[e, r0 + 1], v_free[e, r0 + 2])
     for c in range(nr):
         res += vec3(g[e, r0, c], g[e, r0 + 1, c], g[e, r0 + 2, c]) * sp[e, c]
-    z = vec3(p_hist[e, it, r0] - res[0] / g[e, r0, r0],
-             p_hist[e, it, r0 + 1] - res[1] / g[e, r0 + 1, r0 + 1],
-             p_hist[e, it, r0 + 2] - res[2] / g[e, r0 + 2, r0 + 2])
-    return z, res
+    return vec3(p_hist[e, it, r0] - res[0] / g[e, r0, r0],
+                p_hist[e, it, r0 + 1] - res[1] / g[e, r0 + 1, r0 + 1],
+                p_hist[e, it, r0 + 2] - res[2] / g[e, r0 + 2, r0 + 2])
 
 
 @wp.func
@@ -73,8 +73,9 @@ def _project_adjoint(z: vec3, mu: f64, adj: vec3):
 @wp.kernel(enable_backward=False)
 def pgs_forward(mdl: DeviceModel, iterations: int, g: wp.array3d(dtype=f64), v_free: wp.array2d(dtype=f64),
                 smooth: wp.array2d(dtype=f64), sp: wp.array2d(dtype=f64), p_hist: wp.array3d(dtype=f64),
-                impulse: wp.array2d(dtype=vec3)):
-    """p_hist[:, it] after `it` sweeps (p_hist[:, 0] = 0); impulse[:, k] = s_k p_k (normal, x, y) [N s]."""
+                z_hist: wp.array3d(dtype=f64), impulse: wp.array2d(dtype=vec3)):
+    """p_hist[:, it] after `it` sweeps (p_hist[:, 0] = 0), z_hist[:, it] the unprojected updates of
+    sweep it; impulse[:, k] = s_k p_k (normal, x, y) [N s]."""
     e = wp.tid()
     nr = 3 * mdl.nc
     for c in range(nr):
@@ -82,9 +83,10 @@ def pgs_forward(mdl: DeviceModel, iterations: int, g: wp.array3d(dtype=f64), v_f
         sp[e, c] = f64(0.0)
     for it in range(iterations):
         for k in range(mdl.nc):
-            z, res = _sphere_step(e, k, it, nr, g, v_free, sp, p_hist)
+            z = _sphere_step(e, k, it, nr, g, v_free, sp, p_hist)
             p = _project(z, mdl.sphere_friction[k])
             for b in range(3):
+                z_hist[e, it, 3 * k + b] = z[b]
                 p_hist[e, it + 1, 3 * k + b] = p[b]
                 sp[e, 3 * k + b] = smooth[e, k] * p[b]
     for k in range(mdl.nc):
@@ -92,12 +94,13 @@ def pgs_forward(mdl: DeviceModel, iterations: int, g: wp.array3d(dtype=f64), v_f
 
 
 @wp.kernel(enable_backward=False)
-def pgs_adjoint(mdl: DeviceModel, iterations: int, g: wp.array3d(dtype=f64), v_free: wp.array2d(dtype=f64),
-                smooth: wp.array2d(dtype=f64), p_hist: wp.array3d(dtype=f64), adj_impulse: wp.array2d(dtype=vec3),
-                sp: wp.array2d(dtype=f64), adj_next: wp.array2d(dtype=f64), adj_cur: wp.array2d(dtype=f64),
-                adj_g: wp.array3d(dtype=f64), adj_v: wp.array2d(dtype=f64), adj_s: wp.array2d(dtype=f64)):
-    """Reverse sweeps. adj_next holds d/d p after the sweep being undone, adj_cur d/d p before it; sp
-    is rebuilt to each sphere step's input as the sweep is undone."""
+def pgs_adjoint_sweeps(mdl: DeviceModel, iterations: int, g: wp.array3d(dtype=f64), smooth: wp.array2d(dtype=f64),
+                       p_hist: wp.array3d(dtype=f64), z_hist: wp.array3d(dtype=f64),
+                       adj_impulse: wp.array2d(dtype=vec3), adj_next: wp.array2d(dtype=f64),
+                       adj_cur: wp.array2d(dtype=f64), adj_res_hist: wp.array3d(dtype=f64),
+                       adj_g: wp.array3d(dtype=f64), adj_v: wp.array2d(dtype=f64), adj_s: wp.array2d(dtype=f64)):
+    """Reverse sweeps. adj_next holds d/d p after the sweep being undone, adj_cur d/d p before it; the
+    adjoint of each step's residual goes to adj_res_hist (its G term is summed in pgs_adjoint_g)."""
     e = wp.tid()
     nc = mdl.nc
     nr = 3 * nc
@@ -111,48 +114,71 @@ def pgs_adjoint(mdl: DeviceModel, iterations: int, g: wp.array3d(dtype=f64), v_f
         it = iterations - 1 - itr
         for c in range(nr):
             adj_cur[e, c] = f64(0.0)
-            sp[e, c] = smooth[e, c / 3] * p_hist[e, it + 1, c]
         for kr in range(nc):
             k = nc - 1 - kr
             r0 = 3 * k
-            for b in range(3):
-                sp[e, r0 + b] = smooth[e, k] * p_hist[e, it, r0 + b]
-            z, res = _sphere_step(e, k, it, nr, g, v_free, sp, p_hist)
+            z = vec3(z_hist[e, it, r0], z_hist[e, it, r0 + 1], z_hist[e, it, r0 + 2])
             adj_z = _project_adjoint(z, mdl.sphere_friction[k],
                                      vec3(adj_next[e, r0], adj_next[e, r0 + 1], adj_next[e, r0 + 2]))
-            # z_b = p_old_b - res_b / G_bb
+            # z_b = p_old_b - res_b / G_bb, res = v_free + G sp
             adj_res = vec3()
             for b in range(3):
                 r = r0 + b
                 gbb = g[e, r, r]
+                res = (p_hist[e, it, r] - z[b]) * gbb
                 adj_cur[e, r] += adj_z[b]
-                adj_g[e, r, r] += adj_z[b] * res[b] / (gbb * gbb)
+                adj_g[e, r, r] += adj_z[b] * res / (gbb * gbb)
                 adj_res[b] = -adj_z[b] / gbb
                 adj_v[e, r] += adj_res[b]
-            # res = v_free + G sp, sp_c = s_c p_c (p_c from sweep it + 1 for c < r0, else from sweep it)
-            for c in range(nr):
-                spc = sp[e, c]
-                adj_g[e, r0, c] += adj_res[0] * spc
-                adj_g[e, r0 + 1, c] += adj_res[1] * spc
-                adj_g[e, r0 + 2, c] += adj_res[2] * spc
-                adj_sp = adj_res[0] * g[e, r0, c] + adj_res[1] * g[e, r0 + 1, c] + adj_res[2] * g[e, r0 + 2, c]
-                sc = smooth[e, c / 3]
-                if c < r0:
-                    adj_s[e, c / 3] += adj_sp * p_hist[e, it + 1, c]
-                    adj_next[e, c] += adj_sp * sc
-                else:
-                    adj_s[e, c / 3] += adj_sp * p_hist[e, it, c]
-                    adj_cur[e, c] += adj_sp * sc
+                adj_res_hist[e, it, r] = adj_res[b]
+            # sp_c = s_c p_c, p_c from sweep it + 1 for the spheres before k, else from sweep it
+            for l in range(nc):
+                c = 3 * l
+                adj_sp = vec3()
+                for b in range(3):
+                    adj_sp[b] = adj_res[0] * g[e, r0, c + b] + adj_res[1] * g[e, r0 + 1, c + b] + adj_res[2] * g[e, r0 + 2, c + b]
+                src = it
+                if l < k:
+                    src = it + 1
+                adj_s[e, l] += wp.dot(adj_sp, vec3(p_hist[e, src, c], p_hist[e, src, c + 1], p_hist[e, src, c + 2]))
+                adj_sp *= smooth[e, l]
+                for b in range(3):
+                    if l < k:
+                        adj_next[e, c + b] += adj_sp[b]
+                    else:
+                        adj_cur[e, c + b] += adj_sp[b]
         for c in range(nr):
             adj_next[e, c] = adj_cur[e, c]
 
 
+@wp.kernel(enable_backward=False)
+def pgs_adjoint_g(iterations: int, smooth: wp.array2d(dtype=f64), p_hist: wp.array3d(dtype=f64),
+                  adj_res_hist: wp.array3d(dtype=f64), adj_g: wp.array3d(dtype=f64)):
+    """Row r of adj_G: adj_G[r, c] += sum over sweeps of adj_res[r] * (s p)_c as row r's step read it
+    (p from sweep it + 1 for the spheres before r's, else from sweep it); three columns at a time."""
+    e, r = wp.tid()
+    k = r / 3
+    for l in range(adj_g.shape[2] / 3):
+        newer = 0
+        if l < k:
+            newer = 1
+        c = 3 * l
+        acc = vec3()
+        for it in range(iterations):
+            src = it + newer
+            acc += adj_res_hist[e, it, r] * vec3(p_hist[e, src, c], p_hist[e, src, c + 1], p_hist[e, src, c + 2])
+        acc *= smooth[e, l]
+        for b in range(3):
+            adj_g[e, r, c + b] += acc[b]
+
+
 def solve(model, g: wp.array, v_free: wp.array, smooth: wp.array, sp: wp.array, p_hist: wp.array,
-          impulse: wp.array, tape=None) -> None:
+          z_hist: wp.array, impulse: wp.array, tape=None) -> None:
     """impulse (N, nc) vec3 [N s] from G (N, 3 nc, 3 nc), v_free (N, 3 nc) [m/s], smooth (N, nc);
-    sp (N, 3 nc) is scratch, p_hist (N, iterations + 1, 3 nc) is kept for the adjoint."""
-    n, iters, dev = g.shape[0], p_hist.shape[1] - 1, model.device
-    wp.launch(pgs_forward, dim=n, inputs=[model.device_arrays, iters, g, v_free, smooth, sp, p_hist],
+    sp (N, 3 nc) is scratch, p_hist (N, iterations + 1, 3 nc) and z_hist (N, iterations, 3 nc) are
+    kept for the adjoint."""
+    n, iters, dev = g.shape[0], z_hist.shape[1], model.device
+    wp.launch(pgs_forward, dim=n, inputs=[model.device_arrays, iters, g, v_free, smooth, sp, p_hist, z_hist],
               outputs=[impulse], device=dev, record_tape=False)
     if tape is None or impulse.grad is None:
         return
@@ -160,9 +186,12 @@ def solve(model, g: wp.array, v_free: wp.array, smooth: wp.array, sp: wp.array, 
     def backward():
         adj_next = wp.empty(v_free.shape, dtype=f64, device=dev)
         adj_cur = wp.empty_like(adj_next)
-        sp_rev = wp.empty_like(adj_next)
-        wp.launch(pgs_adjoint, dim=n, device=dev, inputs=[
-            model.device_arrays, iters, g, v_free, smooth, p_hist, impulse.grad, sp_rev, adj_next, adj_cur],
+        adj_res_hist = wp.empty(z_hist.shape, dtype=f64, device=dev)
+        wp.launch(pgs_adjoint_sweeps, dim=n, device=dev, inputs=[
+            model.device_arrays, iters, g, smooth, p_hist, z_hist, impulse.grad, adj_next, adj_cur, adj_res_hist],
             outputs=[g.grad, v_free.grad, smooth.grad])
+        nr = g.shape[1]
+        wp.launch(pgs_adjoint_g, dim=(n, nr), device=dev, inputs=[iters, smooth, p_hist, adj_res_hist],
+                  outputs=[g.grad])
 
     tape.record_func(backward=backward, arrays=[g, v_free, smooth, impulse])

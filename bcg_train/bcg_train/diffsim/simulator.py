@@ -58,6 +58,7 @@ class _Scratch:
     smooth: wp.array
     sp: wp.array
     p_hist: wp.array
+    z_hist: wp.array
     gen_impulse: wp.array
     dqd_contact: wp.array
     ldl: SparseLDL
@@ -77,6 +78,7 @@ class _Scratch:
             frc_lin=z((n, nb), v3), a=z((n, model.npair)), diag=z((n, nv)), force=z((n, nv)), qdd_free=z((n, nv)),
             jt=z((n, ncd), v3), y=z((n, ncd), v3, grad=False), g=z((n, nr, nr)), v_free=z((n, nr)),
             smooth=z((n, model.nc)), sp=z((n, nr), grad=False), p_hist=z((n, it + 1, nr), grad=False),
+            z_hist=z((n, it, nr), grad=False),
             gen_impulse=z((n, nv)),
             dqd_contact=z((n, nv)), ldl=SparseLDL(model, n, requires_grad),
         )
@@ -206,7 +208,8 @@ class Simulator:
         wp.launch(ck.free_contact_velocity, dim=(n, m.nc), device=dev, inputs=[
             mdl, wp.float64(h), sc.jt, s_in.qd, sc.qdd_free], outputs=[sc.v_free])
         sc.ldl.delassus(sc.jt, sc.y, sc.g, tape)
-        contact_solver.solve(m, sc.g, sc.v_free, sc.smooth, sc.sp, sc.p_hist, s_out.contact_impulse, tape)
+        contact_solver.solve(m, sc.g, sc.v_free, sc.smooth, sc.sp, sc.p_hist, sc.z_hist, s_out.contact_impulse,
+                             tape)
         wp.launch(ck.generalised_impulse, dim=(n, m.nc), device=dev, inputs=[
             mdl, sc.jt, s_out.contact_impulse], outputs=[sc.gen_impulse])
         sc.ldl.solve(sc.gen_impulse, sc.dqd_contact, tape)

@@ -99,8 +99,11 @@ def chain_lt_solve(mdl: DeviceModel, ld: wp.array2d(dtype=f64), jt: wp.array2d(d
 
 @wp.kernel(enable_backward=False)
 def delassus_blocks(mdl: DeviceModel, ld: wp.array2d(dtype=f64), y: wp.array2d(dtype=vec3), g: wp.array3d(dtype=f64)):
-    """3x3 block (k, l) of G = sum over the common ancestor dofs d of y_k(d) y_l(d)^T / D_d."""
+    """3x3 blocks (k, l) and (l, k) = (k, l)^T of G, l <= k: sum over the common ancestor dofs d of
+    y_k(d) y_l(d)^T / D_d."""
     e, k, l = wp.tid()
+    if l > k:
+        return
     tk = mdl.contact_dof_start[k + 1] - 1
     tl = mdl.contact_dof_start[l + 1] - 1
     blk = mat33()
@@ -109,6 +112,7 @@ def delassus_blocks(mdl: DeviceModel, ld: wp.array2d(dtype=f64), y: wp.array2d(d
     for a in range(3):
         for b in range(3):
             g[e, 3 * k + a, 3 * l + b] = blk[a, b]
+            g[e, 3 * l + b, 3 * k + a] = blk[a, b]
 
 
 @wp.kernel(enable_backward=False)
@@ -196,17 +200,19 @@ def delassus_adjoint(mdl: DeviceModel, ld: wp.array2d(dtype=f64), y: wp.array2d(
     t0 = mdl.contact_dof_start[k]
     m = mdl.contact_dof_start[k + 1] - t0
     for u in range(m):
-        w = m - 1 - u
-        d = mdl.contact_dof_d[t0 + u]
-        acc = vec3()
-        for l in range(mdl.nc):
-            if w < mdl.sphere_common[k, l]:
-                yl = y[e, mdl.contact_dof_start[l + 1] - 1 - w]
-                for a in range(3):
-                    for b in range(3):
-                        acc[a] += yl[b] * (adj_g[e, 3 * l + b, 3 * k + a] + adj_g[e, 3 * k + a, 3 * l + b])
-        adj_y[e, t0 + u] = acc / ld[e, rs[d]]
-        wp.atomic_add(adj_ld, e, rs[d], -f64(0.5) * wp.dot(y[e, t0 + u], adj_y[e, t0 + u]) / ld[e, rs[d]])
+        adj_y[e, t0 + u] = vec3()
+    for l in range(mdl.nc):
+        blk = mat33()
+        for a in range(3):
+            for b in range(3):
+                blk[a, b] = adj_g[e, 3 * l + b, 3 * k + a] + adj_g[e, 3 * k + a, 3 * l + b]
+        tl = mdl.contact_dof_start[l + 1] - 1
+        for w in range(mdl.sphere_common[k, l]):
+            adj_y[e, t0 + m - 1 - w] = adj_y[e, t0 + m - 1 - w] + blk * y[e, tl - w]
+    for u in range(m):
+        d = rs[mdl.contact_dof_d[t0 + u]]
+        adj_y[e, t0 + u] = adj_y[e, t0 + u] / ld[e, d]
+        wp.atomic_add(adj_ld, e, d, -f64(0.5) * wp.dot(y[e, t0 + u], adj_y[e, t0 + u]) / ld[e, d])
     # Z = L^-1 adj_Y, root end first (in place)
     for uu in range(m):
         u = m - 1 - uu
