@@ -1,12 +1,12 @@
 """Checkpoint files: written atomically (temp file in the same folder, fsync, os.replace), so a crash
 or Ctrl-C while writing leaves the previous file intact; read onto the CPU."""
-import os
 import re
-import tempfile
 from pathlib import Path
 from typing import Union
 
 import torch
+
+from .atomic_file import atomic_write
 
 PathLike = Union[str, Path]
 CHECKPOINT_GLOB = "iter_*.pt"
@@ -21,21 +21,8 @@ def checkpoint_name(iteration: int) -> str:
 
 
 def save_atomic(state: dict, path: PathLike) -> Path:
-    """torch.save `state` to `path` so that readers see either the old file or the complete new one."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            torch.save(state, f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    return path
+    """torch.save `state` to `path` atomically (see `atomic_write`)."""
+    return atomic_write(path, lambda f: torch.save(state, f))
 
 
 def find_checkpoint(path: PathLike) -> Path:

@@ -70,7 +70,9 @@ class DiffEnv(Protocol):
         scale, observation spec, control period, kappa, motion name)."""
 
     def state_dict(self) -> dict:
-        """Everything needed to continue bit-exactly: states, phases, counters, RNG."""
+        """Everything needed to continue bit-exactly: states, phases, counters, RNG. Only tensors,
+        numbers, strings, None and (nested) lists/tuples/dicts of them: checkpoints are read with
+        `torch.load(weights_only=True)`."""
 
     def load_state_dict(self, state: dict) -> None:
-        """Restore what `state_dict` returned (same construction arguments)."""
+        """Restore what `state_dict` returned (same construction arguments); its tensors arrive on the CPU."""

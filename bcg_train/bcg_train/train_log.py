@@ -4,12 +4,14 @@ On resume from iteration k, rows after k (written before the interruption) are d
 CSV and TensorBoard purges its events after k, so the logs read as one uninterrupted run.
 """
 import csv
+import io
 import math
-import os
 import sys
 import time
 from pathlib import Path
 from typing import Dict, List, Optional, TextIO
+
+from .atomic_file import atomic_write
 
 CSV_NAME = "metrics.csv"
 TENSORBOARD_DIR = "tensorboard"
@@ -37,13 +39,11 @@ class MetricsLog:
             return [r for r in reader if int(float(r[ITERATION])) <= resumed_at]
 
     def _rewrite(self, rows: List[dict]) -> None:
-        tmp = self.path.with_name(self.path.name + ".tmp")
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with open(tmp, "w", newline="") as f:
-            writer = csv.DictWriter(f, self.columns, restval="")
-            writer.writeheader()
-            writer.writerows(rows)
-        os.replace(tmp, self.path)
+        text = io.StringIO(newline="")
+        writer = csv.DictWriter(text, self.columns, restval="")
+        writer.writeheader()
+        writer.writerows(rows)
+        atomic_write(self.path, lambda f: f.write(text.getvalue().encode()))
 
     def write(self, row: Dict[str, float]) -> None:
         """Append one iteration's row (must contain ITERATION) and send it to TensorBoard."""

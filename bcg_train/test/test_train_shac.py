@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from bcg_train.algo.shac import Shac
+from bcg_train.algo.shac import Shac, step_if_finite
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -17,12 +17,12 @@ def make_shac(toy_env_class, tiny_config_factory):
 def test_actor_loss_improves_on_a_fixed_batch(toy_env_class, tiny_config_factory):
     shac, env = make_shac(toy_env_class, tiny_config_factory)
     shac.set_learning_rates(0)
-    env_state, noise_state, obs = env.state_dict(), shac.generator.get_state(), shac.obs
+    env_state, noise_state, obs = env.state_dict(), shac.context.generator.get_state(), shac.obs
 
     def loss_on_fixed_batch():
         """The same start states and the same action noise every time: only the actor changes."""
         env.load_state_dict(env_state)
-        shac.generator.set_state(noise_state)
+        shac.context.generator.set_state(noise_state)
         shac.obs = obs
         return shac.rollout()[0]
 
@@ -47,7 +47,7 @@ def test_gradient_flows_through_the_env_into_the_actor(toy_env_class, tiny_confi
     assert shac.actor.log_std.grad.abs().sum() > 0
     assert window.obs.shape == (8, 8, env.obs_dim) and window.deltas.shape == (64, env.add_dim)
     assert all(p.grad is None for p in shac.target_critic.parameters())
-    assert all(p.grad is None for p in shac.add.disc.parameters())
+    assert all(p.grad is None for p in shac.context.add.disc.parameters())
 
 
 def test_non_finite_actor_loss_skips_the_update(toy_env_class, tiny_config_factory):
@@ -74,3 +74,27 @@ def test_iteration_reports_named_reward_terms_and_trains_everything(toy_env_clas
     for t0, t1, c in zip(target_before, shac.target_critic.parameters(), shac.critic.parameters()):
         torch.testing.assert_close(t1, t0 + 0.005 * (c - t0))
     assert shac.obs_normalizer.count.item() == 64
+
+
+def test_non_finite_gradient_skips_the_step():
+    layer = torch.nn.Linear(2, 1)
+    optimizer = torch.optim.Adam(layer.parameters(), lr=0.1)
+    before = [p.detach().clone() for p in layer.parameters()]
+    loss = layer(torch.tensor([[1.0, float("inf")]])).sum()
+    loss.backward()
+    norm = step_if_finite(torch.tensor(0.0), list(layer.parameters()), 1.0, optimizer)
+    assert norm == float("inf")
+    assert all(torch.equal(a, b) for a, b in zip(before, layer.parameters()))
+    assert all(p.grad is None or not p.grad.any() for p in layer.parameters())
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+@pytest.mark.parametrize("algorithm", ["shac", "ppo"])
+def test_runs_unchanged_on_cuda(algorithm, toy_env_class, tiny_config_factory):
+    from bcg_train.runner import make_algorithm
+    alg = make_algorithm(toy_env_class(num_envs=8, device="cuda:0"), tiny_config_factory(algorithm))
+    metrics = alg.iteration(0)
+    assert all(isinstance(v, float) for v in metrics.values())
+    state = alg.state_dict()
+    alg.load_state_dict(state)
+    alg.iteration(1)

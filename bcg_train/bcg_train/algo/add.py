@@ -12,7 +12,7 @@ differentiable w.r.t. phi(simulated) so SHAC backpropagates it through the simul
 discriminator's parameters get no gradient from the reward.
 """
 import math
-from typing import Dict, Optional
+from typing import Dict
 
 import torch
 import torch.nn.functional as F

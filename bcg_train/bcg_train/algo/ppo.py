@@ -19,9 +19,8 @@ from rsl_rl.models import MLPModel
 
 from ..env_api import DiffEnv
 from ..train_config import PpoConfig, TrainConfig
-from .add import AdversarialDifferentialReward
-from .episodes import RolloutStats
-from .reward import reward_terms, total_reward
+from .imitation_context import ImitationContext
+from .reward import total_reward
 
 OBS_GROUP = "policy"
 """The single observation group the wrapper exposes (actor and critic both read it)."""
@@ -32,11 +31,11 @@ def as_tensordict(obs: Tensor) -> TensorDict:
 
 
 class RslRlVecEnv(VecEnv):
-    """A `DiffEnv` as an rsl_rl `VecEnv`. `extras` carries the step's reward terms, its
-    `EnvStep` and `time_outs` (the `truncated` flags)."""
+    """A `DiffEnv` as an rsl_rl `VecEnv`, its reward from `context` (which records it). `extras`
+    carries the step's `EnvStep` and `time_outs` (the `truncated` flags)."""
 
-    def __init__(self, env: DiffEnv, add: AdversarialDifferentialReward):
-        self.env, self.add = env, add
+    def __init__(self, env: DiffEnv, context: ImitationContext):
+        self.env, self.context = env, context
         self.num_envs, self.num_actions, self.device = env.num_envs, env.act_dim, env.device
         self.cfg = {}
         with torch.no_grad():
@@ -48,10 +47,10 @@ class RslRlVecEnv(VecEnv):
     def step(self, actions: Tensor):
         with torch.no_grad():
             step = self.env.step(actions)
-            terms = reward_terms(step, self.add)
+            reward = total_reward(self.context.rewards(step))
         self.obs = step.obs
-        extras = {"time_outs": step.truncated, "terms": terms, "step": step}
-        return as_tensordict(step.obs), total_reward(terms), step.terminated | step.truncated, extras
+        extras = {"time_outs": step.truncated, "step": step}
+        return as_tensordict(step.obs), reward, step.terminated | step.truncated, extras
 
 
 def rsl_rl_config(cfg: PpoConfig) -> dict:
@@ -90,14 +89,11 @@ class Ppo:
 
     def __init__(self, env: DiffEnv, cfg: TrainConfig, seed: int):
         self.env, self.cfg = env, cfg.ppo
-        self.add = AdversarialDifferentialReward(env.add_dim, cfg.add, env.device)
-        self.vec_env = RslRlVecEnv(env, self.add)
+        self.context = ImitationContext(env, cfg.add, seed)
+        self.vec_env = RslRlVecEnv(env, self.context)
         self.alg = PPO.construct_algorithm(self.vec_env.get_observations(), self.vec_env, rsl_rl_config(self.cfg),
                                            str(env.device))
         self.alg.train_mode()
-        self.generator = torch.Generator(device=env.device).manual_seed(seed)
-        self.stats = RolloutStats(env.num_envs, env.device)
-        self.counters: Dict[str, float] = {}
 
     @property
     def iterations(self) -> int:
@@ -119,17 +115,13 @@ class Ppo:
                 final_value = self.alg.critic(as_tensordict(step.obs_before_reset)).squeeze(-1)
                 rewards = rewards + self.cfg.gamma * final_value * step.truncated
                 self.alg.process_env_step(obs, rewards, dones, {})
-                self.stats.record(extras["terms"], step.terminated, step.truncated)
                 deltas.append(step.add_ref - step.add_sim)
-                self.counters = step.counters
             self.alg.compute_returns(obs)
         losses = self.alg.update()
         metrics = {f"loss/{k}": float(v) for k, v in losses.items()}
         metrics.update({"lr/actor": float(self.alg.learning_rate),
                         "policy/std": self.alg.get_policy().output_std.mean().item()})
-        metrics.update(self.add.update(torch.cat(deltas), self.generator))
-        metrics.update(self.stats.pop())
-        metrics.update({f"env/{k}": float(v) for k, v in self.counters.items()})
+        metrics.update(self.context.finish_iteration(torch.cat(deltas)))
         return metrics
 
     def policy(self) -> nn.Module:
@@ -137,15 +129,9 @@ class Ppo:
         return self.alg.get_policy().as_onnx(verbose=False).eval()
 
     def state_dict(self) -> dict:
-        return {"rsl_rl": self.alg.save(), "add": self.add.train_state(), "generator": self.generator.get_state(),
-                "env": self.env.state_dict(), "obs": self.vec_env.obs, "stats": self.stats.state_dict(),
-                "counters": dict(self.counters)}
+        return {"rsl_rl": self.alg.save(), "context": self.context.state_dict(), "obs": self.vec_env.obs}
 
     def load_state_dict(self, state: dict) -> None:
         self.alg.load(state["rsl_rl"], None, strict=True)
-        self.add.load_train_state(state["add"])
-        self.generator.set_state(state["generator"].cpu())
-        self.env.load_state_dict(state["env"])
+        self.context.load_state_dict(state["context"])
         self.vec_env.obs = state["obs"].to(self.env.device)
-        self.stats.load_state_dict(state["stats"])
-        self.counters = dict(state["counters"])

@@ -22,12 +22,11 @@ from torch import Tensor, nn
 
 from ..env_api import DiffEnv
 from ..train_config import ShacConfig, TrainConfig
-from .add import AdversarialDifferentialReward
-from .episodes import RolloutStats
+from .imitation_context import ImitationContext
 from .networks import CriticEnsemble, GaussianActor
 from .obs_normalizer import RunningObsNormalizer
 from .returns import td_lambda_targets, window_returns
-from .reward import reward_terms, total_reward
+from .reward import total_reward
 
 
 def linear_decay(start: float, end: float, iteration: int, iterations: int) -> float:
@@ -96,13 +95,10 @@ class Shac:
         actor, critic, normalizer = build_networks(self.cfg, env.obs_dim, env.act_dim)
         self.actor, self.critic, self.obs_normalizer = actor.to(device), critic.to(device), normalizer.to(device)
         self.target_critic = copy.deepcopy(self.critic).requires_grad_(False)
-        self.add = AdversarialDifferentialReward(env.add_dim, cfg.add, device)
+        self.context = ImitationContext(env, cfg.add, seed)
         self.actor_optimizer = torch.optim.Adam(self.actor.parameters(), lr=self.cfg.actor_lr, betas=self.cfg.betas)
         self.critic_optimizer = torch.optim.Adam(self.critic.parameters(), lr=self.cfg.critic_lr, betas=self.cfg.betas)
-        self.generator = torch.Generator(device=device).manual_seed(seed)
-        self.stats = RolloutStats(env.num_envs, device)
         self.obs = env.reset()
-        self.counters: Dict[str, float] = {}
 
     @property
     def iterations(self) -> int:
@@ -119,10 +115,8 @@ class Shac:
         metrics.update(self.update_actor(loss))
         metrics.update(self._train_critic(window))
         self._update_target()
-        metrics.update(self.add.update(window.deltas, self.generator))
         self.obs_normalizer.update(window.raw_obs)
-        metrics.update(self.stats.pop())
-        metrics.update({f"env/{k}": float(v) for k, v in self.counters.items()})
+        metrics.update(self.context.finish_iteration(window.deltas))
         return metrics
 
     def set_learning_rates(self, it: int) -> Dict[str, float]:
@@ -142,15 +136,12 @@ class Shac:
             norm_obs = self.obs_normalizer(obs)
             obs_buf.append(norm_obs.detach())
             raw_buf.append(obs.detach())
-            step = self.env.step(self.actor.sample(norm_obs, self.generator))
-            terms = reward_terms(step, self.add)
-            rewards.append(total_reward(terms))
+            step = self.env.step(self.actor.sample(norm_obs, self.context.generator))
+            rewards.append(total_reward(self.context.rewards(step)))
             values.append(self.target_critic.value(self.obs_normalizer(step.obs_before_reset)))
             terminated.append(step.terminated)
             truncated.append(step.truncated)
             deltas.append((step.add_ref - step.add_sim).detach())
-            self.stats.record(terms, step.terminated, step.truncated)
-            self.counters = step.counters
             obs = step.obs
         self.obs = obs.detach()
         rewards, values = torch.stack(rewards), torch.stack(values)
@@ -182,7 +173,7 @@ class Shac:
         params = list(self.critic.parameters())
         skipped, last_pass, norms = 0, [], []
         for _ in range(cfg.critic_iterations):
-            order = torch.randperm(n, generator=self.generator, device=targets.device)
+            order = torch.randperm(n, generator=self.context.generator, device=targets.device)
             last_pass = []
             for start in range(0, n, batch):
                 idx = order[start:start + batch]
@@ -209,9 +200,8 @@ class Shac:
         return {"actor": self.actor.state_dict(), "critic": self.critic.state_dict(),
                 "target_critic": self.target_critic.state_dict(), "obs_normalizer": self.obs_normalizer.state_dict(),
                 "actor_optimizer": self.actor_optimizer.state_dict(),
-                "critic_optimizer": self.critic_optimizer.state_dict(), "add": self.add.train_state(),
-                "generator": self.generator.get_state(), "env": self.env.state_dict(), "obs": self.obs,
-                "stats": self.stats.state_dict(), "counters": dict(self.counters)}
+                "critic_optimizer": self.critic_optimizer.state_dict(), "context": self.context.state_dict(),
+                "obs": self.obs}
 
     def load_state_dict(self, state: dict) -> None:
         self.actor.load_state_dict(state["actor"])
@@ -220,9 +210,5 @@ class Shac:
         self.obs_normalizer.load_state_dict(state["obs_normalizer"])
         self.actor_optimizer.load_state_dict(state["actor_optimizer"])
         self.critic_optimizer.load_state_dict(state["critic_optimizer"])
-        self.add.load_train_state(state["add"])
-        self.generator.set_state(state["generator"].cpu())
-        self.env.load_state_dict(state["env"])
+        self.context.load_state_dict(state["context"])
         self.obs = state["obs"].to(self.env.device)
-        self.stats.load_state_dict(state["stats"])
-        self.counters = dict(state["counters"])
