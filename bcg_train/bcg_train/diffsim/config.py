@@ -1,5 +1,59 @@
 """Typed configuration of the differentiable simulator."""
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+
+def _check_positive(owner: str, obj, names) -> None:
+    for name in names:
+        v = getattr(obj, name)
+        if not v > 0:
+            raise ValueError(f"{owner}.{name} must be > 0, got {v!r}")
+
+
+def _check_count(owner: str, obj, names) -> None:
+    for name in names:
+        v = getattr(obj, name)
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise ValueError(f"{owner}.{name} must be an integer >= 1, got {v!r}")
+
+
+def _check_non_negative(owner: str, obj, names) -> None:
+    for name in names:
+        v = getattr(obj, name)
+        if not v >= 0:
+            raise ValueError(f"{owner}.{name} must be >= 0, got {v!r}")
+
+
+@dataclass
+class BundleConfig:
+    """Bundled Contact Gradients (METHOD.md, "Bundling"); units in brackets."""
+
+    enabled: bool = False
+    """Off by default in the simulator API (the training presets turn it on)."""
+    branches: int = 10
+    """B: perturbed copies of a triggered environment."""
+    window_steps: int = 2
+    """H: control steps a window lasts (H x substeps substeps, counted from the triggering substep)."""
+    sigma_p: float = 0.01
+    """Std of the Cartesian foot position perturbation [m]."""
+    sigma_v: float = 0.02
+    """Std of the Cartesian foot velocity perturbation [m/s]."""
+    threshold: float = 400.0
+    """Trigger: a foot sphere's normal contact force above this [N] (impulse / substep length)."""
+    damping: float = 1e-4
+    """lambda of the damped pseudo-inverse J^T (J J^T + lambda I)^-1 of the foot Jacobian [m^2]."""
+    max_dq: float = 0.1
+    """Clamp of each joint position perturbation [rad]."""
+    max_dqd: float = 0.5
+    """Clamp of each joint velocity perturbation [rad/s]."""
+    nominal_forward: bool = False
+    """Ablation: the environment follows the unperturbed trajectory; only gradients come from the branches."""
+    seed: int = 0
+    """Seed of the perturbation noise (a constant: no gradient flows through sampling)."""
+
+    def validate(self) -> None:
+        _check_count("BundleConfig", self, ("branches", "window_steps"))
+        _check_positive("BundleConfig", self, ("threshold", "damping"))
+        _check_non_negative("BundleConfig", self, ("sigma_p", "sigma_v", "max_dq", "max_dqd"))
 
 
 @dataclass
@@ -9,7 +63,7 @@ class SimConfig:
     kappa: float = 300.0
     """Contact stiffness k [1/m] of the smoothing s_k(c) = 1 / (1 + exp(k c)), c = sphere height above ground."""
     contact_iterations: int = 10
-    """Projected Jacobi iterations on the contact impulses per substep."""
+    """Projected Gauss-Seidel sweeps on the contact impulses per substep."""
     substeps: int = 4
     """Substeps per `step` call (control 50 Hz, physics 200 Hz by default)."""
     frictionloss_scale: float = 1.0
@@ -20,15 +74,11 @@ class SimConfig:
     """Joint-limit spring, as a fraction of the stable stiffness A_ii / h^2 of the dof [-]."""
     limit_damping: float = 0.5
     """Joint-limit damper, as a fraction of A_ii / h [-], active only beyond the limit."""
+    bundle: BundleConfig = field(default_factory=BundleConfig)
+    """Bundled Contact Gradients."""
 
     def validate(self) -> None:
-        for name in ("kappa", "frictionloss_velocity"):
-            if not getattr(self, name) > 0:
-                raise ValueError(f"SimConfig.{name} must be > 0, got {getattr(self, name)!r}")
-        for name in ("contact_iterations", "substeps"):
-            v = getattr(self, name)
-            if not isinstance(v, int) or v < 1:
-                raise ValueError(f"SimConfig.{name} must be an integer >= 1, got {v!r}")
-        for name in ("frictionloss_scale", "limit_stiffness", "limit_damping"):
-            if getattr(self, name) < 0:
-                raise ValueError(f"SimConfig.{name} must be >= 0, got {getattr(self, name)!r}")
+        _check_positive("SimConfig", self, ("kappa", "frictionloss_velocity"))
+        _check_count("SimConfig", self, ("contact_iterations", "substeps"))
+        _check_non_negative("SimConfig", self, ("frictionloss_scale", "limit_stiffness", "limit_damping"))
+        self.bundle.validate()

@@ -44,6 +44,9 @@ class DeviceModel:
     contact_dof_d: wp.array(dtype=int)
     contact_dof_start: wp.array(dtype=int)
     sphere_common: wp.array2d(dtype=int)
+    sphere_leg: wp.array(dtype=int)
+    leg_dof_start: wp.array(dtype=int)
+    leg_dof: wp.array(dtype=int)
 
 
 def device_model(model) -> DeviceModel:

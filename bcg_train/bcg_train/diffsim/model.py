@@ -73,12 +73,14 @@ class Model:
     contact_dof_d: wp.array = None      # int (ncd,), dof of each (contact, ancestor dof) entry
     contact_dof_start: wp.array = None  # int (nc + 1,), entries of contact k: [start[k], start[k + 1]), leaf first
     sphere_common: wp.array = None      # int (nc, nc), number of dofs the chains of two spheres share
+    sphere_leg: wp.array = None         # int (nc,), 0 left foot, 1 right foot
+    leg_dof_start: wp.array = None      # int (3,), hinge dofs of leg l: leg_dof[start[l]:start[l + 1]]
+    leg_dof: wp.array = None            # int, hinge dofs from the base to each foot (base dofs excluded)
     # host-side facts for users and validation
     robot: RobotDescription = None
     mj_body_ids: np.ndarray = None      # (nb,) MuJoCo body id of each simulator body
     mj_qpos_adr: np.ndarray = None      # (nq,) MuJoCo qpos index of each simulator coordinate
     mj_dof_adr: np.ndarray = None       # (nv,) MuJoCo dof index of each simulator dof
-    sphere_side: np.ndarray = field(default=None)   # (nc,) 0 left foot, 1 right foot
     device_arrays: DeviceModel = None   # the arrays above as one kernel argument
 
     def __post_init__(self):
@@ -170,6 +172,12 @@ class Model:
         chains = [_ancestors_or_self(last_dof[b], dof_parent) for b in sphere_body]
         cd = [(k, d) for k, chain in enumerate(chains) for d in chain]
         common = [[len(set(a) & set(b)) for b in chains] for a in chains]
+        legs = []
+        for side in (0, 1):
+            leg_chains = {tuple(c) for c, (_, sd) in zip(chains, spheres) if sd == side}
+            if len(leg_chains) != 1:
+                raise ModelError(f"the {('left', 'right')[side]} foot's contact spheres must sit on one body chain")
+            legs.append(sorted(d for d in leg_chains.pop() if d >= 6))
         quat_xyzw = np.roll(m.body_quat[bodies], -1, axis=1)
 
         def arr(x, dtype):
@@ -195,8 +203,9 @@ class Model:
             contact_dof_d=arr([d for _, d in cd], i32),
             contact_dof_start=arr(np.searchsorted([c for c, _ in cd], np.arange(len(spheres) + 1)), i32),
             sphere_common=arr(np.array(common, dtype=np.int32), i32),
+            sphere_leg=arr([sd for _, sd in spheres], i32),
+            leg_dof_start=arr([0, len(legs[0]), len(legs[0]) + len(legs[1])], i32), leg_dof=arr(legs[0] + legs[1], i32),
             robot=robot, mj_body_ids=np.array(bodies), mj_qpos_adr=np.array(mj_q), mj_dof_adr=mj_d,
-            sphere_side=np.array([s for _, s in spheres]),
         )
 
     def default_qpos(self, height: float = 0.793) -> np.ndarray:

@@ -17,6 +17,7 @@ from . import contact_solver
 from . import dynamics_kernels as dk
 from . import integrator_kernels as ik
 from .model import Model
+from .bundling import Bundler
 from .sparse_ldl import SparseLDL
 from .state import Control, State
 
@@ -132,12 +133,24 @@ class Simulator:
         self._between = None if requires_grad else (State.zeros(model, num_envs), State.zeros(model, num_envs))
         self._window = _WindowBuffers(model, num_envs) if requires_grad else None
         self._flags = wp.zeros(num_envs, dtype=int, device=model.device)
+        self.bundler = Bundler(self) if model.config.bundle.enabled else None
+        self._nominal = None if requires_grad or self.bundler is None else State.zeros(model, num_envs)
 
     def state(self) -> State:
         return State.zeros(self.model, self.num_envs, self.requires_grad)
 
     def control(self) -> Control:
         return Control.zeros(self.model, self.num_envs, self.requires_grad)
+
+    @property
+    def bundle_stats(self):
+        """Bundling counters (`BundleStats`), None when bundling is off."""
+        return None if self.bundler is None else self.bundler.stats
+
+    def cancel_bundles(self, env_ids) -> None:
+        """Close the bundling windows of `env_ids` (call when resetting those environments' states)."""
+        if self.bundler is not None:
+            self.bundler.cancel(env_ids)
 
     def begin_window(self) -> None:
         """Grad mode: reuse the buffers of the substeps recorded since the last call (see the class)."""
@@ -154,13 +167,19 @@ class Simulator:
         src = state_in
         for k in range(substeps):
             if self.requires_grad:
-                scratch, dst = self._window.take()
+                scratch, buf = self._window.take()
             else:
-                scratch, dst = self._scratch, self._between[k % 2]
+                scratch, buf = self._scratch, self._between[k % 2]
                 scratch.zero_accumulators()
-            if k == substeps - 1:
-                dst = state_out
-            self._substep(src, dst, control, h, scratch, tape)
+            dst = state_out if k == substeps - 1 else buf
+            if self.bundler is None:
+                self._substep(src, dst, control, h, scratch, tape)
+            else:   # the plain substep's output goes to `nominal`, the bundled one to dst
+                nominal = self._nominal
+                if self.requires_grad:
+                    nominal = buf
+                    dst = state_out if k == substeps - 1 else self.state()
+                self.bundler.substep(src, nominal, dst, control, h, scratch, tape)
             src = dst
         if self.check_finite:
             self.raise_if_nonfinite(state_out)
@@ -181,13 +200,13 @@ class Simulator:
     def _substep(self, s_in: State, s_out: State, control: Control, h: float, sc: _Scratch, tape) -> None:
         self._dynamics(s_in, control, h, sc)
         self._contact(s_in, s_out, h, sc, tape)
-        wp.launch(ik.integrate, dim=self.num_envs, device=self.model.device, inputs=[
+        wp.launch(ik.integrate, dim=s_in.q.shape[0], device=self.model.device, inputs=[
             self.model.device_arrays, wp.float64(h), s_in.q, s_in.qd, sc.qdd_free, sc.dqd_contact],
             outputs=[s_out.q, s_out.qd])
 
     def _dynamics(self, s_in: State, control: Control, h: float, sc: _Scratch) -> None:
         """Kinematics, mass matrix (sc.a), extra diagonal (sc.diag) and generalised force (sc.force)."""
-        m, n, dev, mdl = self.model, self.num_envs, self.model.device, self.model.device_arrays
+        m, n, dev, mdl = self.model, s_in.q.shape[0], self.model.device, self.model.device_arrays
         wp.launch(dk.kinematics, dim=n, device=dev, inputs=[mdl, s_in.q, s_in.qd], outputs=[
             sc.xrot, sc.xpos, sc.s_ang, sc.s_lin, sc.vel_ang, sc.vel_lin, sc.acc_ang, sc.acc_lin,
             sc.crb_m, sc.crb_h, sc.crb_i, sc.frc_ang, sc.frc_lin])
@@ -200,7 +219,7 @@ class Simulator:
     def _contact(self, s_in: State, s_out: State, h: float, sc: _Scratch, tape) -> None:
         """Free acceleration (sc.qdd_free), contact impulses (s_out.contact_impulse, s_out.contact_height)
         and their velocity change (sc.dqd_contact), after `_dynamics`."""
-        m, n, dev, mdl = self.model, self.num_envs, self.model.device, self.model.device_arrays
+        m, n, dev, mdl = self.model, s_in.q.shape[0], self.model.device, self.model.device_arrays
         wp.launch(ck.contact_geometry, dim=(n, m.nc), device=dev, inputs=[
             mdl, s_in.q, sc.xrot, sc.xpos, sc.s_ang, sc.s_lin], outputs=[s_out.contact_height, sc.smooth, sc.jt])
         sc.ldl.factor(sc.a, sc.diag, tape)

@@ -1,0 +1,216 @@
+"""Warp kernels of Bundled Contact Gradients (see bundling.py for the algorithm).
+
+Row index conventions: a "batch" is a set of rows of states (N, nq) / (N, nv) / (N, nc); `src[i]` maps
+row i of an output batch to a row of an input batch. Perturbations are constants: computed by
+kernels without adjoints and added to differentiable copies, so no gradient flows through sampling.
+"""
+import warp as wp
+
+from .device_model import DeviceModel
+
+f64 = wp.float64
+vec3 = wp.vec3d
+
+
+@wp.kernel(enable_backward=False)
+def leg_events(mdl: DeviceModel, impulse: wp.array2d(dtype=vec3), threshold: f64, flags: wp.array2d(dtype=int),
+               events: wp.array2d(dtype=int)):
+    """events[i, leg] = 1 where a sphere of `leg` carries a normal impulse above `threshold` [N s] and
+    flags[i, leg] == 0 (the leg was not perturbed yet in this window, or the row is not in a window)."""
+    i, leg = wp.tid()
+    ev = int(0)
+    if flags[i, leg] == 0:
+        for k in range(mdl.nc):
+            if mdl.sphere_leg[k] == leg and impulse[i, k][0] > threshold:
+                ev = 1
+    events[i, leg] = ev
+
+
+@wp.kernel(enable_backward=False)
+def foot_perturbation(
+    mdl: DeviceModel, q: wp.array2d(dtype=f64), xrot: wp.array2d(dtype=wp.quatd), xpos: wp.array2d(dtype=vec3),
+    s_ang: wp.array2d(dtype=vec3), s_lin: wp.array2d(dtype=vec3), src: wp.array(dtype=int),
+    legs: wp.array2d(dtype=int), seed: int, sigma_p: f64, sigma_v: f64, damping: f64,
+    max_dq: f64, max_dqd: f64, dq: wp.array2d(dtype=f64), dqd: wp.array2d(dtype=f64),
+):
+    """Joint perturbation of output row i on `leg` (when legs[i, leg] == 1), from the kinematics of input
+    row src[i]: the foot point p (mean of the leg's sphere bottoms) moves by dp ~ N(0, sigma_p^2 I) and
+    dv ~ N(0, sigma_v^2 I), mapped to the leg's hinge dofs by J^T (J J^T + damping I)^-1 (J: 3 x leg dofs,
+    analytic), clamped to +-max_dq [rad] / +-max_dqd [rad/s]. dq, dqd: (rows, nv), zero elsewhere.
+    `seed` differs per launch (the bundler mixes its seed with an event counter)."""
+    i, leg = wp.tid()
+    if legs[i, leg] == 0:
+        return
+    r = src[i]
+    o = vec3(q[r, 0], q[r, 1], q[r, 2])
+    p = vec3()
+    count = f64(0.0)
+    for k in range(mdl.nc):
+        if mdl.sphere_leg[k] == leg:
+            b = mdl.sphere_body[k]
+            p += xpos[r, b] + wp.quat_rotate(xrot[r, b], mdl.sphere_pos[k]) - vec3(f64(0.0), f64(0.0), mdl.sphere_radius[k])
+            count += f64(1.0)
+    p = p / count
+    jjt = wp.identity(n=3, dtype=f64) * damping
+    for t in range(mdl.leg_dof_start[leg], mdl.leg_dof_start[leg + 1]):
+        d = mdl.leg_dof[t]
+        col = s_lin[r, d] + wp.cross(s_ang[r, d], p - o)
+        jjt += wp.outer(col, col)
+    inv = wp.inverse(jjt)
+    rng = wp.rand_init(seed, i * 2 + leg)
+    dp = vec3(f64(wp.randn(rng)), f64(wp.randn(rng)), f64(wp.randn(rng))) * sigma_p
+    dv = vec3(f64(wp.randn(rng)), f64(wp.randn(rng)), f64(wp.randn(rng))) * sigma_v
+    yp = inv * dp
+    yv = inv * dv
+    for t in range(mdl.leg_dof_start[leg], mdl.leg_dof_start[leg + 1]):
+        d = mdl.leg_dof[t]
+        col = s_lin[r, d] + wp.cross(s_ang[r, d], p - o)
+        dq[i, d] = wp.clamp(wp.dot(col, yp), -max_dq, max_dq)
+        dqd[i, d] = wp.clamp(wp.dot(col, yv), -max_dqd, max_dqd)
+
+
+@wp.kernel
+def perturbed_rows(q: wp.array2d(dtype=f64), qd: wp.array2d(dtype=f64), src: wp.array(dtype=int), first: int,
+                   dq: wp.array2d(dtype=f64), dqd: wp.array2d(dtype=f64),
+                   q_out: wp.array2d(dtype=f64), qd_out: wp.array2d(dtype=f64)):
+    """Row first + i of the output = input row src[i] plus the constant perturbation row first + i
+    (hinge coordinate j >= 7 is dof j - 1; the floating base is never perturbed)."""
+    i, j = wp.tid()
+    o = first + i
+    r = src[i]
+    if j < q.shape[1]:
+        dx = f64(0.0)
+        if j >= 7:
+            dx = dq[o, j - 1]
+        q_out[o, j] = q[r, j] + dx
+    if j < qd.shape[1]:
+        qd_out[o, j] = qd[r, j] + dqd[o, j]
+
+
+@wp.kernel
+def gather_control(src: wp.array(dtype=int), q_target: wp.array2d(dtype=f64), qd_target: wp.array2d(dtype=f64),
+                   kp: wp.array2d(dtype=f64), kd: wp.array2d(dtype=f64), tau: wp.array2d(dtype=f64),
+                   q_target_out: wp.array2d(dtype=f64), qd_target_out: wp.array2d(dtype=f64),
+                   kp_out: wp.array2d(dtype=f64), kd_out: wp.array2d(dtype=f64), tau_out: wp.array2d(dtype=f64)):
+    """Branch row i runs under the control of environment src[i] (same actions in every branch)."""
+    i, j = wp.tid()
+    e = src[i]
+    q_target_out[i, j] = q_target[e, j]
+    qd_target_out[i, j] = qd_target[e, j]
+    kp_out[i, j] = kp[e, j]
+    kd_out[i, j] = kd[e, j]
+    tau_out[i, j] = tau[e, j]
+
+
+@wp.kernel
+def take_rows(which: wp.array(dtype=int), src: wp.array(dtype=int),
+              q_a: wp.array2d(dtype=f64), qd_a: wp.array2d(dtype=f64), imp_a: wp.array2d(dtype=vec3), h_a: wp.array2d(dtype=f64),
+              q_b: wp.array2d(dtype=f64), qd_b: wp.array2d(dtype=f64), imp_b: wp.array2d(dtype=vec3), h_b: wp.array2d(dtype=f64),
+              q_out: wp.array2d(dtype=f64), qd_out: wp.array2d(dtype=f64), imp_out: wp.array2d(dtype=vec3),
+              h_out: wp.array2d(dtype=f64)):
+    """Output row i = row src[i] of batch a (which[i] == 0) or of batch b (which[i] == 1)."""
+    i, j = wp.tid()
+    r = src[i]
+    if which[i] == 0:
+        if j < q_a.shape[1]:
+            q_out[i, j] = q_a[r, j]
+        if j < qd_a.shape[1]:
+            qd_out[i, j] = qd_a[r, j]
+        if j < h_a.shape[1]:
+            imp_out[i, j] = imp_a[r, j]
+            h_out[i, j] = h_a[r, j]
+    else:
+        if j < q_b.shape[1]:
+            q_out[i, j] = q_b[r, j]
+        if j < qd_b.shape[1]:
+            qd_out[i, j] = qd_b[r, j]
+        if j < h_b.shape[1]:
+            imp_out[i, j] = imp_b[r, j]
+            h_out[i, j] = h_b[r, j]
+
+
+@wp.kernel
+def branch_mean(branches: int, q: wp.array2d(dtype=f64), qd: wp.array2d(dtype=f64), imp: wp.array2d(dtype=vec3),
+                height: wp.array2d(dtype=f64), q_sum: wp.array2d(dtype=f64),
+                q_mean: wp.array2d(dtype=f64), qd_mean: wp.array2d(dtype=f64), imp_mean: wp.array2d(dtype=vec3),
+                h_mean: wp.array2d(dtype=f64)):
+    """Slot w: mean of its branches (rows w B .. w B + B - 1). The base quaternions are sign-aligned with
+    the first branch's, averaged and renormalised (one branch: copied as is). Accumulators zeroed."""
+    w = wp.tid()
+    b0 = w * branches
+    inv = f64(1.0) / f64(branches)
+    for b in range(branches):
+        i = b0 + b
+        sign = f64(1.0)
+        if q[i, 3] * q[b0, 3] + q[i, 4] * q[b0, 4] + q[i, 5] * q[b0, 5] + q[i, 6] * q[b0, 6] < f64(0.0):
+            sign = f64(-1.0)
+        for j in range(q.shape[1]):
+            v = q[i, j]
+            if j >= 3 and j < 7:
+                v = v * sign
+            wp.atomic_add(q_sum, w, j, v)
+        for j in range(qd.shape[1]):
+            wp.atomic_add(qd_mean, w, j, qd[i, j] * inv)
+        for k in range(height.shape[1]):
+            wp.atomic_add(imp_mean, w, k, imp[i, k] * inv)
+            wp.atomic_add(h_mean, w, k, height[i, k] * inv)
+    for j in range(q.shape[1]):
+        if j < 3 or j >= 7:
+            q_mean[w, j] = q_sum[w, j] * inv
+    quat = wp.quatd(q_sum[w, 4], q_sum[w, 5], q_sum[w, 6], q_sum[w, 3])
+    if branches > 1:
+        quat = wp.normalize(quat)
+    q_mean[w, 3] = quat[3]
+    q_mean[w, 4] = quat[0]
+    q_mean[w, 5] = quat[1]
+    q_mean[w, 6] = quat[2]
+
+
+@wp.kernel(enable_backward=False)
+def nominal_offset(slot: wp.array(dtype=int), q_nom: wp.array2d(dtype=f64), qd_nom: wp.array2d(dtype=f64),
+                   imp_nom: wp.array2d(dtype=vec3), h_nom: wp.array2d(dtype=f64),
+                   q_mean: wp.array2d(dtype=f64), qd_mean: wp.array2d(dtype=f64), imp_mean: wp.array2d(dtype=vec3),
+                   h_mean: wp.array2d(dtype=f64), q_off: wp.array2d(dtype=f64), qd_off: wp.array2d(dtype=f64),
+                   imp_off: wp.array2d(dtype=vec3), h_off: wp.array2d(dtype=f64)):
+    """Nominal-forward ablation: constant offsets nominal - mean for environments in a window."""
+    e, j = wp.tid()
+    w = slot[e]
+    if w < 0:
+        return
+    if j < q_nom.shape[1]:
+        q_off[e, j] = q_nom[e, j] - q_mean[w, j]
+    if j < qd_nom.shape[1]:
+        qd_off[e, j] = qd_nom[e, j] - qd_mean[w, j]
+    if j < h_nom.shape[1]:
+        imp_off[e, j] = imp_nom[e, j] - imp_mean[w, j]
+        h_off[e, j] = h_nom[e, j] - h_mean[w, j]
+
+
+@wp.kernel
+def assemble(slot: wp.array(dtype=int),
+             q_nom: wp.array2d(dtype=f64), qd_nom: wp.array2d(dtype=f64), imp_nom: wp.array2d(dtype=vec3),
+             h_nom: wp.array2d(dtype=f64), q_mean: wp.array2d(dtype=f64), qd_mean: wp.array2d(dtype=f64),
+             imp_mean: wp.array2d(dtype=vec3), h_mean: wp.array2d(dtype=f64), q_off: wp.array2d(dtype=f64),
+             qd_off: wp.array2d(dtype=f64), imp_off: wp.array2d(dtype=vec3), h_off: wp.array2d(dtype=f64),
+             q_out: wp.array2d(dtype=f64), qd_out: wp.array2d(dtype=f64), imp_out: wp.array2d(dtype=vec3),
+             h_out: wp.array2d(dtype=f64)):
+    """Environment e's substep result: its nominal one, or (in a window, slot[e] >= 0) its branches' mean
+    plus a constant offset (zero, or nominal - mean for the nominal-forward ablation)."""
+    e, j = wp.tid()
+    w = slot[e]
+    if w < 0:
+        if j < q_nom.shape[1]:
+            q_out[e, j] = q_nom[e, j]
+        if j < qd_nom.shape[1]:
+            qd_out[e, j] = qd_nom[e, j]
+        if j < h_nom.shape[1]:
+            imp_out[e, j] = imp_nom[e, j]
+            h_out[e, j] = h_nom[e, j]
+    else:
+        if j < q_nom.shape[1]:
+            q_out[e, j] = q_mean[w, j] + q_off[e, j]
+        if j < qd_nom.shape[1]:
+            qd_out[e, j] = qd_mean[w, j] + qd_off[e, j]
+        if j < h_nom.shape[1]:
+            imp_out[e, j] = imp_mean[w, j] + imp_off[e, j]
+            h_out[e, j] = h_mean[w, j] + h_off[e, j]

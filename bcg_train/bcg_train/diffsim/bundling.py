@@ -1,0 +1,253 @@
+"""Bundled Contact Gradients (METHOD.md, "Bundling") inside the simulator's substep.
+
+Per substep, with windows tracked per environment:
+1. every environment takes its plain ("nominal") substep;
+2. the branches of the open windows (B per window) take theirs, each under its environment's control;
+3. events: an environment not in a window whose foot sphere's normal impulse exceeds threshold x h
+   opens a window; a branch whose other leg now exceeds it gets that leg perturbed. Either way the
+   substep is re-run, for just those rows, from its input state plus a constant perturbation of the
+   contacting leg (foot moved by dp ~ N(0, sigma_p^2), dv ~ N(0, sigma_v^2) through the damped
+   pseudo-inverse of the analytic foot Jacobian, clamped), so the contact event itself is bundled;
+4. an environment in a window gets the mean of its branches (sign-aligned, renormalised base
+   quaternion) as its state, differentiably: the sensitivity after the window is the branch mean
+   of the branch sensitivities. The nominal-forward ablation keeps the nominal value and takes only
+   the gradient from the branches;
+5. a window lasts H control steps (H x substeps substeps, counted from its triggering substep);
+   then its branches are dropped and the environment continues from the mean.
+
+Branches exist only for environments in a window, so memory and compute grow with the number of
+triggered environments, not with N x B. Window bookkeeping is on the host (two small copies per
+substep); the states, perturbations and means are Warp kernels on the simulator's device.
+"""
+from dataclasses import dataclass
+from typing import Dict, Iterator, List, Optional, Tuple
+
+import numpy as np
+import warp as wp
+
+from . import bundle_kernels as bk
+from .state import Control, State
+
+
+@dataclass
+class BundleStats:
+    """Counters since the simulator was built (or `reset`), for training logs."""
+
+    env_substeps: int = 0
+    """Environment-substeps simulated (N per substep)."""
+    window_env_substeps: int = 0
+    """Environment-substeps spent inside a window."""
+    branch_substeps: int = 0
+    """Branch-substeps simulated, re-runs included (the extra compute of bundling)."""
+    windows: int = 0
+    """Windows opened."""
+    reperturbations: int = 0
+    """Branch legs perturbed again on a new contact inside a window."""
+
+    @property
+    def triggered_fraction(self) -> float:
+        """Fraction of environment-substeps inside a window."""
+        return self.window_env_substeps / self.env_substeps if self.env_substeps else 0.0
+
+
+class Bundler:
+    """Window state and the bundled substep of one Simulator (built by it when bundling is enabled)."""
+
+    def __init__(self, sim):
+        self.sim = sim
+        self.model = sim.model
+        self.cfg = sim.model.config.bundle
+        self.stats = BundleStats()
+        self._events = 0
+        self._scratch: Dict[Tuple[str, int], object] = {}
+        self.recorded: Optional[List[Tuple[np.ndarray, np.ndarray]]] = None
+        """When a list: every perturbation (dq, dqd), (rows, nv) each, is appended in order."""
+        self.replay: Optional[Iterator[Tuple[np.ndarray, np.ndarray]]] = None
+        """When set: perturbations are taken from it instead of sampled (e.g. a recorded list, to compare
+        bundled gradients with finite differences of the same bundled map)."""
+        self._clear()
+
+    def _clear(self) -> None:
+        self.slot_env: List[int] = []          # environment of each open window, in branch-row order
+        self.left = np.zeros(0, dtype=int)     # substeps left per window
+        self.flags = np.zeros((0, 2), dtype=np.int32)   # (M, 2) legs already perturbed per branch
+        self.branch_in = None                  # State of the branches (M rows) entering the next substep
+
+    def reset(self) -> None:
+        """Close every window and zero the counters."""
+        self._clear()
+        self.stats = BundleStats()
+
+    def cancel(self, env_ids) -> None:
+        """Close the windows of `env_ids` (e.g. environments being reset), keeping the others."""
+        drop = set(int(e) for e in np.atleast_1d(env_ids))
+        keep = [w for w, e in enumerate(self.slot_env) if e not in drop]
+        if len(keep) != len(self.slot_env):
+            self._keep_slots(np.array(keep, dtype=int))
+
+    # -- the substep ---------------------------------------------------------------------------------
+    def substep(self, s_in: State, nominal: State, s_out: State, control: Control, h: float, sc_nominal,
+                tape) -> None:
+        """s_out <- one bundled substep of length h [s] from s_in; `nominal` and `sc_nominal` are the
+        plain substep's output and scratch buffers."""
+        sim, cfg, b = self.sim, self.cfg, self.cfg.branches
+        n = s_in.q.shape[0]
+        sim._substep(s_in, nominal, control, h, sc_nominal, tape)
+        m0 = len(self.slot_env) * b
+        b_out = sc_b = None
+        if m0:
+            b_env = np.repeat(self.slot_env, b)
+            b_out = self._state(m0)
+            sc_b = self._scratch_for("branch", m0)
+            sim._substep(self.branch_in, b_out, self._gather_control(control, b_env), h, sc_b, tape)
+        threshold = cfg.threshold * h
+        in_window = np.zeros((n, 2), dtype=np.int32)
+        in_window[self.slot_env] = 1
+        env_ev = self._leg_events(nominal.contact_impulse, threshold, in_window)
+        new_envs = np.flatnonzero(env_ev.any(axis=1))
+        br_ev = self._leg_events(b_out.contact_impulse, threshold, self.flags) if m0 else np.zeros((0, 2), np.int32)
+        rerun = np.flatnonzero(br_ev.any(axis=1))
+
+        new_src = np.repeat(new_envs, b)
+        r_out = None
+        if len(rerun) or len(new_src):
+            r_out = self._rerun(s_in, sc_nominal, new_src, env_ev[new_src], sc_b, rerun, br_ev[rerun], control, h, tape)
+        m1 = m0 + len(new_src)
+        if len(rerun) or len(new_src):
+            which = np.zeros(m1, dtype=np.int32)
+            src = np.arange(m1, dtype=np.int32)
+            which[rerun] = 1
+            src[rerun] = np.arange(len(rerun))
+            which[m0:] = 1
+            src[m0:] = len(rerun) + np.arange(len(new_src))
+            b_final = self._take(which, src, b_out if m0 else r_out, r_out)
+        else:
+            b_final = b_out
+        self.flags = np.concatenate([self.flags | br_ev, env_ev[new_src]]).astype(np.int32)
+        self.slot_env = self.slot_env + [int(e) for e in new_envs]
+        self.left = np.concatenate([self.left, np.full(len(new_envs), cfg.window_steps * self.model.config.substeps)])
+        self.branch_in = b_final
+        self._assemble(nominal, s_out, n)
+
+        st = self.stats
+        st.env_substeps += n
+        st.window_env_substeps += len(self.slot_env)
+        st.branch_substeps += m0 + len(rerun) + len(new_src)
+        st.windows += len(new_envs)
+        st.reperturbations += int(br_ev.sum())
+        self.left = self.left - 1
+        if (self.left <= 0).any():
+            self._keep_slots(np.flatnonzero(self.left > 0))
+
+    def _rerun(self, s_in, sc_nominal, new_src, new_legs, sc_b, rerun, rerun_legs, control, h, tape) -> State:
+        """Re-run this substep for the re-perturbed branches (rows first) and the new windows' branches."""
+        m, cfg = self.model, self.cfg
+        r = len(rerun) + len(new_src)
+        dq = wp.zeros((r, m.nv), dtype=wp.float64, device=m.device)
+        dqd = wp.zeros_like(dq)
+        parts = [(self.branch_in, sc_b, rerun, rerun_legs, 0), (s_in, sc_nominal, new_src, new_legs, len(rerun))]
+        parts = [(source, sc, wp.array(src.astype(np.int32), dtype=int, device=m.device), legs, first)
+                 for source, sc, src, legs, first in parts if len(src)]
+        if self.replay is not None:
+            dq_np, dqd_np = next(self.replay)
+            dq.assign(dq_np)
+            dqd.assign(dqd_np)
+        else:
+            for source, sc, src, legs, first in parts:
+                self._events += 1
+                seed = (cfg.seed * 1_000_003 + self._events) & 0x7FFFFFFF
+                rows = slice(first, first + src.shape[0])
+                wp.launch(bk.foot_perturbation, dim=(src.shape[0], 2), device=m.device, record_tape=False, inputs=[
+                    m.device_arrays, source.q, sc.xrot, sc.xpos, sc.s_ang, sc.s_lin, src,
+                    wp.array(np.ascontiguousarray(legs, dtype=np.int32), dtype=int, device=m.device), seed,
+                    wp.float64(cfg.sigma_p), wp.float64(cfg.sigma_v), wp.float64(cfg.damping),
+                    wp.float64(cfg.max_dq), wp.float64(cfg.max_dqd)], outputs=[dq[rows], dqd[rows]])
+        if self.recorded is not None:
+            self.recorded.append((dq.numpy(), dqd.numpy()))
+        r_in = self._state(r)
+        for source, _, src, _, first in parts:
+            wp.launch(bk.perturbed_rows, dim=(src.shape[0], m.nq), device=m.device,
+                      inputs=[source.q, source.qd, src, first, dq, dqd], outputs=[r_in.q, r_in.qd])
+        r_env = np.concatenate([np.repeat(self.slot_env, cfg.branches)[rerun], new_src]).astype(int)
+        r_out = self._state(r)
+        self.sim._substep(r_in, r_out, self._gather_control(control, r_env), h, self._scratch_for("rerun", r), tape)
+        return r_out
+
+    def _assemble(self, nominal: State, s_out: State, n: int) -> None:
+        """s_out <- nominal, or the branch mean (plus the nominal-forward offset) in a window."""
+        m, b = self.model, self.cfg.branches
+        w = len(self.slot_env)
+        slot = np.full(n, -1, dtype=np.int32)
+        slot[self.slot_env] = np.arange(w, dtype=np.int32)
+        slot_dev = wp.array(slot, dtype=int, device=m.device)
+        mean = self._state(max(w, 1))
+        off = State.zeros(m, n)
+        if w:
+            q_sum = wp.zeros(mean.q.shape, dtype=wp.float64, device=m.device, requires_grad=mean.q.requires_grad)
+            bi = self.branch_in
+            wp.launch(bk.branch_mean, dim=w, device=m.device, inputs=[
+                b, bi.q, bi.qd, bi.contact_impulse, bi.contact_height, q_sum],
+                outputs=[mean.q, mean.qd, mean.contact_impulse, mean.contact_height])
+            if self.cfg.nominal_forward:
+                wp.launch(bk.nominal_offset, dim=(n, m.nq), device=m.device, record_tape=False, inputs=[
+                    slot_dev, *_fields(nominal), *_fields(mean)], outputs=list(_fields(off)))
+        wp.launch(bk.assemble, dim=(n, m.nq), device=m.device, inputs=[
+            slot_dev, *_fields(nominal), *_fields(mean), *_fields(off)], outputs=list(_fields(s_out)))
+
+    def _keep_slots(self, keep: np.ndarray) -> None:
+        """Keep only the windows `keep` (slot indices), with their branch rows."""
+        b = self.cfg.branches
+        rows = (keep[:, None] * b + np.arange(b)).ravel().astype(np.int32)
+        self.slot_env = [self.slot_env[w] for w in keep]
+        self.left = self.left[keep]
+        self.flags = self.flags[rows]
+        if len(rows):
+            self.branch_in = self._take(np.zeros(len(rows), np.int32), rows, self.branch_in, self.branch_in)
+        else:
+            self.branch_in = None
+
+    # -- helpers -------------------------------------------------------------------------------------
+    def _state(self, rows: int) -> State:
+        return State.zeros(self.model, rows, self.sim.requires_grad)
+
+    def _scratch_for(self, role: str, rows: int):
+        from .simulator import _Scratch
+        if self.sim.requires_grad:
+            return _Scratch.allocate(self.model, rows, True)
+        key = (role, rows)
+        if key not in self._scratch:
+            self._scratch[key] = _Scratch.allocate(self.model, rows, False)
+        sc = self._scratch[key]
+        sc.zero_accumulators()
+        return sc
+
+    def _leg_events(self, impulse: wp.array, threshold: float, flags: np.ndarray) -> np.ndarray:
+        m = self.model
+        rows = impulse.shape[0]
+        out = wp.zeros((rows, 2), dtype=int, device=m.device)
+        wp.launch(bk.leg_events, dim=(rows, 2), device=m.device, record_tape=False, inputs=[
+            m.device_arrays, impulse, wp.float64(threshold), wp.array(flags, dtype=int, device=m.device)],
+            outputs=[out])
+        return out.numpy()
+
+    def _gather_control(self, control: Control, env_of_row: np.ndarray) -> Control:
+        m = self.model
+        rows = len(env_of_row)
+        out = Control.zeros(m, rows, self.sim.requires_grad)
+        wp.launch(bk.gather_control, dim=(rows, m.nj), device=m.device, inputs=[
+            wp.array(np.asarray(env_of_row, dtype=np.int32), dtype=int, device=m.device), control.q_target,
+            control.qd_target, control.kp, control.kd, control.tau],
+            outputs=[out.q_target, out.qd_target, out.kp, out.kd, out.tau])
+        return out
+
+    def _take(self, which: np.ndarray, src: np.ndarray, a: State, b: State) -> State:
+        m = self.model
+        out = self._state(len(src))
+        wp.launch(bk.take_rows, dim=(len(src), m.nq), device=m.device, inputs=[
+            wp.array(which, dtype=int, device=m.device), wp.array(src.astype(np.int32), dtype=int, device=m.device),
+            *_fields(a), *_fields(b)], outputs=list(_fields(out)))
+        return out
+
+
+def _fields(s: State):
+    return s.q, s.qd, s.contact_impulse, s.contact_height

@@ -1,0 +1,175 @@
+"""Bundled Contact Gradients in the simulator: identity with the plain simulator where it must be,
+exact gradients of the bundled map, contact-local branching, re-perturbation, the nominal-forward
+ablation, seeding and bad configuration. Scenario: PD holding the default pose, dropped so the feet
+hit the floor hard enough to trigger (400 N on a sphere)."""
+import numpy as np
+import pytest
+import warp as wp
+
+from bcg_train.diffsim import BundleConfig, Model, SimConfig, Simulator, Tape
+
+DT = 0.02
+DROP = 0.10           # m above standing height
+FALL_SPEED = 1.2      # m/s downwards at the start
+STANDING = 0.757      # m, pelvis height with the feet on the floor
+RNG = np.random.default_rng(3)
+
+
+def make_model(**bundle):
+    return Model.from_mujoco(config=SimConfig(kappa=300.0, bundle=BundleConfig(**bundle)), device="cpu")
+
+
+def initial_state(model, n, dropped=None, roll=0.0):
+    """(q (n, nq), qd (n, nv)): dropped envs start DROP high falling at FALL_SPEED, the others stand."""
+    dropped = np.ones(n, bool) if dropped is None else np.asarray(dropped)
+    q = np.tile(model.default_qpos(STANDING), (n, 1))
+    qd = np.zeros((n, model.nv))
+    q[dropped, 2] += DROP
+    qd[dropped, 2] = -FALL_SPEED
+    q[:, 3:7] = [np.cos(roll / 2), np.sin(roll / 2), 0.0, 0.0]
+    return q, qd
+
+
+def rollout(model, steps, q0, qd0, actions, requires_grad=False, weights=None, setup=None):
+    """Final (q, qd), the gradient of weights . q_final wrt the actions (when weights is given), stats."""
+    n = q0.shape[0]
+    sim = Simulator(model, n, requires_grad=requires_grad)
+    if setup is not None:
+        setup(sim)
+    r = model.robot
+    s = sim.state().assign(q0, qd0)
+    ctrl = sim.control().set_pd(q_target=actions, kp=r.kp * 10, kd=r.kd * 3)
+    tape = Tape()
+    with tape:
+        for _ in range(steps):
+            s1 = sim.state()
+            sim.step(s, s1, ctrl, DT, tape=tape if requires_grad else None)
+            s = s1
+    grad = None
+    if weights is not None:
+        tape.backward(grads={s.q: wp.array(weights, dtype=wp.float64)})
+        grad = ctrl.q_target.grad.numpy()
+    return s.q.numpy(), s.qd.numpy(), grad, sim.bundle_stats
+
+
+@pytest.fixture(scope="module")
+def plain():
+    return make_model()
+
+
+def test_one_unperturbed_branch_is_bit_identical_to_the_plain_simulator(plain):
+    one = make_model(enabled=True, branches=1, sigma_p=0.0, sigma_v=0.0)
+    q0, qd0 = initial_state(plain, 2)
+    a = np.tile(plain.robot.default_q, (2, 1))
+    w = RNG.normal(size=(2, plain.nq))
+    q_p, qd_p, g_p, _ = rollout(plain, 6, q0, qd0, a, True, w)
+    q_b, qd_b, g_b, stats = rollout(one, 6, q0, qd0, a, True, w)
+    assert stats.windows >= 2 and stats.branch_substeps > 0
+    np.testing.assert_array_equal(q_b, q_p)
+    np.testing.assert_array_equal(qd_b, qd_p)
+    np.testing.assert_allclose(g_b, g_p, rtol=1e-10, atol=1e-12)
+
+
+def test_bundled_gradient_equals_finite_differences_of_the_bundled_map():
+    """Perturbations are constants of the bundled map: recorded once, replayed in the FD runs."""
+    model = make_model(enabled=True, branches=4)
+    q0, qd0 = initial_state(model, 2)
+    a0 = np.tile(model.robot.default_q, (2, 1)) + RNG.normal(0, 0.02, (2, model.nj))
+    w = RNG.normal(size=(2, model.nq))
+    log = []
+
+    def record(sim):
+        sim.bundler.recorded = log
+
+    def replay(sim):
+        sim.bundler.replay = iter(log)
+
+    _, _, grad, stats = rollout(model, 6, q0, qd0, a0, True, w, setup=record)
+    assert stats.windows == 2 and stats.window_env_substeps == 2 * 8
+    eps = 1e-6
+    for _ in range(2):
+        u = RNG.normal(size=a0.shape)
+        u /= np.linalg.norm(u)
+        plus = rollout(model, 6, q0, qd0, a0 + eps * u, setup=replay)[0]
+        minus = rollout(model, 6, q0, qd0, a0 - eps * u, setup=replay)[0]
+        fd = np.sum((plus - minus) * w) / (2 * eps)
+        assert abs(np.sum(grad * u) - fd) < 1e-4 * abs(fd), (np.sum(grad * u), fd)
+
+
+def test_branches_exist_only_for_triggered_environments():
+    model = make_model(enabled=True, branches=5)
+    dropped = np.array([True, False, False, True, False, False])
+    q0, qd0 = initial_state(model, 6, dropped)
+    q, _, _, stats = rollout(model, 5, q0, qd0, np.tile(model.robot.default_q, (6, 1)))
+    substeps = 5 * model.config.substeps
+    assert stats.env_substeps == 6 * substeps
+    assert stats.windows == 2
+    assert stats.window_env_substeps == 2 * 8
+    assert stats.branch_substeps == 2 * 8 * 5 + stats.reperturbations
+    assert stats.triggered_fraction == pytest.approx(16 / (6 * substeps))
+    assert np.isfinite(q).all()
+
+
+def test_new_contact_inside_a_window_reperturbs_that_leg():
+    """Rolled 4 degrees: one foot lands first and opens the window, the other lands inside it."""
+    model = make_model(enabled=True, branches=3)
+    q0, qd0 = initial_state(model, 1, roll=np.radians(4.0))
+    recorded = []
+
+    def record(sim):
+        sim.bundler.recorded = recorded
+
+    _, _, _, stats = rollout(model, 4, q0, qd0, model.robot.default_q[None], setup=record)
+    assert stats.windows >= 1 and stats.reperturbations >= 1
+    legs = model.leg_dof.numpy()
+    first_leg = legs[:6] if np.abs(recorded[0][0][:, legs[:6]]).sum() > 0 else legs[6:]
+    other_leg = legs[6:] if first_leg is legs[:6] else legs[:6]
+    dq_first, _ = recorded[0]
+    assert np.abs(dq_first[:, other_leg]).sum() == 0.0     # the window opened on one leg only
+    later = np.concatenate([dq for dq, _ in recorded[1:]])
+    assert np.abs(later[:, other_leg]).max() > 0.0           # the other leg was perturbed on landing
+    assert np.abs(later).max() <= 0.1 + 1e-12
+
+
+def test_nominal_forward_keeps_the_plain_trajectory_with_bundled_gradients(plain):
+    model = make_model(enabled=True, branches=4, nominal_forward=True)
+    q0, qd0 = initial_state(model, 2)
+    a = np.tile(model.robot.default_q, (2, 1))
+    w = RNG.normal(size=(2, model.nq))
+    q_p, _, g_p, _ = rollout(plain, 5, q0, qd0, a, True, w)
+    q_n, _, g_n, stats = rollout(model, 5, q0, qd0, a, True, w)
+    assert stats.windows == 2
+    np.testing.assert_allclose(q_n, q_p, rtol=0, atol=1e-12)
+    assert np.abs(g_n - g_p).max() > 1e-3 * np.abs(g_p).max()
+
+
+def test_perturbations_are_seeded():
+    q0, qd0 = initial_state(make_model(), 1)
+    a = make_model().robot.default_q[None]
+    runs = [rollout(make_model(enabled=True, branches=3, seed=s), 4, q0, qd0, a)[0] for s in (1, 1, 2)]
+    np.testing.assert_array_equal(runs[0], runs[1])
+    assert np.abs(runs[0] - runs[2]).max() > 1e-6
+
+
+def test_cancelled_windows_close():
+    model = make_model(enabled=True, branches=2)
+    q0, qd0 = initial_state(model, 2)
+    sim = Simulator(model, 2)
+    s0, s1 = sim.state().assign(q0, qd0), sim.state()
+    ctrl = sim.control().set_pd(q_target=model.robot.default_q, kp=model.robot.kp * 10, kd=model.robot.kd * 3)
+    while not sim.bundler.slot_env:
+        sim.step(s0, s1, ctrl, DT)
+        s0, s1 = s1, s0
+    opened = list(sim.bundler.slot_env)
+    sim.cancel_bundles([opened[0]])
+    assert opened[0] not in sim.bundler.slot_env
+    assert sim.bundler.branch_in is None or sim.bundler.branch_in.q.shape[0] == 2 * len(sim.bundler.slot_env)
+    sim.step(s0, s1, ctrl, DT)
+    assert np.isfinite(s1.q.numpy()).all()
+
+
+@pytest.mark.parametrize("field, value", [("branches", 0), ("window_steps", 1.5), ("threshold", -1.0),
+                                          ("sigma_p", -0.01), ("damping", 0.0)])
+def test_bad_bundle_config_names_the_field(field, value):
+    with pytest.raises(ValueError, match=f"BundleConfig.{field}"):
+        make_model(enabled=True, **{field: value})
