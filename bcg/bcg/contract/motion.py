@@ -236,7 +236,8 @@ def _read_npz(path: Path, joint_names: Optional[Sequence[str]]) -> _Raw:
     with np.load(path, allow_pickle=False) as z:
         arrays = {k: z[k] for k in z.files}
     beyondmimic = "body_pos_w" in arrays
-    needed = ("fps", "joint_pos") + (("body_pos_w", "body_quat_w") if beyondmimic else ("joint_names", "root_pos", "root_quat"))
+    root_arrays = ("body_pos_w", "body_quat_w") if beyondmimic else ("joint_names", "root_pos", "root_quat")
+    needed = ("fps", "joint_pos") + root_arrays
     missing = [k for k in needed if k not in arrays]
     if missing:
         raise MotionFileError(f"motion file {path}: missing array(s) {missing}; expected BeyondMimic "
@@ -342,14 +343,15 @@ def save_motion_csv(motion: ReferenceMotion, path: Union[str, Path]) -> Path:
     from bcg.robot import SDK_JOINT_NAMES
     path = Path(path)
     if abs(motion.fps - LAFAN1_FPS) > 1e-9:
-        raise MotionFileError(f"motion file {path}: a LAFAN1 CSV is at {LAFAN1_FPS:g} frames/s, the motion at {motion.fps:g}")
+        raise MotionFileError(f"motion file {path}: a LAFAN1 CSV is at {LAFAN1_FPS:g} frames/s, "
+                              f"the motion at {motion.fps:g}")
     table = np.concatenate([motion.root_pos, motion.root_quat[:, [1, 2, 3, 0]],
                             motion.joint_pos[:, motion.joint_index(SDK_JOINT_NAMES)]], axis=1)
-    _write_atomic(path, lambda f: np.savetxt(f, table, delimiter=",", fmt="%.12g"))
+    write_atomic(path, lambda f: np.savetxt(f, table, delimiter=",", fmt="%.12g"))
     return path
 
 
-def _write_atomic(path: Union[str, Path], write: Callable) -> None:
+def write_atomic(path: Union[str, Path], write: Callable) -> None:
     """Call `write(binary_file)` on a temporary file beside `path`, then rename it to `path`
     (`os.replace`), so readers never see a half-written file; the temporary file is removed on error."""
     path = Path(path)
@@ -360,6 +362,7 @@ def _write_atomic(path: Union[str, Path], write: Callable) -> None:
             write(f)
             f.flush()
             os.fsync(f.fileno())
+        os.chmod(tmp, 0o644)   # mkstemp makes it private
         os.replace(tmp, path)
     except BaseException:
         os.unlink(tmp)

@@ -1,0 +1,43 @@
+"""Built-in synthetic reference motions: run, jump, fight and dance (no motion capture needed).
+
+Each is procedural: a choreography (`choreography.Choreography`) of planted feet, a root path and
+upper-body keyframes, smooth by construction (PCHIP keyframes, cubic Hermite root paths whose
+flight segments are exact parabolas under gravity, min-jerk swings), turned into joint angles by
+leg inverse kinematics on the robot's own model so planted feet rest flat with their contact spheres
+touching z = 0. Random choices (which jumps, punches, dance figures) come from a generator seeded
+with `SEED`, so a name always gives the same motion.
+
+Labelling: these are *synthetic*, not motion capture. In memory they are named by their bare name
+("run"); written to disk (`write_builtin_motions`) they are Unitree LAFAN1 CSV files named
+`synthetic_<name>.csv` beside a README.md saying how they were made. A real retargeted LAFAN1 CSV
+is used the same way, by its path.
+"""
+from typing import Callable, Dict, Tuple
+
+import numpy as np
+
+from bcg.contract.motion import LAFAN1_FPS
+
+from ..kinematics import RobotKinematics
+from . import dance, fight, jump, run
+from .generator import SyntheticMotion, synthesize
+
+SEED = 0
+"""Seed of the random choices of every built-in motion."""
+
+SYNTHETIC_MOTIONS: Dict[str, Tuple[type, Callable]] = {
+    "run": (run.RunConfig, run.choreography),
+    "jump": (jump.JumpConfig, jump.choreography),
+    "fight": (fight.FightConfig, fight.choreography),
+    "dance": (dance.DanceConfig, dance.choreography),
+}
+"""name -> (config dataclass, choreography(config, rng))."""
+
+
+def synthesize_builtin(name: str, kinematics: RobotKinematics, fps: float = LAFAN1_FPS, duration_s: float = 15.0,
+                       seed: int = SEED) -> SyntheticMotion:
+    """The built-in motion `name` (see SYNTHETIC_MOTIONS), `duration_s` long, sampled at `fps`."""
+    if name not in SYNTHETIC_MOTIONS:
+        raise ValueError(f"no built-in motion {name!r}; built-in: {list(SYNTHETIC_MOTIONS)}")
+    config_type, make = SYNTHETIC_MOTIONS[name]
+    return synthesize(make(config_type(duration_s=duration_s), np.random.default_rng(seed)), kinematics, fps)
