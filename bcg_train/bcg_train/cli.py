@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence
 
+import torch
 import yaml
 
 from .checkpoint import CheckpointError, find_checkpoint, load_checkpoint
@@ -69,6 +70,8 @@ def default_run_dir(cfg: TrainConfig, run_info: Dict) -> Path:
 
 def build_runner(cfg: TrainConfig, run_info: Dict, run_dir: Path) -> Runner:
     make_env = load_env_factory()
+    if cfg.runner.torch_threads:
+        torch.set_num_threads(cfg.runner.torch_threads)
     env = make_env(preset=cfg, motion=run_info["motion"], kappa=run_info["kappa"], bundle=run_info["bundle"],
                    device=run_info["device"])
     if env.num_envs != cfg.num_envs(run_info["bundle"]):

@@ -18,7 +18,7 @@ from .train_log import CSV_NAME, ITERATION
 
 BASE_AXES = {ITERATION: "iterations", "env_steps": "environment steps", "wall_clock_s": "wall-clock time (s)"}
 DEFAULT_METRICS = ("reward/total", "reward/add", "episode/return", "episode/length", "loss/actor", "loss/critic",
-                   "loss/value", "loss/surrogate", "add/loss", "add/neg_acc")
+                   "loss/value", "loss/surrogate", "add/loss", "add/neg_acc", "add/delta_abs_mean")
 """Metrics plotted when none are named (those a run lacks are left out)."""
 
 
@@ -60,10 +60,10 @@ def plot_runs(runs: Dict[str, Dict[str, np.ndarray]], out_dir: Path, metrics: Op
         rows = max(1, -(-len(names) // cols))
         fig, grid = plt.subplots(rows, cols, figsize=(4.5 * cols, 3.2 * rows), squeeze=False)
         for ax, metric in zip(grid.flat, names):
-            for label, run in runs.items():
+            for k, (label, run) in enumerate(runs.items()):
                 if metric in run:
                     ok = np.isfinite(run[metric]) & np.isfinite(run[x_key])
-                    ax.plot(run[x_key][ok], run[metric][ok], label=label, linewidth=1.2)
+                    ax.plot(run[x_key][ok], run[metric][ok], label=label, color=f"C{k}", linewidth=1.2)
             ax.set_title(metric, fontsize=9)
             ax.set_xlabel(x_label, fontsize=8)
             ax.tick_params(labelsize=7)
@@ -71,7 +71,7 @@ def plot_runs(runs: Dict[str, Dict[str, np.ndarray]], out_dir: Path, metrics: Op
         for ax in list(grid.flat)[len(names):]:
             ax.set_visible(False)
         if len(runs) > 1:
-            grid.flat[0].legend(fontsize=7)
+            fig.legend(*grid.flat[0].get_legend_handles_labels(), loc="upper center", ncol=len(runs), fontsize=8)
         fig.subplots_adjust(left=0.08, right=0.98, bottom=0.1, top=0.93, hspace=0.6, wspace=0.3)
         path = out_dir / f"curves_vs_{x_key.replace('/', '_')}.png"
         fig.savefig(path, dpi=90)
@@ -87,7 +87,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--metric", action="append", help="metric column to plot (repeatable; default: a standard set)")
     args = parser.parse_args(argv)
     try:
-        runs = {str(p): read_metrics(p) for p in args.runs}
+        names = [p.resolve().name for p in args.runs]
+        labels = names if len(set(names)) == len(names) else [str(p) for p in args.runs]
+        runs = {label: read_metrics(p) for label, p in zip(labels, args.runs)}
     except (OSError, ValueError, KeyError) as e:
         print(f"bcg-curves: {e}", file=sys.stderr)
         return 1

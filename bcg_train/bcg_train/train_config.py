@@ -181,6 +181,8 @@ class RunnerConfig:
 
     seed: int = 0
     """Seed of every random number the trainer draws (the env seeds itself from it too)."""
+    torch_threads: int = 0
+    """CPU threads of torch's intra-op pool; 0 keeps torch's default (one per core)."""
     checkpoint_every: int = 50
     """Iterations between checkpoints (and learning-curve PNGs); the last iteration always saves."""
     curves_every: int = 100
@@ -193,6 +195,7 @@ class RunnerConfig:
     def validate(self) -> None:
         _positive(self, "checkpoint_every", "curves_every", "keep_checkpoints")
         _check(self.seed >= 0, "seed", f"must be >= 0, got {self.seed!r}")
+        _check(self.torch_threads >= 0, "torch_threads", f"must be >= 0, got {self.torch_threads!r}")
         _check(bool(self.log_dir), "log_dir", "must not be empty")
 
 

@@ -25,7 +25,7 @@ def test_cpu_presets_change_sizes_only(name):
     cfg, paper = load_preset(name), TrainConfig()
     size_fields = {"num_envs", "num_envs_without_bundle", "horizon", "iterations", "critic_iterations",
                    "steps_per_env", "minibatches", "epochs", "buffer_size", "replay_samples", "checkpoint_every",
-                   "curves_every"}
+                   "curves_every", "torch_threads"}
     for section in ("shac", "ppo", "add", "runner"):
         a, b = getattr(cfg, section), getattr(paper, section)
         changed = {f.name for f in dataclasses.fields(a) if getattr(a, f.name) != getattr(b, f.name)}

@@ -133,7 +133,8 @@ class AdversarialDifferentialReward(nn.Module):
         return self.cfg.reward_scale * F.softplus(logits).clamp_max(-math.log(REWARD_FLOOR))
 
     def update(self, deltas: Tensor, generator: torch.Generator) -> Dict[str, float]:
-        """Train on one iteration's raw deltas (B, F); returns mean losses/accuracies (names under 'add/').
+        """Train on one iteration's raw deltas (B, F); returns mean losses/accuracies (names under 'add/') and
+        'add/delta_abs_mean', the mean raw |delta|: tracking quality, unlike the adversarial reward.
 
         Order as MimicKit: record for the normaliser, push to the replay buffer, train with the current
         normaliser, then merge the normaliser's statistics. Non-finite rows are dropped; a minibatch
@@ -170,6 +171,7 @@ class AdversarialDifferentialReward(nn.Module):
         steps = self.cfg.epochs * math.ceil(n / batch) - skipped
         out = {f"add/{k}": v.item() / steps for k, v in sums.items()} if steps else {}
         out["add/skipped_updates"] = float(skipped)
+        out["add/delta_abs_mean"] = deltas.abs().mean().item()
         return out
 
     def _loss(self, negatives: Tensor):
