@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .choreography import SIDE_SIGN, Choreography, Stance
+from .choreography import Choreography, Stance
 from .profiles import GRAVITY, hermite_path, keyframes, min_jerk
 
 
@@ -82,7 +82,7 @@ def choreography(config: RunConfig, rng: np.random.Generator) -> Choreography:
     def root_pos(t):
         return np.column_stack([x_path(t), np.zeros_like(t), z_path(t)])
 
-    stances = {side: [Stance(-1.0, touchdown[0] if side == "left" else lift_off[0], 0.0, SIDE_SIGN[side] * c.half_width, 0.0)]
+    stances = {side: [Stance(-1.0, touchdown[0] if side == "left" else lift_off[0], 0.0, _y(c, side), 0.0)]
                for side in ("left", "right")}
     for i in range(1, steps + 1):            # step i: the left foot lands on odd steps
         side = "left" if i % 2 else "right"
@@ -90,7 +90,7 @@ def choreography(config: RunConfig, rng: np.random.Generator) -> Choreography:
         t_off = np.inf if last else lift_off[i]
         x = x_td[i] if last else 0.5 * (x_td[i] + x_lo[i])
         lift = c.clearance * max(fraction[i - 1], 0.3)
-        stances[side].append(Stance(touchdown[i], t_off, float(x), SIDE_SIGN[side] * c.half_width, 0.0, clearance=lift, follow_root=True))
+        stances[side].append(Stance(touchdown[i], t_off, float(x), _y(c, side), 0.0, clearance=lift, follow_root=True))
 
     pace = keyframes(touchdown, fraction)
     phase = keyframes(touchdown, k.astype(float))                # steps taken, continuous
@@ -109,3 +109,6 @@ def choreography(config: RunConfig, rng: np.random.Generator) -> Choreography:
         joints[f"{side}_elbow_joint"] = lambda t: 0.6 - 0.7 * pace(t)
     return Choreography(c.duration_s, {s: tuple(v) for s, v in stances.items()}, root_pos, root_rpy, joints)
 
+
+def _y(c: RunConfig, side: str) -> float:
+    return c.half_width if side == "left" else -c.half_width
