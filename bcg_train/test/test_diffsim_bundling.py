@@ -173,3 +173,49 @@ def test_cancelled_windows_close():
 def test_bad_bundle_config_names_the_field(field, value):
     with pytest.raises(ValueError, match=f"BundleConfig.{field}"):
         make_model(enabled=True, **{field: value})
+
+
+def test_foot_perturbation_moves_the_foot_by_the_sampled_cartesian_noise():
+    """Through the analytic foot Jacobian's damped pseudo-inverse, the foot point (mean of the leg's
+    sphere bottoms, by MuJoCo's forward kinematics) moves by dp ~ N(0, sigma_p^2 I): its sample
+    covariance over 600 draws is sigma_p^2 I, and only the leg's hinge joints move."""
+    import mujoco
+
+    from bcg_train.diffsim import bundle_kernels as bk
+    from bcg_train.diffsim.simulator import _Scratch
+
+    model = make_model()
+    rows, sigma_p = 600, 0.005
+    q = np.tile(model.default_qpos(STANDING), (rows, 1))
+    q[:, 7:] += 0.1 * np.sin(np.arange(model.nq - 7))      # a generic bent pose, same for every row
+    sim = Simulator(model, rows)
+    sc = _Scratch.allocate(model, rows, False)
+    s = sim.state().assign(q)
+    sim._dynamics(s, sim.control(), 0.005, sc)
+    legs = np.zeros((rows, 2), np.int32)
+    legs[:, 0] = 1
+    dq = wp.zeros((rows, model.nv), dtype=wp.float64)
+    dqd = wp.zeros_like(dq)
+    wp.launch(bk.foot_perturbation, dim=(rows, 2), inputs=[
+        model.device_arrays, s.q, sc.xrot, sc.xpos, sc.s_ang, sc.s_lin,
+        wp.array(np.arange(rows, dtype=np.int32), dtype=int), wp.array(legs, dtype=int), 11,
+        wp.float64(sigma_p), wp.float64(0.02), wp.float64(1e-4), wp.float64(1.0), wp.float64(5.0)],
+        outputs=[dq, dqd])
+    dq = dq.numpy()
+    left = model.leg_dof.numpy()[:6]
+    assert np.abs(np.delete(dq, left, axis=1)).max() == 0.0
+    m = mujoco.MjModel.from_xml_path(str(model.robot.model_path))
+    d = mujoco.MjData(m)
+    spheres = model.robot.foot_geoms["left"]
+
+    def foot(qv):
+        d.qpos[model.mj_qpos_adr] = qv
+        mujoco.mj_kinematics(m, d)
+        return np.mean([d.geom_xpos[g] - [0, 0, m.geom_size[g, 0]] for g in spheres], axis=0)
+
+    base = foot(q[0])
+    disp = np.array([foot(np.r_[q[0, :7], q[0, 7:] + dq[i, 6:]]) - base for i in range(rows)])
+    cov = np.cov(disp.T)
+    np.testing.assert_allclose(np.diag(cov), sigma_p ** 2, rtol=0.2)
+    assert np.abs(cov - np.diag(np.diag(cov))).max() < 0.2 * sigma_p ** 2
+    assert np.abs(disp.mean(axis=0)).max() < 4 * sigma_p / np.sqrt(rows)
