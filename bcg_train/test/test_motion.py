@@ -157,3 +157,11 @@ def test_load_clip_from_a_file_checks_limits(kinematics, tmp_path):
     with pytest.warns(JointLimitWarning):
         clip = load_clip(path, kinematics, clip_to_limits=True)
     assert clip.name == str(path) and clip.num_frames == 32 and clip.joint_pos.max(axis=0)[3] <= robot.q_upper[3]
+
+
+def test_load_clip_by_builtin_name(kinematics):
+    clip = load_clip("jump", kinematics, ResampleConfig(rate_hz=25.0), builtin_duration_s=3.0)
+    assert clip.name == "jump" and clip.fps == 25.0 and clip.num_frames == 76
+    assert clip.root_pos[:, 2].max() > clip.root_pos[0, 2] + 0.25          # it jumps
+    with pytest.raises(MotionFileError, match="walk: does not exist"):
+        load_clip("walk", kinematics)                                     # not built in: a path

@@ -14,13 +14,13 @@ BUILTIN_MOTIONS = tuple(SYNTHETIC_MOTIONS)
 
 
 def load_clip(spec: Union[str, Path], kinematics: RobotKinematics, config: ResampleConfig = ResampleConfig(),
-              clip_to_limits: bool = False) -> MotionClip:
+              clip_to_limits: bool = False, builtin_duration_s: float = 15.0) -> MotionClip:
     """The clip for `spec` at `config.rate_hz`: a built-in name ("run", "jump", "fight", "dance") is
-    synthesised directly at that rate (nothing to interpolate, no file needed); anything else is a
-    `.csv` / `.npz` path, loaded and checked against the robot's joint limits (`clip_to_limits`:
-    clip with a warning instead of failing), then resampled."""
+    synthesised directly at that rate, `builtin_duration_s` long (nothing to interpolate, no file
+    needed); anything else is a `.csv` / `.npz` path, loaded and checked against the robot's joint
+    limits (`clip_to_limits`: clip with a warning instead of failing), then resampled."""
     if str(spec) in BUILTIN_MOTIONS:
-        motion = synthesize_builtin(str(spec), kinematics, fps=config.rate_hz).motion
+        motion = synthesize_builtin(str(spec), kinematics, config.rate_hz, builtin_duration_s).motion
     else:
         motion = load_motion(spec, limits=JointLimits.of(kinematics.robot), clip_to_limits=clip_to_limits)
     return build_clip(motion, kinematics, config, name=str(spec))

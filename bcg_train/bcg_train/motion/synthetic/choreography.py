@@ -10,6 +10,9 @@ from .profiles import Signal, bump, min_jerk
 FOLLOW_BLEND_S = 0.1
 """s over which a root-following swing foot's velocity blends from the ground's (zero) into the root's."""
 
+SIDE_SIGN = {"left": 1.0, "right": -1.0}
+"""+1 for the left foot / arm, -1 for the right (the robot's y axis points left)."""
+
 SWING_RELAX = 0.25
 """Fraction of a swing over which the foot goes from level to relaxed (and back before touch-down)."""
 

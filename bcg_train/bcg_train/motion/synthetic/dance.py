@@ -6,7 +6,7 @@ from typing import Dict, Tuple
 
 import numpy as np
 
-from .choreography import Choreography, Stance, add_step, shuffled_rounds
+from .choreography import SIDE_SIGN, Choreography, Stance, add_step, shuffled_rounds
 from .profiles import Tracks
 
 REST = {"left_shoulder_pitch_joint": 0.0, "left_shoulder_roll_joint": 0.3, "left_elbow_joint": 0.3,
@@ -38,7 +38,7 @@ def choreography(config: DanceConfig, rng: np.random.Generator) -> Choreography:
     """One beat to start, figures dealt by `rng` while they fit, the rest at rest."""
     c = config
     tracks = Tracks({"x": 0.0, "y": 0.0, "heading": 0.0, "yaw": 0.0, "pitch": 0.0, "roll": 0.0, **REST})
-    feet = {side: [Stance(-1.0, np.inf, 0.0, _side(side) * c.half_width, 0.0)] for side in ("left", "right")}
+    feet = {side: [Stance(-1.0, np.inf, 0.0, SIDE_SIGN[side] * c.half_width, 0.0)] for side in ("left", "right")}
     beat, t = c.beat_s, c.beat_s
     for figure in shuffled_rounds(rng, c.figures):
         if t + 4 * beat > c.duration_s - beat:
@@ -62,10 +62,6 @@ def choreography(config: DanceConfig, rng: np.random.Generator) -> Choreography:
                                 signals["heading"](times) + signals["yaw"](times)])
     return Choreography(c.duration_s, {s: tuple(v) for s, v in feet.items()}, root_pos, root_rpy,
                         {name: signals[name] for name in REST})
-
-
-def _side(side: str) -> float:
-    return 1.0 if side == "left" else -1.0
 
 
 def _step_touch(c: DanceConfig, feet, tracks: Tracks, t: float, sign: float) -> None:
@@ -95,7 +91,7 @@ def _turn(c: DanceConfig, feet, tracks: Tracks, t: float, sign: float) -> None:
     for k in range(8):
         side = ("left", "right")[k % 2] if sign > 0 else ("right", "left")[k % 2]
         yaw = yaw0 + sign * np.pi / 2 * (k // 2 + 1)
-        offset = _side(side) * c.half_width
+        offset = SIDE_SIGN[side] * c.half_width
         add_step(feet[side], t + k * b / 2, t + (k + 0.8) * b / 2, x0 - offset * np.sin(yaw),
                  y0 + offset * np.cos(yaw), yaw, clearance=0.04)
         yaw_keys.append(((k + 1) * b / 2, yaw0 + sign * np.pi / 4 * (k + 1)))
@@ -125,7 +121,7 @@ def _twist(c: DanceConfig, sign: float) -> Dict:
     keys = {"yaw": twist, "waist_yaw_joint": [(dt, -1.6 * v) for dt, v in twist]}
     for arm in ("left", "right"):
         keys[f"{arm}_elbow_joint"] = [(0.0, 0.3), (0.5 * b, -0.3), (3.5 * b, -0.3), (4 * b, 0.3)]
-        keys[f"{arm}_shoulder_pitch_joint"] = [(dt, -0.3 + _side(arm) * v) for dt, v in twist]
+        keys[f"{arm}_shoulder_pitch_joint"] = [(dt, -0.3 + SIDE_SIGN[arm] * v) for dt, v in twist]
     return keys
 
 
@@ -133,7 +129,7 @@ def _point(c: DanceConfig, sign: float) -> Dict:
     """Disco: one arm points up and out on beats 1 and 3, across and down on 2 and 4; the other on the hip."""
     b = c.beat_s
     arm, other = ("right", "left") if sign > 0 else ("left", "right")
-    s = _side(arm)
+    s = SIDE_SIGN[arm]
     poses = [(-2.4, 0.6 * s) if k % 2 == 0 else (-0.5, -0.1 * s) for k in range(4)]   # (pitch, roll): up, down
     times = [0.0] + [(k + 0.6) * b for k in range(4)] + [4 * b]
     rest_roll = REST[f"{arm}_shoulder_roll_joint"]

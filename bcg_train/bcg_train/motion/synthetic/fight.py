@@ -5,7 +5,7 @@ from typing import Dict, Tuple
 
 import numpy as np
 
-from .choreography import Choreography, Stance, add_step, shuffled_rounds
+from .choreography import SIDE_SIGN, Choreography, Stance, add_step, shuffled_rounds
 from .profiles import Tracks
 
 GUARD = {"left_shoulder_pitch_joint": -0.6, "left_shoulder_roll_joint": 0.3, "left_elbow_joint": -0.6,
@@ -91,7 +91,7 @@ def choreography(config: FightConfig, rng: np.random.Generator) -> Choreography:
 
 def _punch(side: str, waist_yaw: float, pitch: float = -1.5) -> Dict:
     """Extend the `side` arm straight ahead in 0.18 s, hold, pull back to the guard by 0.5 s."""
-    sign = 1.0 if side == "left" else -1.0
+    sign = SIDE_SIGN[side]
     times, guard_yaw = (0.0, 0.18, 0.25, 0.5), GUARD["waist_yaw_joint"]
     return {f"{side}_shoulder_pitch_joint": list(zip(times, (-0.6, pitch, pitch, -0.6))),
             f"{side}_shoulder_roll_joint": list(zip(times, sign * np.array((0.3, 0.08, 0.08, 0.3)))),

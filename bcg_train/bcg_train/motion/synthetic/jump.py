@@ -6,7 +6,7 @@ from typing import Tuple
 
 import numpy as np
 
-from .choreography import Choreography, Stance, add_step
+from .choreography import SIDE_SIGN, Choreography, Stance, add_step
 from .profiles import GRAVITY, hermite_path, keyframes
 
 DIRECTIONS = {"up": (0.0, 0.0), "forward": (1.0, 0.0), "back": (-0.6, 0.0), "left": (0.0, 0.6), "right": (0.0, -0.6)}
@@ -62,7 +62,7 @@ def choreography(config: JumpConfig, rng: np.random.Generator) -> Choreography:
     z, x, y = [(0.0, c.stand_height, 0.0)], [(0.0, 0.0, 0.0)], [(0.0, 0.0, 0.0)]
     pitch_t, pitch = [0.0], [0.0]
     arm_t, arm = [0.0], [0.0]
-    feet = {side: [Stance(-1.0, np.inf, 0.0, _y(c, side), 0.0)] for side in ("left", "right")}
+    feet = {side: [Stance(-1.0, np.inf, 0.0, SIDE_SIGN[side] * c.half_width, 0.0)] for side in ("left", "right")}
     t = c.pause_s
     for kind in kinds:
         travel = c.distance * np.array(DIRECTIONS[kind])
@@ -86,8 +86,8 @@ def choreography(config: JumpConfig, rng: np.random.Generator) -> Choreography:
         arm_t += [t, t_low - 0.1, t_off + 0.15, t_land, t_absorbed, t_up]
         arm += [0.0, 1.0, -1.0, -0.6, 0.3, 0.0]                         # arm swing: + back, - forward/up
         for side, stances in feet.items():
-            add_step(stances, t_off, t_land, float(root[0]), float(root[1] + _y(c, side)), 0.0, clearance=c.tuck,
-                     follow_root=True)
+            y_foot = float(root[1] + SIDE_SIGN[side] * c.half_width)
+            add_step(stances, t_off, t_land, float(root[0]), y_foot, 0.0, clearance=c.tuck, follow_root=True)
         t = t_up + c.pause_s
     paths = [hermite_path(p) for p in (x, y, z)]
     pitch_signal, arm_signal = keyframes(pitch_t, pitch), keyframes(arm_t, arm)
@@ -104,6 +104,3 @@ def choreography(config: JumpConfig, rng: np.random.Generator) -> Choreography:
         joints[f"{side}_elbow_joint"] = lambda times: 0.6 + 0.4 * arm_signal(times) ** 2
     return Choreography(c.duration_s, {s: tuple(v) for s, v in feet.items()}, root_pos, root_rpy, joints)
 
-
-def _y(c: JumpConfig, side: str) -> float:
-    return c.half_width if side == "left" else -c.half_width

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .choreography import Choreography, Stance
+from .choreography import SIDE_SIGN, Choreography, Stance
 from .profiles import GRAVITY, hermite_path, keyframes, min_jerk
 
 
@@ -75,14 +75,14 @@ def choreography(config: RunConfig, rng: np.random.Generator) -> Choreography:
             z_knots += [(lift_off[i], height[i + 1], vz), (touchdown[i + 1], height[i + 1], -vz)]
         else:
             z_knots.append((touchdown[i + 1], height[i + 1], 0.0))
-    x_knots += [(touchdown[-1], x_td[-1], 0.0), (c.duration_s, x_td[-1], 0.0)]
-    z_knots.append((c.duration_s, c.stand_height, 0.0))
+    x_knots.append((touchdown[-1], x_td[-1], 0.0))
     x_path, z_path = hermite_path(x_knots), hermite_path(z_knots)
 
     def root_pos(t):
         return np.column_stack([x_path(t), np.zeros_like(t), z_path(t)])
 
-    stances = {side: [Stance(-1.0, touchdown[0] if side == "left" else lift_off[0], 0.0, _y(c, side), 0.0)]
+    first_lift = {"left": touchdown[0], "right": lift_off[0]}                # the left foot steps first
+    stances = {side: [Stance(-1.0, first_lift[side], 0.0, SIDE_SIGN[side] * c.half_width, 0.0)]
                for side in ("left", "right")}
     for i in range(1, steps + 1):            # step i: the left foot lands on odd steps
         side = "left" if i % 2 else "right"
@@ -90,7 +90,8 @@ def choreography(config: RunConfig, rng: np.random.Generator) -> Choreography:
         t_off = np.inf if last else lift_off[i]
         x = x_td[i] if last else 0.5 * (x_td[i] + x_lo[i])
         lift = c.clearance * max(fraction[i - 1], 0.3)
-        stances[side].append(Stance(touchdown[i], t_off, float(x), _y(c, side), 0.0, clearance=lift, follow_root=True))
+        stances[side].append(Stance(touchdown[i], t_off, float(x), SIDE_SIGN[side] * c.half_width, 0.0,
+                                    clearance=lift, follow_root=True))
 
     pace = keyframes(touchdown, fraction)
     phase = keyframes(touchdown, k.astype(float))                # steps taken, continuous
@@ -103,12 +104,9 @@ def choreography(config: RunConfig, rng: np.random.Generator) -> Choreography:
         return np.column_stack([np.zeros_like(t), c.lean * pace(t), -c.pelvis_yaw * swing(t)])
 
     joints = {"waist_yaw_joint": lambda t: 1.5 * c.pelvis_yaw * swing(t)}
-    for side, sign in (("left", 1.0), ("right", -1.0)):
+    for side, sign in SIDE_SIGN.items():
         joints[f"{side}_shoulder_pitch_joint"] = lambda t, s=sign: 0.2 + s * c.arm_swing * swing(t)
         joints[f"{side}_shoulder_roll_joint"] = lambda t, s=sign: s * (0.2 + 0.05 * pace(t))
         joints[f"{side}_elbow_joint"] = lambda t: 0.6 - 0.7 * pace(t)
     return Choreography(c.duration_s, {s: tuple(v) for s, v in stances.items()}, root_pos, root_rpy, joints)
 
-
-def _y(c: RunConfig, side: str) -> float:
-    return c.half_width if side == "left" else -c.half_width
