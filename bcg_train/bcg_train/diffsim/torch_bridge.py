@@ -1,9 +1,11 @@
 """The one bridge between Warp and PyTorch: a simulator step as a `torch.autograd.Function`.
 
-Tensors are shared with Warp without copies (`wp.from_torch`); each call records its own
-`wp.Tape`, and the backward pass replays it, so a torch loss over states backpropagates through any
-chain of steps into the actions and the initial state. Tensors are float64 on the simulator's
-device: q (N, nq), qd (N, nv), q_target and tau (N, nj).
+Tensors are shared with Warp without copies (`wp.from_torch`); each call records its own tape,
+and the backward pass replays it, so a torch loss over states backpropagates through any chain of
+steps into the actions and the initial state. With bundling, a window's branches are simulator
+state that torch does not see: a later step's backward leaves their gradients on the branch arrays
+and the earlier step's backward carries them on (torch runs backwards in reverse step order).
+Tensors are float64 on the simulator's device: q (N, nq), qd (N, nv), q_target and tau (N, nj).
 """
 from typing import Tuple
 
@@ -39,8 +41,7 @@ class _SimStep(torch.autograd.Function):
                              s_out.qd: wp.from_torch(grad_qd.contiguous(), dtype=wp.float64)})
         out = (wp.to_torch(s_in.q.grad).clone(), wp.to_torch(s_in.qd.grad).clone(),
                wp.to_torch(ctrl.q_target.grad).clone(), wp.to_torch(ctrl.tau.grad).clone())
-        ctx.saved = None
-        tape.reset()
+        ctx.saved = None   # no tape.reset(): it would zero gradients that bundling windows carry to earlier steps
         return (None, None, None, None) + out
 
 
