@@ -176,3 +176,26 @@ def test_bad_policy_is_refused_and_nothing_is_published(robot, tmp_path):
     assert proc.returncode == 2
     assert f"refusing to start: policy file {bad}: not a valid ONNX model" in out
     assert client.commands == []
+
+
+@pytest.mark.timeout(60)
+def test_a_frozen_policy_process_is_damped_by_its_writer(robot, tmp_path):
+    """SIGSTOP freezes the policy process in POLICY (receiver, policy, all its threads): its LowCmd
+    writer process keeps writing and, once the newest LowState it was told of is stale, damps."""
+    client = StateClient(59, robot)
+    proc = start_node(tmp_path, 59)
+    try:
+        assert client.wait_for(is_pd, 20), "the node never reached ramp/hold"
+        time.sleep(0.5)
+        os.kill(proc.pid, signal.SIGSTOP)
+        try:
+            assert client.wait_for(lambda c: is_damping(c, robot.damping_kd), 10), "the writer never damped"
+        finally:
+            os.kill(proc.pid, signal.SIGCONT)
+        time.sleep(0.3)
+        assert all(is_damping(c, robot.damping_kd) for c in client.since(time.monotonic() - 0.1))  # latched
+    finally:
+        rc, out = stop_node(proc)
+        client.close()
+    assert rc == 0, out
+    assert "-> damping: LowState stale" in out, out

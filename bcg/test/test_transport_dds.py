@@ -157,6 +157,7 @@ def test_interop_with_plain_idlstruct_peer():
 
 def test_two_transports_in_one_process_share_the_domain():
     config = TransportConfig.simulation(domain_id=13, transport="dds")
+    other = TransportConfig(transport="dds", domain_id=13, interface="lo")
     with make_transport(config) as a, make_transport(config) as b:
         writer, reader = a.lowstate_writer(), b.lowstate_reader()
         state = new_lowstate()
@@ -167,8 +168,10 @@ def test_two_transports_in_one_process_share_the_domain():
             got = reader.wait(0.05)
         assert got is not None and got["tick"] == 77 and crc_ok(got)
         assert reader.take() is None or reader.take() is None  # newest only, then nothing
-    with pytest.raises(ValueError, match="domain_id: domain 13 is already open"):
-        make_transport(TransportConfig(transport="dds", domain_id=13, interface="lo"))
+        with pytest.raises(ValueError, match="domain_id: domain 13 is already open"):
+            make_transport(other)
+    with make_transport(other) as c:              # the domain went with its last transport
+        assert c.lowstate_reader().take() is None
 
 
 def test_cyclone_config():
@@ -195,3 +198,22 @@ def test_transport_choice():
         TransportConfig(domain_id=300)
     with pytest.raises(ModuleNotFoundError, match="rclpy"):
         make_transport(TransportConfig(transport="ros2"))
+
+
+def test_a_deeper_reader_keeps_every_sample_until_take_all():
+    config = TransportConfig.simulation(domain_id=15, transport="dds")
+    with make_transport(config) as a, make_transport(config) as b:
+        writer, reader = a.lowcmd_writer(), b.lowcmd_reader(check_crc=True, depth=8)
+        cmd = new_lowcmd()
+        deadline = time.monotonic() + 5
+        while reader.wait(0.05) is None and time.monotonic() < deadline:   # discovery
+            writer.write(cmd)
+        for k in range(1, 6):
+            cmd["motor_cmd"]["q"][0] = k
+            writer.write(cmd)
+        got = []
+        while len(got) < 5 and time.monotonic() < deadline:
+            got += reader.take_all()
+            time.sleep(0.01)
+        assert [int(g["motor_cmd"]["q"][0]) for g in got] == [1, 2, 3, 4, 5]
+        assert all(crc_ok(g) for g in got) and reader.take_all() == []

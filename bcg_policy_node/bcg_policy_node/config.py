@@ -38,7 +38,12 @@ class PolicyNodeConfig:
     ramp_duration: float = 2.0
     """s, ramp from the measured pose to the default pose."""
     writer_hz: float = 500.0
-    """Hz, LowCmd write rate (deadline schedule)."""
+    """Hz, LowCmd write rate (deadline schedule, in a process of its own)."""
+    writer_spin: float = 0.0002
+    """s before each write deadline that the writer spins on the clock instead of sleeping (0: sleep only)."""
+    realtime_priority: int = 0
+    """SCHED_FIFO priority (1..98) of the LowState receiver / policy thread; the LowCmd writer gets one
+    more. Best effort: without root or an rtprio limit it is refused and logged. 0: normal scheduling."""
     check_state_crc: bool = True
     """Drop LowState whose CRC is wrong (turn off for senders that leave crc = 0)."""
     stale_periods: float = 3.0
@@ -64,6 +69,9 @@ class PolicyNodeConfig:
         checks = (("transport", self.transport in ("auto", "ros2", "dds"), "must be 'auto', 'ros2' or 'dds'"),
                   ("domain", 0 <= self.domain <= 232, "DDS domain ids are 0..232"),
                   ("writer_hz", self.writer_hz > 0, "must be > 0"),
+                  ("writer_spin", 0 <= self.writer_spin < 1.0 / max(self.writer_hz, 1e-9), "must be >= 0 and "
+                   "shorter than the writer period"),
+                  ("realtime_priority", 0 <= self.realtime_priority <= 98, "must be 0 (off) or 1..98"),
                   ("stale_periods", self.stale_periods > 0, "must be > 0"),
                   ("max_joint_velocity", self.max_joint_velocity > 0, "must be > 0"),
                   ("ramp_duration", self.ramp_duration >= 0, "must be >= 0"),

@@ -1,17 +1,21 @@
-"""The node's core without threads or middleware: LowState in, LowCmd out, time as an argument.
+"""The node's core without threads or middleware: LowState in, a command plan out, time as an argument.
 
 `Controller.on_state` runs the safety checks and the remote on each LowState, `policy_step`
 builds the observation (the contract's spec, `bcg.contract.observation`), runs the policy and
-sets new joint targets, `fill_command` writes the current phase's command into a fresh LowCmd.
-All methods take the caller's monotonic time in seconds. Not thread-safe: the runtime locks.
+sets new joint targets, `write_plan` describes the current phase's command as a `command_plan`
+record, which the LowCmd writer turns into a LowCmd at each write. All methods take the caller's
+monotonic time in seconds. Not thread-safe: the runtime locks.
+
+Reference motion time: policy step k (k = 0 at the first step after entering POLICY) samples the
+motion at k * control period (plus the spec's frames ahead), as training does; the samples of the
+next step are prepared by `prepare_next_step`, after the current step's command is on its way.
 """
 import logging
 from typing import Callable, List, Optional
 
 import numpy as np
 
-from bcg.contract import ObservationInputs, Policy, ReferenceMotion
-from bcg.robot import NUM_MOTOR_SLOTS
+from bcg.contract import ObservationInputs, Policy, ReferenceFrames, ReferenceMotion
 
 from .joint_map import JointMap
 from .remote import pressed_keys
@@ -33,6 +37,7 @@ class Controller:
                              f"({[t.name for t in self.contract.observation.terms if t.frames]}); give --motion")
         self.motion = motion
         self.motion_columns = motion.joint_index(self.contract.joint_names) if motion is not None else None
+        self._frame_offsets_s = np.asarray(self.contract.observation.frames, float) * self.contract.control_period_s
         self.joints = JointMap.build(self.contract, robot)   # refined by mode_machine at the first LowState
         self.mode_machine: Optional[int] = None
         self.state: Optional[np.void] = None
@@ -41,6 +46,11 @@ class Controller:
         self.policy_q = self.joints.default_q.copy()      # (35,) latest policy targets
         self.ramp_start_q = self.joints.default_q.copy()  # (35,) measured pose when the ramp began
         self.policy_steps = 0
+        self.plan_version = 0
+        """Increments whenever the command plan changes (a transition, new policy targets)."""
+        self._reference: Optional[ReferenceFrames] = None
+        """Reference samples for policy step `policy_steps` (None until prepared)."""
+        self.prepare_next_step()
 
     # -- events ----------------------------------------------------------------------------
     def _record(self, t: Optional[Transition]) -> Optional[Transition]:
@@ -49,6 +59,7 @@ class Controller:
             log.log(level, "phase %s -> %s: %s", t.source.value, t.target.value, t.reason)
             if t.target is Phase.RAMP and self.state is not None:
                 self.ramp_start_q = np.where(self.joints.valid_slots, self.state["motor_state"]["q"], 0.0)
+            self.plan_version += 1
             self.on_transition(t, None if self.state is None else int(self.state["tick"]))
         return t
 
@@ -70,37 +81,45 @@ class Controller:
         self._record(self.machine.on_state(now, pressed_keys(state["wireless_remote"])))
 
     def tick(self, now: float) -> None:
-        """Periodic checks (staleness) and time-driven transitions; call at the writer rate."""
+        """Staleness and time-driven transitions while no LowState arrives."""
         if self.machine.phase in (Phase.WAIT, Phase.DAMPING):
             return
-        reason = check_stale(now - self.state_time, self.contract.control_period_s, self.limits)
+        reason = check_stale(now - self.state_time, self.stale_after_s)
         if reason is not None:
             self.fault(now, reason)
         else:
             self._record(self.machine.tick(now))
 
+    @property
+    def stale_after_s(self) -> float:
+        """s: LowState older than this is a fault."""
+        return self.limits.stale_periods * self.contract.control_period_s
+
     # -- policy ----------------------------------------------------------------------------
-    def observation(self, now: float) -> np.ndarray:
-        """The observation (obs,) float32 from the latest LowState."""
-        s, c = self.state, self.contract
-        motors = s["motor_state"]
-        reference = None
+    def prepare_next_step(self) -> None:
+        """Sample the reference motion for the next policy step (no-op without a motion)."""
         if self.motion is not None:
-            t = (now - self.machine.entered_s) + np.asarray(c.observation.frames, float) * c.control_period_s
-            reference = self.motion.sample(t, self.motion_columns)
-        inputs = ObservationInputs(base_quat=s["imu_state"]["quaternion"].astype(np.float64),
-                                   base_ang_vel=s["imu_state"]["gyroscope"].astype(np.float64),
-                                   joint_pos=motors["q"][self.joints.slots].astype(np.float64),
-                                   joint_vel=motors["dq"][self.joints.slots].astype(np.float64),
+            t = self.policy_steps * self.contract.control_period_s + self._frame_offsets_s
+            self._reference = self.motion.sample(t, self.motion_columns)
+
+    def observation(self) -> np.ndarray:
+        """The observation (obs,) float32 from the latest LowState and the prepared reference."""
+        s, c = self.state, self.contract
+        motors, imu = s["motor_state"], s["imu_state"]
+        slots = self.joints.slots
+        inputs = ObservationInputs(base_quat=imu["quaternion"].astype(np.float64),
+                                   base_ang_vel=imu["gyroscope"].astype(np.float64),
+                                   joint_pos=motors["q"][slots].astype(np.float64),
+                                   joint_vel=motors["dq"][slots].astype(np.float64),
                                    last_action=self.last_action, default_joint_pos=c.default_joint_pos,
-                                   reference=reference)
+                                   reference=self._reference)
         return c.observation.build(inputs)
 
     def policy_step(self, now: float) -> bool:
         """Run the policy once on the latest LowState (only in POLICY); True when targets changed."""
         if self.machine.phase is not Phase.POLICY or self.state is None:
             return False
-        action = self.policy(self.observation(now))
+        action = self.policy(self.observation())
         reason = check_action(action)
         if reason is not None:
             self.fault(now, reason)
@@ -111,43 +130,37 @@ class Controller:
         self.policy_q = self.joints.clip(q)
         self.last_action = action.astype(np.float32)
         self.policy_steps += 1
+        self.plan_version += 1
         return True
 
     # -- command ---------------------------------------------------------------------------
-    def targets(self, now: float):
-        """(q, dq, kp, kd) slot arrays (35,) of the current phase; None in WAIT."""
-        phase, j = self.machine.phase, self.joints
-        zero = np.zeros(NUM_MOTOR_SLOTS)
-        if phase is Phase.WAIT:
-            return None
-        if phase is Phase.ZERO_TORQUE:
-            return zero, zero, zero, zero
-        if phase is Phase.DAMPING:
-            return zero, zero, zero, np.where(j.valid_slots, self.damping_kd, 0.0)
-        if phase is Phase.RAMP:
-            a = self.machine.ramp_fraction(now)
-            q = j.clip((1 - a) * self.ramp_start_q + a * j.default_q)
-        elif phase is Phase.HOLD:
-            q = j.clip(j.default_q)
-        else:
-            q = self.policy_q
-        return q, zero, j.kp, j.kd
+    def write_plan(self, plan: np.void) -> None:
+        """Describe the current phase's command in `plan` (a `command_plan.PLAN_DTYPE` record).
 
-    def fill_command(self, cmd: np.void, now: float) -> bool:
-        """Write the current command into a fresh LowCmd record; False (nothing to send) in WAIT."""
-        t = self.targets(now)
-        if t is None or self.mode_machine is None:
-            return False
-        q, dq, kp, kd = t
-        if not (np.all(np.isfinite(q)) and np.all(np.isfinite(kp)) and np.all(np.isfinite(kd))):
-            self.fault(now, "non-finite joint target (never sent)")
-            q, dq, kp, kd = self.targets(now)
-        cmd["mode_pr"] = 0
-        cmd["mode_machine"] = self.mode_machine
-        m = cmd["motor_cmd"]
-        m["mode"] = self.joints.valid_slots.astype(np.uint8)
-        m["q"], m["dq"], m["kp"], m["kd"], m["tau"] = q, dq, kp, kd, 0.0
-        return True
+        WAIT (or no mode_machine yet): inactive, nothing is sent. ZERO_TORQUE: kp = kd = 0. RAMP:
+        from the measured pose to the default pose over the ramp time. HOLD: the default pose.
+        POLICY: the policy's targets. DAMPING: kp = 0, kd = damping gain. Targets are clipped to
+        the joint limits (a ramp between clipped ends stays inside them).
+        """
+        phase, j = self.machine.phase, self.joints
+        plan["active"] = phase is not Phase.WAIT and self.mode_machine is not None
+        plan["damping"] = phase is Phase.DAMPING
+        plan["mode_machine"] = self.mode_machine or 0
+        plan["mode"] = j.valid_slots
+        plan["damping_kd"] = np.where(j.valid_slots, self.damping_kd, 0.0)
+        plan["stale_after_s"] = self.stale_after_s
+        plan["t_from"] = plan["t_to"] = self.machine.entered_s
+        plan["kp"], plan["kd"] = j.kp, j.kd
+        if phase in (Phase.WAIT, Phase.ZERO_TORQUE, Phase.DAMPING):
+            plan["q_from"] = plan["q_to"] = 0.0
+            plan["kp"] = plan["kd"] = 0.0
+        elif phase is Phase.RAMP:
+            plan["q_from"], plan["q_to"] = j.clip(self.ramp_start_q), j.clip(j.default_q)
+            plan["t_to"] = self.machine.entered_s + self.machine.ramp_duration_s
+        elif phase is Phase.HOLD:
+            plan["q_from"] = plan["q_to"] = j.clip(j.default_q)
+        else:
+            plan["q_from"] = plan["q_to"] = self.policy_q
 
     @property
     def transitions(self) -> List[Transition]:

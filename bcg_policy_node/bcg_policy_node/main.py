@@ -10,16 +10,15 @@ while running.
 """
 import argparse
 import logging
-import signal
 import sys
 from typing import List, Optional
 
-from bcg.transport import make_transport, resolve_kind
+from bcg.transport import resolve_kind
 
 from .config import ConfigError, load_config
-from .joint_map import JointMapError
-from .runtime import EventLog, NodeRuntime
-from .setup_node import EXIT_REFUSED, StartupError, build_controller, transport_config
+
+EXIT_REFUSED = 2
+"""Exit code when the node refuses to start (bad policy, motion, parameters, robot)."""
 
 log = logging.getLogger("bcg_policy_node")
 
@@ -44,39 +43,6 @@ def overrides(args) -> dict:
     return {k: v for k, v in vars(args).items() if k != "params" and v is not None}
 
 
-def run(config, open_transport=None) -> int:
-    """Run the node until stopped; returns the exit code. `open_transport()`: default from `config`."""
-    events = EventLog(config.events)
-    try:
-        controller = build_controller(config, on_transition=events.transition)
-    except StartupError as e:
-        log.error("refusing to start: %s", e)
-        events.close()
-        return EXIT_REFUSED
-    with (open_transport or (lambda: make_transport(transport_config(config))))() as transport:
-        runtime = NodeRuntime(controller, transport, writer_hz=config.writer_hz,
-                              shutdown_damping_s=config.shutdown_damping, check_state_crc=config.check_state_crc)
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(sig, lambda s, f: runtime.stop(f"stop requested ({signal.Signals(s).name})"))
-        log.info("policy %s: %d joints, %.0f Hz policy, %.0f Hz writer, domain %d",
-                 controller.policy.path, controller.contract.num_joints, controller.contract.control_hz,
-                 config.writer_hz, config.domain)
-        runtime.start()
-        while not runtime.wait(0.2):
-            pass
-        runtime.join()
-        summary = runtime.summary()
-        events.write({"summary": summary})
-        events.close()
-    if isinstance(runtime.error, JointMapError):
-        log.error("refusing to run: %s", runtime.error)
-        return EXIT_REFUSED
-    if runtime.error is not None:
-        return 1
-    log.info("stopped: %d commands written, %d policy steps", summary["commands_written"], summary["policy_steps"])
-    return 0
-
-
 def main(argv: Optional[List[str]] = None) -> int:
     logging.basicConfig(level=logging.INFO, format="[policy_node] %(levelname)s %(message)s")
     args, unknown = parse_args(argv)
@@ -91,6 +57,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     if unknown:
         log.error("unknown arguments: %s", " ".join(unknown))
         return EXIT_REFUSED
+    from .run_node import run     # the heavy imports (onnxruntime, mujoco) only once the arguments are good
     return run(config)
 
 

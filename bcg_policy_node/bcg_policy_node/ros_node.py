@@ -10,7 +10,8 @@ import threading
 from bcg.transport import make_transport
 
 from .config import NODE_NAME, ConfigError, PolicyNodeConfig, coerce
-from .setup_node import EXIT_REFUSED, transport_config
+from .main import EXIT_REFUSED
+from .setup_node import transport_config
 
 
 def ros_main(cli_config: PolicyNodeConfig, argv) -> int:
@@ -18,7 +19,7 @@ def ros_main(cli_config: PolicyNodeConfig, argv) -> int:
     from rclpy.executors import SingleThreadedExecutor
     from rclpy.signals import SignalHandlerOptions
 
-    from .main import log, run
+    from .run_node import log, run
     rclpy.init(args=argv, signal_handler_options=SignalHandlerOptions.NO)   # our handlers send damping
     node = rclpy.create_node(NODE_NAME)
     try:
@@ -38,7 +39,10 @@ def ros_main(cli_config: PolicyNodeConfig, argv) -> int:
         spinner = threading.Thread(target=executor.spin, daemon=True)
         spinner.start()
         config = dataclasses.replace(config, transport="ros2")
-        return run(config, open_transport=lambda: make_transport(transport_config(config), ros_node=node))
+        try:
+            return run(config, open_transport=lambda: make_transport(transport_config(config), ros_node=node))
+        finally:
+            executor.shutdown()
     finally:
         node.destroy_node()
         rclpy.try_shutdown()

@@ -1,46 +1,47 @@
-"""The node's threads around `Controller`: LowState receiver + 50 Hz policy, 500 Hz LowCmd writer.
+"""The node's threads and processes around `Controller`.
 
-- receiver: blocks on the transport's LowState reader; every sample goes through the safety checks
-  and the remote. The policy runs here, on a deadline schedule at the contract's period: on the
-  first LowState at or after each deadline (next deadline = previous + period) it builds the
-  observation, runs the policy and writes a LowCmd with the new targets at once (the "LowState
-  received -> LowCmd written" latency the bench measures).
-- writer: on a deadline schedule at `writer_hz` (next = previous deadline + period, never
-  sleep-after-work), checks staleness and writes a fresh LowCmd with the latest targets.
+- receiver thread (this process): blocks on the transport's LowState reader; every sample goes
+  through the safety checks and the remote, and its arrival time is published for the writer's
+  staleness watchdog. The policy runs here, on a deadline schedule at the contract's period: on
+  the first LowState at or after each deadline (next deadline = previous + period) it builds the
+  observation, runs the policy, publishes the new targets and wakes the writer, which sends them
+  at once (the "LowState received -> LowCmd written" latency the bench measures). Only then does
+  it prepare the next step's reference-motion samples. Without LowState it checks staleness every
+  `IDLE_CHECK_S`.
+- LowCmd writer process (`command_writer`): the 500 Hz deadline schedule, in its own process so
+  that the policy step never delays it; fed through the shared command plan (`shared_plan`).
+- monitor thread (this process): turns the writer's reports into controller faults (logged, phase
+  DAMPING) and notices when the writer ends.
 
-`stop()` (stop, SIGINT, SIGTERM) switches to damping, keeps writing it for `shutdown_damping` s,
-then ends the threads.
+`stop()` (stop, SIGINT, SIGTERM) switches to damping; the writer keeps writing it for
+`shutdown_damping` s, then ends, and so does the node.
 """
-import collections
+import dataclasses
 import json
 import logging
+import multiprocessing
+import os
+import signal
 import threading
 import time
 from pathlib import Path
 from typing import Optional
 
-import numpy as np
-
-from bcg.wire import new_lowcmd
-
+from .command_plan import new_plan
+from .command_writer import WriterSettings, writer_main
 from .controller import Controller
+from .realtime import advance, request_fifo
+from .shared_plan import SharedPlan
 from .state_machine import Phase, Transition
+from .timing_stats import TimingStats
 
 log = logging.getLogger("bcg_policy_node")
-STATS_LEN = 200_000
-
-
-def advance(deadline: float, period: float, now: float) -> float:
-    """The next deadline: `deadline + period` (fixed phase), or `now` when that is more than a
-    period in the past (resynchronise instead of bursting to catch up)."""
-    following = deadline + period
-    return following if following >= now - period else now
-
-
-def sleep_until(deadline: float, clock=time.monotonic) -> None:
-    delay = deadline - clock()
-    if delay > 0:
-        time.sleep(delay)
+IDLE_CHECK_S = 0.005
+"""s between staleness checks of the receiver while no LowState arrives."""
+WRITER_START_TIMEOUT_S = 60.0
+"""s the writer process may take to start (a Python interpreter, numpy, the transport)."""
+WRITER_EXIT_GRACE_S = 3.0
+"""s the writer gets to end on its own after its stop time before it is killed."""
 
 
 class EventLog:
@@ -67,118 +68,176 @@ class EventLog:
 
 
 class NodeRuntime:
-    def __init__(self, controller: Controller, transport, writer_hz: float = 500.0, shutdown_damping_s: float = 1.0,
-                 check_state_crc: bool = True, clock=time.monotonic):
-        self.controller, self.clock = controller, clock
+    """Runs a `Controller`: LowState from `transport`, LowCmd from a writer process per `writer`.
+
+    `receiver_priority`: SCHED_FIFO priority of the receiver thread (best effort; 0: normal).
+    """
+
+    def __init__(self, controller: Controller, transport, writer: WriterSettings, check_state_crc: bool = True,
+                 receiver_priority: int = 0):
+        self.controller = controller
         self.reader = transport.lowstate_reader(check_crc=check_state_crc)
-        self.writer = transport.lowcmd_writer()
-        self.writer_period = 1.0 / writer_hz
-        self.shutdown_damping_s = shutdown_damping_s
+        self.writer_settings = dataclasses.replace(writer, parent_pid=os.getpid())
+        self.receiver_priority = receiver_priority
         self.lock = threading.Lock()
-        self.state_seq = 0
+        """Guards the controller and the plan: receiver, monitor and stop() all change them."""
+        self.plan = new_plan()
+        self._published_version = -1
+        self.stop_at: Optional[float] = None
         self.done = threading.Event()
-        self.stop_deadline: Optional[float] = None
         self.error: Optional[BaseException] = None
-        self.commands_written = 0
-        self.latency_s = collections.deque(maxlen=STATS_LEN)
-        """LowState received -> LowCmd with the policy's new targets written, s."""
-        self.writer_lateness_s = collections.deque(maxlen=STATS_LEN)
-        """How late each 500 Hz write started after its deadline, s."""
-        self.policy_step_s = collections.deque(maxlen=STATS_LEN)
-        self.threads = [threading.Thread(target=self._guard(f), name=f.__name__, daemon=True)
-                        for f in (self._receive_loop, self._writer_loop)]
+        self.states_received = 0
+        self.policy_step_time = TimingStats()
+        """Observation + inference + targets of each policy step, s."""
+        self.scheduling = {}
+        """Which scheduling each time-critical thread got (notes for the log and the summary)."""
+        self.writer_summary: Optional[dict] = None
+        self._writer_error = ""
+        ctx = multiprocessing.get_context("spawn")
+        self.shared = SharedPlan.create(ctx)
+        self.shared.publish(self.plan)            # inactive, no stop time: what the writer first reads
+        self._conn, self._child_conn = ctx.Pipe(duplex=False)
+        self._process = ctx.Process(target=writer_main, name="bcg-lowcmd-writer",
+                                    args=(self.writer_settings, self.shared.handles(), self._child_conn))
+        self._threads = [threading.Thread(target=self._guard(f), name=f.__name__, daemon=True)
+                         for f in (self._receive_loop, self._monitor_loop)]
 
-    def _guard(self, loop):
-        def run():
-            try:
-                loop()
-            except BaseException as e:  # a thread that dies must end the node, loudly
-                self.error = self.error or e
-                log.error("%s failed: %s: %s", loop.__name__, type(e).__name__, e)
-                self.done.set()
-        return run
-
-    # -- loops -----------------------------------------------------------------------------
-    def _receive_loop(self):
-        period = self.controller.contract.control_period_s
-        deadline = None
-        while not self.done.is_set():
-            state = self.reader.wait(0.05)
-            if state is None:
-                continue
-            now = self.clock()
-            with self.lock:
-                self.controller.on_state(state, now)
-                self.state_seq += 1
-                due = self.stop_deadline is None and (deadline is None or now >= deadline)
-                cmd = None
-                if due:
-                    t0 = time.perf_counter()
-                    if self.controller.policy_step(now):
-                        self.policy_step_s.append(time.perf_counter() - t0)
-                        cmd = self._command(now)
-                    deadline = advance(now if deadline is None else deadline, period, now)
-            if cmd is not None:
-                self.writer.write(cmd)
-                self.latency_s.append(self.clock() - now)
-
-    def _writer_loop(self):
-        deadline = self.clock()
-        while not self.done.is_set():
-            sleep_until(deadline, self.clock)
-            now = self.clock()
-            self.writer_lateness_s.append(now - deadline)
-            with self.lock:
-                self.controller.tick(now)
-                cmd = self._command(now)
-                stopping_over = self.stop_deadline is not None and now >= self.stop_deadline
-            if cmd is not None:
-                self.writer.write(cmd)
-            if stopping_over:
-                self.done.set()
-            deadline = advance(deadline, self.writer_period, self.clock())
-
-    def _command(self, now: float):
-        """A fresh LowCmd for `now` (lock held), or None while there is nothing to send."""
-        cmd = new_lowcmd()
-        if not self.controller.fill_command(cmd, now):
-            return None
-        self.commands_written += 1
-        return cmd
-
-    # -- control ---------------------------------------------------------------------------
+    # -- lifecycle -------------------------------------------------------------------------
     def start(self) -> None:
-        for t in self.threads:
+        """Start the writer process (wait until it is ready), then the receiver and the monitor."""
+        blocked = {signal.SIGINT, signal.SIGTERM}
+        previous = signal.pthread_sigmask(signal.SIG_BLOCK, blocked)   # the child inherits the mask
+        try:
+            self._process.start()
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+        self._child_conn.close()
+        if not self._conn.poll(WRITER_START_TIMEOUT_S):
+            raise RuntimeError(f"LowCmd writer process did not start within {WRITER_START_TIMEOUT_S:g} s")
+        try:
+            kind, payload = self._conn.recv()
+        except EOFError:
+            kind, payload = "error", f"exit code {self._process.exitcode}"
+        if kind != "ready":
+            raise RuntimeError(f"LowCmd writer process failed to start: {payload}")
+        self.scheduling["writer"] = payload
+        log.info("LowCmd writer process: %s", payload)
+        for t in self._threads:
             t.start()
 
     def stop(self, reason: str = "stop requested") -> None:
         """Switch to damping and end after `shutdown_damping_s` (at once if nothing was ever sent)."""
         with self.lock:
-            if self.stop_deadline is not None:
+            if self.stop_at is not None:
                 return
-            now = self.clock()
-            self.stop_deadline = now + self.shutdown_damping_s
-            if self.controller.machine.phase is Phase.WAIT or self.controller.mode_machine is None:
-                self.done.set()
-            self.controller.fault(now, reason)
+            c = self.controller
+            now = time.monotonic()
+            nothing_sent = c.machine.phase is Phase.WAIT or c.mode_machine is None
+            c.fault(now, reason)
+            self.stop_at = now if nothing_sent else now + self.writer_settings.shutdown_damping_s
+            self.plan["stop_at"] = self.stop_at
+            self._publish()
+        self.shared.wake_writer()
 
     def wait(self, timeout: Optional[float] = None) -> bool:
         """Block until the node ended (True) or `timeout` passed (False)."""
         return self.done.wait(timeout)
 
     def join(self) -> None:
+        """End everything (stopping first if needed) and wait for it; kills a writer that hangs."""
+        if self._process.is_alive():
+            self.stop("node shutting down")
+            self._process.join(self.writer_settings.shutdown_damping_s + WRITER_EXIT_GRACE_S)
+            if self._process.is_alive():
+                log.error("LowCmd writer process did not end; killing it")
+                self._process.kill()
         self.done.set()
-        for t in self.threads:
-            t.join(timeout=2.0)
+        for t in self._threads:
+            if t.is_alive():
+                t.join(timeout=2.0)
+
+    # -- threads ---------------------------------------------------------------------------
+    def _guard(self, loop):
+        def run():
+            try:
+                loop()
+            except BaseException as e:  # a thread that dies must end the node, loudly
+                self._fail(e)
+                log.error("%s failed: %s: %s", loop.__name__, type(e).__name__, e)
+                self.stop(f"{loop.__name__} failed")
+        return run
+
+    def _fail(self, error: BaseException) -> None:
+        self.error = self.error or error
+
+    def _publish(self) -> None:
+        """The newest LowState time and, when it changed, the controller's plan -> shared memory (lock held)."""
+        c = self.controller
+        self.plan["state_time"] = c.state_time
+        if c.plan_version != self._published_version:
+            c.write_plan(self.plan)
+            self._published_version = c.plan_version
+        self.shared.publish(self.plan)
+
+    def _receive_loop(self) -> None:
+        self.scheduling["receiver"] = request_fifo(self.receiver_priority)
+        log.info("LowState receiver: %s", self.scheduling["receiver"])
+        c = self.controller
+        period = c.contract.control_period_s
+        deadline = None
+        while not self.done.is_set():
+            state = self.reader.wait(IDLE_CHECK_S)
+            now = time.monotonic()
+            with self.lock:
+                new_targets = False
+                if state is None:
+                    c.tick(now)
+                else:
+                    c.on_state(state, now)
+                    self.states_received += 1
+                    if self.stop_at is None and (deadline is None or now >= deadline):
+                        t0 = time.perf_counter()
+                        new_targets = c.policy_step(now)
+                        if new_targets:
+                            self.policy_step_time.add(time.perf_counter() - t0)
+                            self.plan["targets_seq"] += 1
+                            self.plan["targets_state_time"] = now
+                        deadline = advance(now if deadline is None else deadline, period, now)
+                self._publish()
+                if new_targets:
+                    self.shared.wake_writer()
+                    c.prepare_next_step()
+
+    def _monitor_loop(self) -> None:
+        while self.writer_summary is None:
+            try:
+                kind, payload = self._conn.recv()
+            except EOFError:       # the writer process has ended without its summary
+                break
+            if kind == "fault":
+                with self.lock:
+                    self.controller.fault(time.monotonic(), payload)
+                    self._publish()
+            elif kind == "summary":
+                self.writer_summary = payload
+            elif kind == "error":
+                self._writer_error = payload
+        self._process.join(WRITER_EXIT_GRACE_S)   # its last LowCmd is sent: only its teardown is left
+        if self._process.is_alive():
+            log.warning("LowCmd writer process still tearing down after %g s; killing it", WRITER_EXIT_GRACE_S)
+            self._process.kill()
+            self._process.join()
+        elif self.writer_summary is None:
+            self._fail(RuntimeError(f"LowCmd writer process ended with exit code {self._process.exitcode}: "
+                                    f"{self._writer_error or 'no summary'}"))
+            log.error("%s", self.error)
+        self.done.set()
 
     def summary(self) -> dict:
-        def stats(values):
-            a = np.asarray(values, float)
-            if a.size == 0:
-                return None
-            return {"n": int(a.size), "median_ms": float(np.median(a) * 1e3), "p99_ms": float(np.percentile(a, 99) * 1e3),
-                    "max_ms": float(a.max() * 1e3)}
-        return {"commands_written": self.commands_written, "policy_steps": self.controller.policy_steps,
-                "states_received": self.state_seq, "final_phase": self.controller.machine.phase.value,
-                "latency": stats(self.latency_s), "writer_lateness": stats(self.writer_lateness_s),
-                "policy_step": stats(self.policy_step_s)}
+        w = self.writer_summary or {}
+        c = self.controller
+        return {"commands_written": w.get("commands_written", 0), "policy_steps": c.policy_steps,
+                "states_received": self.states_received, "final_phase": c.machine.phase.value,
+                "latency": w.get("latency"), "writer_lateness": w.get("writer_lateness"),
+                "policy_step": self.policy_step_time.summary(), "writer_fault": w.get("writer_fault"),
+                "scheduling": self.scheduling}

@@ -13,8 +13,8 @@ from .joint_map import JointMapError
 from .safety import SafetyLimits
 from .state_machine import StateMachine
 
-EXIT_REFUSED = 2
-"""Exit code when the node refuses to start (bad policy, motion, parameters, robot)."""
+WRITER_NODE_NAME = "policy_node_lowcmd_writer"
+"""ROS 2 node name of the LowCmd writer process (it needs a node of its own)."""
 
 
 class StartupError(RuntimeError):

@@ -2,9 +2,11 @@
 import numpy as np
 import pytest
 
-from bcg.contract import load_policy, mlp_model, robot_state_spec, stand_contract, stand_policy_path, write_policy
+from bcg.contract import (load_motion, load_policy, mlp_model, robot_state_spec, stand_contract, stand_policy_path,
+                          tracking_spec, write_policy)
 from bcg.robot import RobotDescription, SDK_JOINT_NAMES
-from bcg.wire import new_lowcmd, new_lowstate
+from bcg.wire import crc_ok, decode_lowcmd, encode_lowcmd, new_lowstate
+from bcg_policy_node.command_plan import LowCmdComposer, new_plan
 from bcg_policy_node.controller import Controller
 from bcg_policy_node.joint_map import JointMap, JointMapError
 from bcg_policy_node.remote import key_mask, set_keys
@@ -99,8 +101,8 @@ def test_faults_on_invalid_slots_are_ignored(robot):
 def test_action_and_staleness_checks():
     assert check_action(np.zeros(29)) is None
     assert "index 2" in check_action(np.array([0, 0, np.nan]))
-    assert check_stale(0.059, 0.02, SafetyLimits()) is None
-    assert "LowState stale" in check_stale(0.061, 0.02, SafetyLimits())
+    assert check_stale(0.059, 0.06) is None
+    assert check_stale(0.061, 0.06) == "LowState stale: newest is 61 ms old (limit 60 ms)"
 
 
 # -- joint mapping ---------------------------------------------------------------------------
@@ -133,21 +135,33 @@ def make_controller(robot, policy, **machine):
     return Controller(policy, robot, SafetyLimits(), StateMachine(**machine), damping_kd=3.0)
 
 
+def command_at(controller, now):
+    """The LowCmd the writer would send at `now` (None: nothing), through the plan, as decoded from the wire."""
+    plan = new_plan()
+    controller.write_plan(plan)
+    if not plan["active"]:
+        return None
+    composer = LowCmdComposer()
+    assert composer.compose(plan, now)
+    return decode_lowcmd(encode_lowcmd(composer.cmd))
+
+
 def test_lowcmd_echoes_mode_machine_and_enables_valid_slots(robot, stand):
     c = make_controller(robot, stand, ramp_duration_s=1.0)
-    cmd = new_lowcmd()
-    assert not c.fill_command(cmd, 0.0)                             # WAIT: nothing to send
+    assert command_at(c, 0.0) is None                               # WAIT: nothing to send
     s = standing_state(robot, mode_machine=5)
     s["motor_state"]["q"][robot.motor_slots] = 0.0
     c.on_state(s, 0.0)
-    assert c.fill_command(cmd, 0.0) and cmd["mode_machine"] == 5
+    cmd = command_at(c, 0.0)
+    assert cmd["mode_machine"] == 5 and crc_ok(cmd)
     m = cmd["motor_cmd"]
     assert m["mode"][:29].all() and not m["mode"][29:].any()
     assert not m["kp"].any() and not m["kd"].any()                # zero torque
     set_keys(s["wireless_remote"], key_mask("start"))
     c.on_state(s, 0.1)
-    c.fill_command(cmd, 0.6)                                        # half-way through the ramp
-    np.testing.assert_allclose(cmd["motor_cmd"]["q"][robot.motor_slots], 0.5 * robot.default_q, atol=1e-6)
+    for now, fraction in ((0.1, 0.0), (0.6, 0.5), (1.1, 1.0), (5.0, 1.0)):   # the plan ramps by itself
+        q = command_at(c, now)["motor_cmd"]["q"][robot.motor_slots]
+        np.testing.assert_allclose(q, fraction * robot.default_q, atol=1e-6)
 
 
 def test_policy_targets_are_clipped_and_faults_damp(robot, tmp_path):
@@ -159,15 +173,25 @@ def test_policy_targets_are_clipped_and_faults_damp(robot, tmp_path):
     for t in (0.0, 0.01, 0.02, 0.03):
         c.on_state(s, t)
     assert c.machine.phase is Phase.POLICY and c.policy_step(0.04)
-    cmd = new_lowcmd()
-    c.fill_command(cmd, 0.04)
-    np.testing.assert_allclose(cmd["motor_cmd"]["q"][robot.motor_slots], robot.q_upper, rtol=1e-6)
+    np.testing.assert_allclose(command_at(c, 0.04)["motor_cmd"]["q"][robot.motor_slots], robot.q_upper, rtol=1e-6)
     s["motor_state"]["dq"][0] = 50.0
     c.on_state(s, 0.05)
     assert c.machine.phase is Phase.DAMPING and "|dq|" in c.transitions[-1].reason
-    c.fill_command(cmd, 0.05)
+    cmd = command_at(c, 0.05)
     assert not cmd["motor_cmd"]["kp"].any() and (cmd["motor_cmd"]["kd"][:29] == 3.0).all()
-    assert np.isfinite(cmd["motor_cmd"]["q"]).all()
+    assert not cmd["motor_cmd"]["q"].any()
+
+
+def test_non_finite_targets_are_never_composed(robot, stand):
+    c = make_controller(robot, stand)
+    c.on_state(standing_state(robot), 0.0)
+    plan = new_plan()
+    c.write_plan(plan)
+    plan["kd"][3] = np.nan
+    composer = LowCmdComposer()
+    assert not composer.compose(plan, 0.0)
+    assert composer.compose(plan, 0.0, damping=True)           # what the writer sends instead
+    assert not composer.cmd["motor_cmd"]["kp"].any() and (composer.cmd["motor_cmd"]["kd"][:29] == 3.0).all()
 
 
 def test_stale_state_damps_on_tick(robot, stand):
@@ -177,3 +201,34 @@ def test_stale_state_damps_on_tick(robot, stand):
     assert c.machine.phase is Phase.ZERO_TORQUE
     c.tick(0.07)
     assert c.machine.phase is Phase.DAMPING and "stale" in c.transitions[-1].reason
+
+
+def test_reference_motion_advances_one_control_period_per_policy_step(robot, tmp_path):
+    """Step k samples the motion at k * period + frames * period, as training does, whatever the wall clock."""
+    contract = stand_contract(robot)
+    spec = tracking_spec(29, frames=(0, 1))
+    tracking = type(contract)(**{**contract.__dict__, "observation": spec})
+    path = write_policy(tmp_path / "track.onnx", mlp_model([(np.zeros((spec.size, 29)), np.zeros(29))]), tracking)
+    motion_file = tmp_path / "ramp.csv"
+    rows = np.zeros((31, 36))
+    rows[:, 2], rows[:, 6] = 0.78, 1.0
+    rows[:, 7] = np.arange(31) / 30.0                    # left hip pitch = t (rad), 30 frames/s
+    np.savetxt(motion_file, rows, delimiter=",")
+    c = Controller(load_policy(path), robot, SafetyLimits(), StateMachine(ramp_duration_s=0.0, autostart=True,
+                                                                          autostart_hold_s=0.0),
+                   damping_kd=3.0, motion=load_motion(motion_file))
+    seen = []
+    c.policy = lambda obs: seen.append(obs.copy()) or np.zeros(29, np.float32)
+    s = standing_state(robot)
+    for t in (0.0, 0.01, 0.02, 0.03):
+        c.on_state(s, t)
+    assert c.machine.phase is Phase.POLICY
+    ref = spec.terms[5]
+    assert ref.name == "ref_joint_pos"
+    offset = sum(term.size for term in spec.terms[:5])
+    hip = contract.joint_names.index("left_hip_pitch_joint")
+    for k, now in enumerate((0.5, 0.9, 0.93)):          # irregular wall-clock times
+        assert c.policy_step(now)
+        c.prepare_next_step()
+        frames = seen[-1][offset:offset + ref.size].reshape(2, 29)[:, hip] + contract.default_joint_pos[hip]
+        np.testing.assert_allclose(frames, [0.02 * k, 0.02 * (k + 1)], atol=1e-6)

@@ -22,12 +22,14 @@ nothing here hands out middleware objects. Usage::
         commands.write(cmd)                                   # sets cmd['crc']
 
 Threading: ``Writer.write`` and ``Reader.take`` / ``Reader.wait`` may be called from any thread;
-each reader keeps only the newest valid sample (a 500 Hz consumer wants the latest, not a queue).
+a reader keeps only the newest valid sample (a 500 Hz consumer wants the latest, not a queue),
+unless made with a deeper ``depth`` to see every sample (``take_all``), as the simulator does to
+validate and count every LowCmd the controller sent.
 """
 import abc
 import dataclasses
 import importlib.util
-from typing import Optional, Tuple
+from typing import List, Optional, Tuple
 
 import numpy as np
 
@@ -80,7 +82,7 @@ class Writer(abc.ABC):
 
 
 class Reader(abc.ABC):
-    """Receives one message type and keeps the newest valid sample.
+    """Receives one message type and keeps the newest valid samples (`depth` of them, default 1).
 
     Invalid DDS samples (instance state changes) are dropped; so are samples whose CRC is wrong
     when the reader checks CRCs (counted in ``crc_errors``).
@@ -94,6 +96,10 @@ class Reader(abc.ABC):
     @abc.abstractmethod
     def take(self) -> Optional[np.void]:
         """The newest valid sample not returned before, or None when nothing new arrived."""
+
+    @abc.abstractmethod
+    def take_all(self) -> List[np.void]:
+        """Every valid sample received since the last take, oldest first (at most `depth`, the newest)."""
 
     @abc.abstractmethod
     def wait(self, timeout_s: float) -> Optional[np.void]:
@@ -115,8 +121,9 @@ class Transport(abc.ABC):
         """Publisher of LowState (robot / simulator -> host)."""
 
     @abc.abstractmethod
-    def lowcmd_reader(self, check_crc: bool = True) -> Reader:
-        """Subscriber to LowCmd; with `check_crc`, drops commands with a wrong CRC (as the robot)."""
+    def lowcmd_reader(self, check_crc: bool = True, depth: int = 1) -> Reader:
+        """Subscriber to LowCmd; with `check_crc`, drops commands with a wrong CRC (as the robot).
+        `depth`: samples kept between two takes (history depth of the subscription too)."""
 
     @abc.abstractmethod
     def lowstate_reader(self, check_crc: bool = True) -> Reader:

@@ -10,11 +10,11 @@ are called here directly with the codec's bytes. (They are private names of cycl
 the version the robot runs and the one pinned here.)
 
 QoS as Unitree's SDK (which passes none, so Cyclone's defaults): writers reliable (blocking at
-most 100 ms), keep last 1, volatile; readers best effort, keep last 1. A best-effort reader
+most 100 ms), keep last 1, volatile; readers best effort, keep last 1 (or `depth`). A best-effort reader
 matches every writer and a reliable writer matches every reader.
 """
 import threading
-from typing import Dict, Tuple
+from typing import Dict, List
 
 from cyclonedds._clayer import ddspy_take, ddspy_write
 from cyclonedds.core import (DDSException, Entity, InstanceState, Policy, Qos, ReadCondition,
@@ -33,32 +33,49 @@ from bcg.wire import LOWCMD, LOWCMD_TOPIC, LOWSTATE, LOWSTATE_TOPIC, MessageCode
 WRITER_QOS = Qos(Policy.Reliability.Reliable(duration(milliseconds=100)),
                  Policy.History.KeepLast(1), Policy.Durability.Volatile)
 """Cyclone's default writer QoS, as Unitree's SDK uses it."""
-READER_QOS = Qos(Policy.Reliability.BestEffort, Policy.History.KeepLast(1),
-                 Policy.Durability.Volatile)
-"""Cyclone's default reader QoS, as Unitree's SDK uses it."""
-TAKE_MAX = 16
-"""Samples taken per poll (keep-last 1 leaves at most one valid sample, plus state changes)."""
 
-_domains: Dict[int, Tuple[Domain, str]] = {}
+
+def reader_qos(depth: int = 1) -> Qos:
+    """Cyclone's default reader QoS, as Unitree's SDK uses it (depth 1), or a deeper keep-last history."""
+    return Qos(Policy.Reliability.BestEffort, Policy.History.KeepLast(depth), Policy.Durability.Volatile)
+
+
+TAKE_EXTRA = 8
+"""Samples taken per poll beyond the history depth (instance state changes)."""
+
+_domains: Dict[int, List] = {}
+"""domain id -> [Domain, its XML, open transports]: one Domain per id and process, deleted with its
+last transport (explicitly: a Domain left to the interpreter's finalisation was seen to hang it)."""
 _domains_lock = threading.Lock()
 
 
 def _open_domain(domain_id: int, xml: str) -> Domain:
-    """The process's Domain `domain_id` with configuration `xml` (created once per process)."""
+    """The process's Domain `domain_id` with configuration `xml` (created by its first user)."""
     with _domains_lock:
         if domain_id in _domains:
-            domain, existing = _domains[domain_id]
-            if existing != xml:
+            entry = _domains[domain_id]
+            if entry[1] != xml:
                 raise ValueError(f"domain_id: domain {domain_id} is already open in this process "
                                  "with another interface / peers configuration")
-            return domain
+            entry[2] += 1
+            return entry[0]
         try:
             domain = Domain(domain_id, xml)
         except DDSException as e:
             raise RuntimeError(f"domain_id: cannot configure DDS domain {domain_id} ({e}); was a "
                                "participant created on it before, outside bcg.transport?") from e
-        _domains[domain_id] = (domain, xml)
+        _domains[domain_id] = [domain, xml, 1]
         return domain
+
+
+def _release_domain(domain_id: int) -> None:
+    """One user of `domain_id` is done; the last one deletes the Domain."""
+    with _domains_lock:
+        entry = _domains[domain_id]
+        entry[2] -= 1
+        if entry[2] == 0:
+            del _domains[domain_id]
+            Entity.__del__(entry[0])
 
 
 class DdsWriter(Writer):
@@ -82,9 +99,9 @@ class DdsReader(LatestSampleReader):
     """Takes serialized samples, drops invalid ones (instance state changes), decodes the newest."""
 
     def __init__(self, participant: DomainParticipant, topic: Topic, codec: MessageCodec,
-                 check_crc: bool):
-        super().__init__(codec, check_crc)
-        self._reader = DataReader(participant, topic, READER_QOS)
+                 check_crc: bool, depth: int = 1):
+        super().__init__(codec, check_crc, depth)
+        self._reader = DataReader(participant, topic, reader_qos(depth))
         self._condition = ReadCondition(self._reader,
                                         SampleState.Any | ViewState.Any | InstanceState.Any)
         self._waitset = WaitSet(participant)
@@ -92,21 +109,20 @@ class DdsReader(LatestSampleReader):
         self._take_lock = threading.Lock()
 
     def _poll(self) -> None:
+        """Offer the newest `depth` valid samples the reader holds, oldest first."""
         with self._take_lock:
-            samples = ddspy_take(self._reader._ref, TAKE_MAX)
+            samples = ddspy_take(self._reader._ref, self.depth + TAKE_EXTRA)
             if isinstance(samples, int):
                 raise DDSException(samples, f"while taking {self.codec.idl_type.__name__}")
-            for data, info in reversed(samples):
-                if not info.valid_data:
-                    continue
+            valid = [data for data, info in samples if info.valid_data]
+            for data in valid[-self.depth:]:
                 try:
                     rec = self.codec.decode(data)
                 except ValueError:
                     with self._cond:
                         self.crc_errors += 1
                     continue
-                if self.offer(rec):
-                    return
+                self.offer(rec)
 
     def _block(self, timeout_s: float) -> None:
         self._waitset.wait(duration(seconds=timeout_s))
@@ -136,16 +152,18 @@ class DdsTransport(Transport):
     def lowstate_writer(self) -> DdsWriter:
         return DdsWriter(self._participant, self._topic(LOWSTATE_TOPIC, LOWSTATE), LOWSTATE)
 
-    def lowcmd_reader(self, check_crc: bool = True) -> DdsReader:
-        return DdsReader(self._participant, self._topic(LOWCMD_TOPIC, LOWCMD), LOWCMD, check_crc)
+    def lowcmd_reader(self, check_crc: bool = True, depth: int = 1) -> DdsReader:
+        return DdsReader(self._participant, self._topic(LOWCMD_TOPIC, LOWCMD), LOWCMD, check_crc, depth)
 
     def lowstate_reader(self, check_crc: bool = True) -> DdsReader:
         return DdsReader(self._participant, self._topic(LOWSTATE_TOPIC, LOWSTATE), LOWSTATE,
                          check_crc)
 
     def close(self) -> None:
-        """Delete the participant and, with it, every topic, writer and reader it made."""
+        """Delete the participant and, with it, every topic, writer and reader it made (and the
+        domain, when this was its last transport in the process)."""
         if self._participant is not None:
             Entity.__del__(self._participant)  # dds_delete now, not whenever GC runs
             self._participant = None
             self._topics.clear()
+            _release_domain(int(self.config.domain_id))

@@ -1,7 +1,8 @@
-"""The newest-sample `Reader` both transports share: CRC filtering, counters, blocking wait."""
+"""The `Reader` both transports share: CRC filtering, counters, blocking wait, the newest samples."""
+import collections
 import threading
 import time
-from typing import Optional
+from typing import List, Optional
 
 import numpy as np
 
@@ -10,18 +11,21 @@ from bcg.wire import MessageCodec
 
 
 class LatestSampleReader(Reader):
-    """Keeps the newest valid record offered by the middleware.
+    """Keeps the newest `depth` valid records offered by the middleware.
 
     Subclasses deliver records through `offer` (from a callback thread) and/or `_poll` (pulled
     on `take`), and implement `_block` to sleep until the middleware has something new.
     """
 
-    def __init__(self, codec: MessageCodec, check_crc: bool):
+    def __init__(self, codec: MessageCodec, check_crc: bool, depth: int = 1):
+        if depth < 1:
+            raise ValueError(f"depth: {depth} must be >= 1")
         self.codec = codec
         self.check_crc = check_crc
+        self.depth = depth
         self.received = 0
         self.crc_errors = 0
-        self._latest: Optional[np.void] = None
+        self._kept = collections.deque(maxlen=depth)
         self._cond = threading.Condition()
 
     def offer(self, rec: np.void) -> bool:
@@ -31,7 +35,7 @@ class LatestSampleReader(Reader):
                 self.crc_errors += 1
             return False
         with self._cond:
-            self._latest = rec
+            self._kept.append(rec)
             self.received += 1
             self._cond.notify_all()
         return True
@@ -39,8 +43,16 @@ class LatestSampleReader(Reader):
     def take(self) -> Optional[np.void]:
         self._poll()
         with self._cond:
-            rec, self._latest = self._latest, None
+            rec = self._kept[-1] if self._kept else None
+            self._kept.clear()
         return rec
+
+    def take_all(self) -> List[np.void]:
+        self._poll()
+        with self._cond:
+            recs = list(self._kept)
+            self._kept.clear()
+        return recs
 
     def wait(self, timeout_s: float) -> Optional[np.void]:
         deadline = time.monotonic() + timeout_s
@@ -57,5 +69,5 @@ class LatestSampleReader(Reader):
     def _block(self, timeout_s: float) -> None:
         """Sleep until a new sample may be available, at most `timeout_s` seconds."""
         with self._cond:
-            if self._latest is None:
+            if not self._kept:
                 self._cond.wait(timeout_s)

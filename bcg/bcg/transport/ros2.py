@@ -26,10 +26,10 @@ LOWCMD_ROS_TOPIC = "/lowcmd"
 LOWSTATE_ROS_TOPIC = "/lowstate"
 
 
-def _qos(reliable: bool):
+def _qos(reliable: bool, depth: int = 1):
     from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
     return QoSProfile(
-        depth=1, history=HistoryPolicy.KEEP_LAST, durability=DurabilityPolicy.VOLATILE,
+        depth=depth, history=HistoryPolicy.KEEP_LAST, durability=DurabilityPolicy.VOLATILE,
         reliability=ReliabilityPolicy.RELIABLE if reliable else ReliabilityPolicy.BEST_EFFORT)
 
 
@@ -52,10 +52,10 @@ class Ros2Writer(Writer):
 class Ros2Reader(LatestSampleReader):
     """Subscription whose callback (run by whoever spins the node) offers converted records."""
 
-    def __init__(self, node, msg_type, topic: str, codec: MessageCodec, check_crc: bool):
-        super().__init__(codec, check_crc)
+    def __init__(self, node, msg_type, topic: str, codec: MessageCodec, check_crc: bool, depth: int = 1):
+        super().__init__(codec, check_crc, depth)
         self.endpoint = node.create_subscription(
-            msg_type, topic, self._on_message, _qos(reliable=False))
+            msg_type, topic, self._on_message, _qos(reliable=False, depth=depth))
 
     def _on_message(self, msg) -> None:
         self.offer(message_to_record(msg, self.codec))
@@ -70,6 +70,7 @@ class Ros2Transport(Transport):
         import rclpy
         from rclpy.context import Context
         from rclpy.executors import SingleThreadedExecutor
+        from rclpy.signals import SignalHandlerOptions
         from unitree_hg.msg import LowCmd, LowState
         self._types = {"cmd": LowCmd, "state": LowState}
         self.config = config
@@ -77,7 +78,8 @@ class Ros2Transport(Transport):
         if node is None:
             self._set_cyclone_config(config)
             self._context = Context()
-            rclpy.init(context=self._context, domain_id=int(config.domain_id))
+            rclpy.init(context=self._context, domain_id=int(config.domain_id),
+                       signal_handler_options=SignalHandlerOptions.NO)   # signals belong to the caller
             node = rclpy.create_node(config.node_name, context=self._context)
             self._executor = SingleThreadedExecutor(context=self._context)
             self._executor.add_node(node)
@@ -108,9 +110,9 @@ class Ros2Transport(Transport):
         return self._made(Ros2Writer(self._node, self._types["state"], LOWSTATE_ROS_TOPIC,
                                      LOWSTATE))
 
-    def lowcmd_reader(self, check_crc: bool = True) -> Ros2Reader:
+    def lowcmd_reader(self, check_crc: bool = True, depth: int = 1) -> Ros2Reader:
         return self._made(Ros2Reader(self._node, self._types["cmd"], LOWCMD_ROS_TOPIC, LOWCMD,
-                                     check_crc))
+                                     check_crc, depth))
 
     def lowstate_reader(self, check_crc: bool = True) -> Ros2Reader:
         return self._made(Ros2Reader(self._node, self._types["state"], LOWSTATE_ROS_TOPIC,

@@ -1,0 +1,141 @@
+"""The LowCmd writer, in a process of its own: its 500 Hz deadlines never wait for the policy
+process's GIL (a policy step holds it for hundreds of microseconds).
+
+Each write reads the command plan from shared memory (`SharedPlan`), evaluates it at the write
+time (`LowCmdComposer`) and publishes a LowCmd through its own transport (its own DDS participant,
+or its own ROS 2 node). Writes happen on a deadline schedule at `writer_hz` (next deadline =
+previous + period), and at once when the policy process wakes it with new targets.
+
+The writer enforces on its own, latching damping and reporting the reason to the policy process:
+- LowState staleness: `state_time` (written by the policy process at each LowState) older than
+  `stale_after_s`, whatever the policy process is doing;
+- a non-finite value about to go on the wire (it is never sent);
+- the policy process gone (parent pid changed): damping for `shutdown_damping_s`, then exit.
+When the plan lock is not free within half a write period (the policy process was preempted, or
+died, holding it), the writer goes on with its last copy of the plan, whose `state_time` then
+ages until the staleness check damps: it never waits on the policy process.
+It ends at the plan's `stop_at` (the policy process's stop: damping was published until then).
+SIGINT / SIGTERM are blocked in this process (the parent blocks them around the spawn): Ctrl-C
+reaches the whole process group, and only the policy process decides when damping may end.
+"""
+import gc
+import os
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from bcg.transport import TransportConfig, Writer, make_transport
+
+from .command_plan import PLAN_DTYPE, LowCmdComposer
+from .realtime import advance, request_fifo, wait_until
+from .safety import check_stale
+from .shared_plan import SharedPlan
+from .timing_stats import TimingStats
+
+NON_FINITE_REASON = "non-finite joint target (never sent)"
+PARENT_GONE_REASON = "policy process exited"
+
+
+@dataclass(frozen=True)
+class WriterSettings:
+    """Everything the writer process needs besides the shared plan (picklable)."""
+
+    transport: TransportConfig
+    """Where LowCmd goes; the writer opens its own transport on it."""
+    writer_hz: float = 500.0
+    """Hz, periodic LowCmd writes."""
+    spin_s: float = 0.0002
+    """s before each deadline spent spinning on the clock instead of sleeping (0: sleep only)."""
+    realtime_priority: int = 0
+    """SCHED_FIFO priority of the writer (best effort; 0: normal scheduling)."""
+    shutdown_damping_s: float = 1.0
+    """s of damping when the policy process disappears."""
+    parent_pid: int = 0
+    """The policy process (its disappearance is detected through the parent pid)."""
+
+
+class WriterLoop:
+    """The write schedule and the writer's own safety checks (no process or transport setup)."""
+
+    def __init__(self, settings: WriterSettings, shared: SharedPlan, writer: Writer,
+                 report_fault: Callable[[str], None], clock=time.monotonic):
+        self.settings, self.shared, self.writer = settings, shared, writer
+        self.report_fault, self.clock = report_fault, clock
+        self.composer = LowCmdComposer()
+        self.lateness = TimingStats()
+        """How late each periodic write started after its deadline."""
+        self.latency = TimingStats()
+        """LowState received (policy process) -> LowCmd with the targets computed from it written."""
+        self.commands_written = 0
+        self.latched: str = ""
+        """Why the writer damps on its own ('' while it does not)."""
+
+    def _latch(self, reason: str) -> None:
+        if not self.latched:
+            self.latched = reason
+            self.report_fault(reason)
+
+    def run(self) -> dict:
+        """Write until the plan's stop time (or the end of damping after the policy process is gone)."""
+        s, clock = self.settings, self.clock
+        period, read_timeout = 1.0 / s.writer_hz, 0.5 / s.writer_hz
+        records = np.zeros(1, PLAN_DTYPE)
+        plan = records[0]
+        plan["stop_at"] = np.inf
+        stop_at, last_seq = np.inf, 0
+        deadline = clock()
+        while True:
+            woken = wait_until(deadline, s.spin_s, clock, block=self.shared.wait_for_wake, poll=self.shared.poll_wake)
+            now = clock()
+            if not woken:
+                self.lateness.add(now - deadline)
+                deadline = advance(deadline, period, now)
+            self.shared.read(records, read_timeout)        # not free in time: the last copy stands
+            if os.getppid() != s.parent_pid and stop_at == np.inf:
+                self._latch(PARENT_GONE_REASON)
+                stop_at = now + s.shutdown_damping_s
+            if now >= min(stop_at, float(plan["stop_at"])):
+                break
+            if not plan["active"]:
+                continue
+            if not plan["damping"]:
+                reason = check_stale(now - float(plan["state_time"]), float(plan["stale_after_s"]))
+                if reason is not None:
+                    self._latch(reason)
+            if not self.composer.compose(plan, now, damping=bool(self.latched)):
+                self._latch(NON_FINITE_REASON)
+                if not self.composer.compose(plan, now, damping=True):
+                    continue
+            self.writer.write(self.composer.cmd)
+            self.commands_written += 1
+            seq = int(plan["targets_seq"])
+            if seq != last_seq:
+                last_seq = seq
+                self.latency.add(clock() - float(plan["targets_state_time"]))
+        return {"commands_written": self.commands_written, "latency": self.latency.summary(),
+                "writer_lateness": self.lateness.summary(), "writer_fault": self.latched or None}
+
+
+def writer_main(settings: WriterSettings, handles: tuple, conn) -> None:
+    """Entry point of the writer process (a multiprocessing 'spawn' target).
+
+    Messages to the parent on `conn`: ('ready', scheduling note), ('fault', reason), then
+    ('summary', dict) at the end, or ('error', text) when it fails (exit code 1).
+    """
+    try:
+        shared = SharedPlan(*handles)
+        note = request_fifo(settings.realtime_priority)
+        with make_transport(settings.transport) as transport:
+            writer = transport.lowcmd_writer()
+            gc.collect()
+            gc.freeze()           # everything built so far: never scanned again by the collector
+            conn.send(("ready", note))
+            summary = WriterLoop(settings, shared, writer, lambda reason: conn.send(("fault", reason))).run()
+        conn.send(("summary", summary))
+    except BaseException as e:  # the parent logs it and fails; damping is what the robot then does
+        try:
+            conn.send(("error", f"{type(e).__name__}: {e}"))
+        finally:
+            raise SystemExit(1)

@@ -1,0 +1,64 @@
+"""Runs the policy node over an open transport until it is stopped (the direct-DDS and ROS 2 entry points).
+
+Not imported by `main` until the arguments are checked: the LowCmd writer process is started with
+multiprocessing's 'spawn', which re-imports the entry script, and that should stay cheap.
+"""
+import dataclasses
+import gc
+import logging
+import signal
+
+from bcg.transport import make_transport
+
+from .command_writer import WriterSettings
+from .joint_map import JointMapError
+from .main import EXIT_REFUSED
+from .runtime import EventLog, NodeRuntime
+from .setup_node import WRITER_NODE_NAME, StartupError, build_controller, transport_config
+
+log = logging.getLogger("bcg_policy_node")
+
+
+def run(config, open_transport=None) -> int:
+    """Run the node until stopped; returns the exit code. `open_transport()`: default from `config`
+    (LowState side; the LowCmd writer process opens its own, as node `WRITER_NODE_NAME` on ROS 2)."""
+    events = EventLog(config.events)
+    try:
+        controller = build_controller(config, on_transition=events.transition)
+    except StartupError as e:
+        log.error("refusing to start: %s", e)
+        events.close()
+        return EXIT_REFUSED
+    writer = WriterSettings(dataclasses.replace(transport_config(config), node_name=WRITER_NODE_NAME),
+                            writer_hz=config.writer_hz, spin_s=config.writer_spin,
+                            realtime_priority=config.realtime_priority + 1 if config.realtime_priority else 0,
+                            shutdown_damping_s=config.shutdown_damping)
+    with (open_transport or (lambda: make_transport(transport_config(config))))() as transport:
+        runtime = NodeRuntime(controller, transport, writer, check_state_crc=config.check_state_crc,
+                              receiver_priority=config.realtime_priority)
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, lambda s, f: runtime.stop(f"stop requested ({signal.Signals(s).name})"))
+        gc.collect()
+        gc.freeze()              # everything built so far: never scanned again by the collector
+        try:
+            runtime.start()
+            log.info("policy %s: %d joints, %.0f Hz policy, %.0f Hz writer (own process), domain %d",
+                     controller.policy.path, controller.contract.num_joints, controller.contract.control_hz,
+                     config.writer_hz, config.domain)
+            while not runtime.wait(0.2):
+                pass
+        except RuntimeError as e:         # the writer process could not start
+            runtime.error = runtime.error or e
+            log.error("%s", e)
+        finally:
+            runtime.join()
+        summary = runtime.summary()
+        events.write({"summary": summary})
+        events.close()
+    if isinstance(runtime.error, JointMapError):
+        log.error("refusing to run: %s", runtime.error)
+        return EXIT_REFUSED
+    if runtime.error is not None:
+        return 1
+    log.info("stopped: %d commands written, %d policy steps", summary["commands_written"], summary["policy_steps"])
+    return 0

@@ -1,0 +1,125 @@
+"""The LowCmd writer's loop on its own: what it writes for a plan, and the checks it makes by itself.
+
+The loop runs in a thread of the test with a recording writer instead of DDS; the plan goes
+through real shared memory. Times are the real monotonic clock; nothing is judged by speed.
+"""
+import multiprocessing
+import os
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from bcg.transport import TransportConfig, Writer
+from bcg.wire import crc_ok, decode_lowcmd, encode_lowcmd
+from bcg_policy_node.command_plan import new_plan
+from bcg_policy_node.command_writer import NON_FINITE_REASON, PARENT_GONE_REASON, WriterLoop, WriterSettings
+from bcg_policy_node.shared_plan import SharedPlan
+
+KD_DAMP = 4.0
+
+
+class Recording(Writer):
+    def __init__(self):
+        self.commands = []
+
+    def write(self, rec):
+        self.commands.append(decode_lowcmd(encode_lowcmd(rec)))
+
+
+def hold_plan(now):
+    """An active HOLD-like plan: q = 0.3 on slots 0..28, kp 50, kd 2, fresh LowState at `now`."""
+    plan = new_plan()
+    plan["active"], plan["mode_machine"] = True, 5
+    plan["mode"][:29] = 1
+    plan["q_from"][:29] = plan["q_to"][:29] = 0.3
+    plan["kp"][:29], plan["kd"][:29] = 50.0, 2.0
+    plan["damping_kd"][:29] = KD_DAMP
+    plan["stale_after_s"] = 0.06
+    plan["state_time"] = now
+    return plan
+
+
+class RunningWriter:
+    """A WriterLoop in a thread on a shared plan; `faults` are what it reported."""
+
+    def __init__(self, plan, parent_pid=None, shutdown_damping_s=0.05):
+        self.shared = SharedPlan.create(multiprocessing.get_context("spawn"))
+        self.shared.publish(plan)
+        self.writer, self.faults, self.summary = Recording(), [], None
+        settings = WriterSettings(TransportConfig(), writer_hz=500.0, spin_s=0.0,
+                                  shutdown_damping_s=shutdown_damping_s,
+                                  parent_pid=os.getppid() if parent_pid is None else parent_pid)
+        self.loop = WriterLoop(settings, self.shared, self.writer, self.faults.append)
+        self.thread = threading.Thread(target=lambda: setattr(self, "summary", self.loop.run()))
+        self.thread.start()
+
+    def wait_for(self, predicate, timeout_s=10.0):
+        end = time.monotonic() + timeout_s
+        while time.monotonic() < end:
+            if any(predicate(c) for c in list(self.writer.commands)):
+                return True
+            time.sleep(0.005)
+        return False
+
+    def stop(self, plan):
+        plan["stop_at"] = time.monotonic()
+        self.shared.publish(plan)
+        self.thread.join(10.0)
+        assert not self.thread.is_alive()
+        assert all(np.isfinite(c["motor_cmd"]["q"]).all() and crc_ok(c) for c in self.writer.commands)
+
+
+def is_damping(cmd):
+    m = cmd["motor_cmd"]
+    return not m["kp"].any() and (m["kd"][:29] == KD_DAMP).all() and not m["q"].any()
+
+
+def test_writes_the_plan_and_wakes_for_new_targets():
+    plan = hold_plan(time.monotonic() + 3600)          # a LowState "from the future": never stale here
+    w = RunningWriter(plan)
+    assert w.wait_for(lambda c: c["motor_cmd"]["kp"][0] == 50.0 and c["mode_machine"] == 5)
+    plan["q_from"][:29] = plan["q_to"][:29] = -0.2
+    plan["targets_seq"], plan["targets_state_time"] = 1, time.monotonic()
+    w.shared.publish(plan)
+    w.shared.wake_writer()
+    assert w.wait_for(lambda c: np.allclose(c["motor_cmd"]["q"][:29], -0.2))
+    w.stop(plan)
+    assert w.faults == [] and w.summary["latency"]["n"] == 1
+    assert w.summary["commands_written"] == len(w.writer.commands) and w.summary["writer_lateness"]["n"] > 0
+    m = w.writer.commands[0]["motor_cmd"]
+    assert m["mode"][:29].all() and not m["mode"][29:].any() and not m["dq"].any() and not m["tau"].any()
+
+
+def test_stale_lowstate_damps_without_the_policy_process():
+    """The policy process publishes nothing more (as if stuck): the writer damps on its own."""
+    plan = hold_plan(time.monotonic())
+    w = RunningWriter(plan)
+    assert w.wait_for(is_damping)
+    assert len(w.faults) == 1 and w.faults[0].startswith("LowState stale: newest is")
+    first = next(i for i, c in enumerate(w.writer.commands) if is_damping(c))
+    plan["state_time"] = time.monotonic() + 3600      # LowState again: the damping stays latched
+    w.shared.publish(plan)
+    time.sleep(0.05)
+    w.stop(plan)
+    assert all(is_damping(c) for c in w.writer.commands[first:])
+
+
+def test_non_finite_targets_are_never_sent():
+    plan = hold_plan(time.monotonic() + 3600)
+    plan["q_to"][3] = np.nan
+    w = RunningWriter(plan)
+    assert w.wait_for(is_damping)
+    w.stop(plan)
+    assert w.faults == [NON_FINITE_REASON] and all(is_damping(c) for c in w.writer.commands)
+
+
+@pytest.mark.timeout(30)
+def test_policy_process_gone_damps_then_ends():
+    """Told another parent pid than this process's: the writer takes it as its policy process having died."""
+    plan = hold_plan(time.monotonic() + 3600)
+    w = RunningWriter(plan, parent_pid=os.getppid() + 1_000_000, shutdown_damping_s=0.05)
+    w.thread.join(10.0)
+    assert not w.thread.is_alive() and w.faults == [PARENT_GONE_REASON]
+    assert w.writer.commands and all(is_damping(c) for c in w.writer.commands)
