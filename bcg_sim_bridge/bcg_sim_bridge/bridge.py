@@ -1,10 +1,11 @@
 """The bridge loop: physics steps, LowCmd polling, LowState publishing, pacing and observers.
 
-Per physics step: take the newest LowCmd (if any) and let the gate accept or reject it, apply
-the command in force (latest accepted, or damping after the timeout), the elastic band, one
-`mj_step`. Every `steps_per_state` steps: fill and publish a LowState, sample the metrics,
-capture a frame, sync the viewer, and (unless `fast`) sleep until the wall clock catches up.
-Transport-agnostic: it sees only a `Reader` of LowCmd and a `Writer` of LowState.
+Per physics step: take every LowCmd that arrived since the last step and let the gate accept or
+reject each (so the counts are those of what the controller sent), apply the command in force
+(latest accepted, or damping after the timeout), the elastic band, one `mj_step`. Every
+`steps_per_state` steps: fill and publish a LowState, sample the metrics, queue a frame for the
+recorder (rendered in its own thread), sync the viewer, and (unless `fast`) sleep until the wall
+clock catches up. Transport-agnostic: it sees only a `Reader` of LowCmd and a `Writer` of LowState.
 """
 import threading
 import time
@@ -45,7 +46,7 @@ class SimBridge:
         if config.elastic_band:
             self.band = ElasticBand.above_body(
                 self.core.model, self.core.data, config.band_body, config.band_anchor_height,
-                config.band_stiffness, config.band_damping, config.band_length)
+                config.band_stiffness, config.band_damping, config.band_length, config.band_mode)
         self.commands, self.states = commands, states
         self.recorder = None
         """Optional `display.Recorder`, fed after every state period."""
@@ -60,8 +61,7 @@ class SimBridge:
         """One physics step under the command in force (after taking a new LowCmd, if any)."""
         core, now = self.core, self.core.time
         if self.commands is not None:
-            rec = self.commands.take()
-            if rec is not None:
+            for rec in self.commands.take_all():     # every sample: each is validated and counted
                 self.gate.offer(rec, now)
         command = self.gate.command(now)
         if command is not core.command:

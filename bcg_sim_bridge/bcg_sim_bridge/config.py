@@ -14,6 +14,9 @@ from bcg.ros_params import ParameterError, coerce_parameters, read_ros_parameter
 
 NODE_NAME = "sim_bridge"
 """The node's name: its section in a ROS 2 parameter file."""
+BAND_MODES = ("hold", "hang")
+"""Elastic band modes (`elastic_band.py`). Kept here, not there: this module must not import mujoco,
+which reads $MUJOCO_GL once, at its import (`display.choose_offscreen_backend`)."""
 
 
 ConfigError = ParameterError
@@ -51,6 +54,10 @@ class BridgeConfig:
     """Joint angles at start: 'default' (robot default pose) or 'zero' (the model's qpos0)."""
     elastic_band: bool = False
     """Hold the torso with Unitree's elastic band at start."""
+    band_mode: str = "hold"
+    """'hold': the band is just taut in the initial pose (rest length = anchor distance at the start
+    + band_length): it never lifts the robot and pulls back as the body sinks; 'hang': rest length
+    band_length, as Unitree's simulator (0 lifts the G1 until it hangs about 0.5 m up)."""
     band_stiffness: float = 200.0
     """Elastic band spring constant, N/m."""
     band_damping: float = 100.0
@@ -58,7 +65,7 @@ class BridgeConfig:
     band_anchor_height: float = 3.0
     """Height of the band's anchor above the floor, m, straight above the initial root position."""
     band_length: float = 0.0
-    """Rest length of the band, m."""
+    """Rest length of the band, m ('hold' mode: added to the anchor distance at the start)."""
     band_body: str = "torso_link"
     """Model body the band pulls on."""
     band_release_time: float = 0.0
@@ -111,8 +118,11 @@ def _validate(c: BridgeConfig) -> None:
     ratio = c.physics_hz / c.state_hz
     _require(ratio >= 1 and abs(ratio - round(ratio)) < 1e-9, "state_hz",
              f"physics_hz ({c.physics_hz}) must be a whole multiple of state_hz", c.state_hz)
-    for key in ("duration", "wait_for_command", "band_stiffness", "band_damping", "band_length", "band_release_time", "fall_height"):
+    for key in ("duration", "wait_for_command", "band_stiffness", "band_damping", "band_release_time", "fall_height"):
         _require(getattr(c, key) >= 0, key, "must be >= 0", getattr(c, key))
+    _require(c.band_mode in BAND_MODES, "band_mode", f"must be one of {BAND_MODES}", c.band_mode)
+    _require(c.band_mode == "hold" or c.band_length >= 0, "band_length", "must be >= 0 in 'hang' mode",
+             c.band_length)
     _require(c.initial_pose in ("default", "zero"), "initial_pose", "must be 'default' or 'zero'", c.initial_pose)
     _require(bool(c.band_body), "band_body", "must name a body of the model", c.band_body)
 

@@ -3,14 +3,20 @@
 Offscreen rendering needs an OpenGL backend chosen by $MUJOCO_GL before mujoco is imported.
 On these CPU-only machines both `egl` and `osmesa` (Mesa's software renderers) work; `glfw` needs a
 display. The recorder uses `egl` unless MUJOCO_GL is already set. Software rendering is slow
-(about 140 ms per 320x240 frame on one core here, with shadows and reflections off, which the
-recorder turns off for that reason).
+(140-800 ms per 320x240 frame here, with shadows and reflections off, which the recorder turns
+off for that reason), so the recorder renders in a thread of its own, never on the path that
+steps the physics and publishes LowState.
 """
 import os
+import queue
+import threading
 from pathlib import Path
-from typing import List, Optional
+from typing import Callable, List, Optional
 
 import numpy as np
+
+RENDER_NICENESS = 10
+"""Nice increment of the render thread (Linux: per thread), so physics and DDS keep their CPU."""
 
 
 def choose_offscreen_backend() -> str:
@@ -26,17 +32,27 @@ def display_available() -> bool:
     return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
 
 
-class Recorder:
-    """Renders frames offscreen at `fps` frames per simulated second and writes them at `close`.
+def _mujoco_renderer(model, width: int, height: int):
+    import mujoco
+    return mujoco.Renderer(model, height=height, width=width)
 
-The camera follows body `track_body` (the robot's root) from 3 m.
+
+class Recorder:
+    """Records the run at `fps` frames per simulated second into `path` (written at `close`).
+
+    `maybe_capture(data)`, called by the bridge at the state rate, only copies the pose (qpos) of
+    each due frame into a queue; a render thread (lower CPU priority where the OS allows it) poses
+    its own MjData from it and renders it with `renderer_factory(model, width, height)` (default:
+    `mujoco.Renderer`, created in that thread: GL contexts belong to one thread). The physics never
+    waits for a frame and no frame is dropped: frames not rendered yet when the run ends are
+    rendered by `close`, which then writes the file. The camera follows body `track_body` from 3 m.
 
     `.gif` is written by Pillow; `.mp4` and other video formats need the `imageio-ffmpeg` package.
     Frames are kept in memory until `close` (width * height * 3 bytes each).
     """
 
-    def __init__(self, model, path: str, fps: float, width: int, height: int, track_body: int = 1):
-        import mujoco
+    def __init__(self, model, path: str, fps: float, width: int, height: int, track_body: int = 1,
+                 renderer_factory: Callable = _mujoco_renderer):
         self.path = Path(path)
         if self.path.suffix.lower() != ".gif":
             try:
@@ -45,34 +61,82 @@ The camera follows body `track_body` (the robot's root) from 3 m.
                 raise ValueError(f"record: {path!r} needs imageio-ffmpeg for {self.path.suffix} "
                                  "files; use a .gif path") from None
         self.fps = float(fps)
-        self._renderer = mujoco.Renderer(model, height=height, width=width)
-        self._off = (mujoco.mjtRndFlag.mjRND_SHADOW, mujoco.mjtRndFlag.mjRND_REFLECTION)
-        self._camera = mujoco.MjvCamera()
-        mujoco.mjv_defaultFreeCamera(model, self._camera)
-        self._camera.type = mujoco.mjtCamera.mjCAMERA_TRACKING
-        self._camera.trackbodyid = track_body
-        self._camera.distance = 3.0
+        self.model, self.width, self.height, self.track_body = model, width, height, track_body
+        self._factory = renderer_factory
+        self._poses: "queue.SimpleQueue[Optional[tuple]]" = queue.SimpleQueue()
         self._frames: List[np.ndarray] = []
         self._next_time = 0.0
+        self.captured = 0
+        """Poses queued so far."""
+        self._ready = threading.Event()
+        self._error: Optional[BaseException] = None
+        self._thread = threading.Thread(target=self._render_loop, name="bcg-recorder", daemon=True)
+        self._thread.start()
+        self._ready.wait()
+        if self._error is not None:
+            raise ValueError(f"record: cannot render offscreen ({type(self._error).__name__}: {self._error}); "
+                             "set MUJOCO_GL to egl or osmesa") from None
 
     def maybe_capture(self, data) -> None:
-        """Render a frame when simulated time has reached the next frame time."""
+        """Queue the current pose when simulated time has reached the next frame time (no rendering here)."""
         if data.time + 1e-9 < self._next_time:
             return
         self._next_time += 1.0 / self.fps
-        self._renderer.update_scene(data, camera=self._camera)
-        for flag in self._off:
-            self._renderer.scene.flags[flag] = 0
-        self._frames.append(self._renderer.render().copy())
+        self._poses.put((float(data.time), data.qpos.copy()))
+        self.captured += 1
 
     @property
     def frames(self) -> int:
+        """Frames rendered so far."""
         return len(self._frames)
 
+    @property
+    def pending(self) -> int:
+        """Poses queued but not rendered yet."""
+        return self.captured - len(self._frames)
+
+    def _render_loop(self) -> None:
+        import mujoco
+        renderer = None
+        try:
+            try:
+                os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), RENDER_NICENESS)
+            except (AttributeError, OSError):     # not Linux / not permitted: same priority as physics
+                pass
+            renderer = self._factory(self.model, self.width, self.height)
+            data = mujoco.MjData(self.model)
+            camera = mujoco.MjvCamera()
+            mujoco.mjv_defaultFreeCamera(self.model, camera)
+            camera.type = mujoco.mjtCamera.mjCAMERA_TRACKING
+            camera.trackbodyid = self.track_body
+            camera.distance = 3.0
+        except BaseException as e:  # reported by the constructor
+            self._error = e
+            return
+        finally:
+            self._ready.set()
+        try:
+            while (pose := self._poses.get()) is not None:
+                data.time, data.qpos[:] = pose
+                mujoco.mj_kinematics(self.model, data)      # what drawing needs: poses, centres of mass,
+                mujoco.mj_comPos(self.model, data)          # cameras and lights
+                mujoco.mj_camlight(self.model, data)
+                renderer.update_scene(data, camera=camera)
+                for flag in (mujoco.mjtRndFlag.mjRND_SHADOW, mujoco.mjtRndFlag.mjRND_REFLECTION):
+                    renderer.scene.flags[flag] = 0
+                self._frames.append(renderer.render().copy())
+        except BaseException as e:  # reported by close
+            self._error = e
+        finally:
+            renderer.close()
+
     def close(self) -> Optional[Path]:
-        """Write the file (atomically) and release the renderer; returns the path, or None without frames."""
+        """Render what is still queued, write the file (atomically); returns the path, or None without frames."""
         import imageio.v2 as imageio
-        self._renderer.close()
+        self._poses.put(None)
+        self._thread.join()
+        if self._error is not None:
+            raise RuntimeError(f"record: rendering failed: {type(self._error).__name__}: {self._error}")
         if not self._frames:
             return None
         self.path.parent.mkdir(parents=True, exist_ok=True)

@@ -34,6 +34,7 @@ _FLAGS = (
     ("--command-timeout", "command_timeout", float, "seconds without an accepted LowCmd before damping"),
     ("--damping-kd", "damping_kd", float, "damping-mode kd, N m s/rad (negative: robot description's)"),
     ("--initial-pose", "initial_pose", str, "'default' or 'zero'"),
+    ("--band-mode", "band_mode", str, "'hold' (taut at the start, never lifts) or 'hang' (Unitree's: lifts)"),
     ("--band-release-time", "band_release_time", float, "release the elastic band after this many seconds"),
     ("--metrics", "metrics", str, "write the metrics JSON here at exit"),
     ("--motion", "motion", str, "reference motion CSV (LAFAN1 layout, 30 fps) for tracking errors"),

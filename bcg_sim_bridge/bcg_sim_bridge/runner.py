@@ -14,6 +14,9 @@ from .metrics import write_json_atomic
 from .lowstate_fill import SensorError
 from bcg.contract import MotionFileError, load_motion
 
+COMMAND_HISTORY = 64
+"""LowCmd samples kept between two physics steps (the reader's depth): every command a 500 Hz
+controller sends is seen and counted even when the loop stalls for 100 ms."""
 SETUP_ERRORS = (ModelNotFoundError, RobotDescriptionError, MotionFileError, SensorError, ValueError)
 """What `build_bridge` raises for a bad model, motion file or setting (each message names it)."""
 
@@ -34,8 +37,8 @@ def build_bridge(config: BridgeConfig, transport: Transport, log=sys.stderr) -> 
     """
     robot = RobotDescription.load(config.model or None)
     motion = load_motion(config.motion) if config.motion else None
-    bridge = SimBridge(config, robot, transport.lowcmd_reader(check_crc=False), transport.lowstate_writer(),
-                       motion)
+    bridge = SimBridge(config, robot, transport.lowcmd_reader(check_crc=False, depth=COMMAND_HISTORY),
+                       transport.lowstate_writer(), motion)
     if config.record:
         bridge.recorder = Recorder(bridge.core.model, config.record, config.record_fps,
                                    config.record_width, config.record_height, track_body=robot.root_body)
@@ -56,9 +59,6 @@ def run_bridge(bridge: SimBridge, stop: Optional[threading.Event] = None, log=sy
     finally:
         if bridge.viewer is not None:
             bridge.viewer.close()
-        if bridge.recorder is not None:
-            written = bridge.recorder.close()
-            print(f"sim_bridge: recorded {bridge.recorder.frames} frames to {written}", file=log)
         report = bridge.report()
         if config.metrics:
             write_json_atomic(config.metrics, report)
@@ -67,4 +67,9 @@ def run_bridge(bridge: SimBridge, stop: Optional[threading.Event] = None, log=sy
               f"(real-time factor {rtf if rtf is None else round(rtf, 2)}), "
               f"commands accepted {report['commands']['accepted']}, rejected {report['commands']['rejected']}",
               file=log, flush=True)
+        if bridge.recorder is not None:
+            print(f"sim_bridge: rendering the {bridge.recorder.pending} of {bridge.recorder.captured} frames "
+                  "not drawn yet", file=log, flush=True)
+            written = bridge.recorder.close()
+            print(f"sim_bridge: recorded {bridge.recorder.frames} frames to {written}", file=log, flush=True)
     return report

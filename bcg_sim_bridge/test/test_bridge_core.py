@@ -2,6 +2,8 @@
 import os
 from pathlib import Path
 
+import threading
+
 import mujoco
 import numpy as np
 import pytest
@@ -11,11 +13,13 @@ from bcg.wire import crc_ok, encode_lowcmd, encode_lowstate, new_lowcmd
 from bcg_sim_bridge.bridge import SimBridge
 from bcg_sim_bridge.command_gate import CommandGate
 from bcg_sim_bridge.config import BridgeConfig, ConfigError, load_config
+from bcg_sim_bridge.display import Recorder
 from bcg_sim_bridge.elastic_band import ElasticBand
 from bcg_sim_bridge.joint_command import JointCommand
 from bcg_sim_bridge.lowstate_fill import quat_to_rpy
 from bcg_sim_bridge.metrics import write_json_atomic
 from bcg.contract import MotionFileError, load_motion
+from bcg.contract.builtin import STAND_GAIN_SCALE
 from bcg_sim_bridge.physics import PhysicsCore
 
 REPO = Path(__file__).resolve().parents[2]
@@ -163,24 +167,112 @@ def test_23dof_model_loads_with_mode_machine_4(robot23):
     np.testing.assert_allclose(bridge.core.joint_torque, 0.5)
 
 
-def test_elastic_band_holds_the_robot(robot):
-    """Unitree's band (k = 200, d = 100, anchor 3 m up) keeps the damped robot from falling."""
-    cfg = BridgeConfig(elastic_band=True, fast=True, duration=1.0)
+def stand_lowcmd(robot):
+    """PD on the default pose with the built-in stand policy's gains (which stand in MuJoCo)."""
+    kp_scale, kd_scale = STAND_GAIN_SCALE
+    return valid_lowcmd(robot, kp=kp_scale * robot.kp, kd=kd_scale * robot.kd, q=robot.default_q)
+
+
+def run_commanded(bridge, rec, seconds):
+    """Step `bridge` for `seconds` of simulated time under `rec`; the root heights at each state."""
+    heights = []
+    while bridge.core.time < seconds - 1e-9:
+        bridge.gate.offer(rec, bridge.core.time)
+        bridge.state_period()
+        heights.append(bridge.core.root_height)
+    return np.array(heights)
+
+
+def test_band_in_hold_mode_never_lifts_the_standing_robot(robot):
+    """Taut at the start, no force while the robot stands: its feet carry it (penetration is measured)."""
+    bridge = SimBridge(BridgeConfig(elastic_band=True), robot)
+    start = bridge.core.root_height
+    assert bridge.band.rest_length == pytest.approx(3.0 - bridge.core.data.xpos[bridge.band.body, 2])
+    np.testing.assert_array_equal(bridge.band.force(bridge.core.data), 0.0)
+    heights = run_commanded(bridge, stand_lowcmd(robot), 1.0)
+    assert heights.max() <= start + 1e-3
+    ev = bridge.metrics.report()
+    assert not ev["fell"] and ev["foot_contacts"] > 0 and ev["foot_penetration_mean_m"] > 0
+
+
+def test_band_in_hold_mode_pulls_as_the_body_sinks(robot):
+    """Damped (kp = 0), the robot sinks; the band pulls up by stiffness x sinking (it is at rest)."""
+    bridge = SimBridge(BridgeConfig(elastic_band=True, band_damping=0.0), robot)
+    band, data = bridge.band, bridge.core.data
+    z0 = float(data.xpos[band.body, 2])
+    run_commanded(bridge, valid_lowcmd(robot, kd=4.0), 0.5)
+    sink = z0 - float(data.xpos[band.body, 2])
+    assert sink > 0.05
+    force = band.force(data)
+    assert force[2] > 0
+    assert np.linalg.norm(force) == pytest.approx(200.0 * (np.linalg.norm(band.anchor - data.xpos[band.body])
+                                                            - band.rest_length))
+
+
+def test_band_in_hang_mode_lifts_and_holds_the_robot_as_unitree(robot):
+    """Unitree's band (k = 200, d = 100, anchor 3 m up, rest length 0) hangs the damped robot up."""
+    cfg = BridgeConfig(elastic_band=True, band_mode="hang", fast=True, duration=1.0)
     bridge = SimBridge(cfg, robot)
+    start = bridge.core.root_height
     bridge.run()
-    assert bridge.metrics.fall_time is None and bridge.core.root_height > 0.5
+    assert bridge.band.rest_length == 0.0
+    assert bridge.metrics.fall_time is None and bridge.core.root_height > start + 0.2
     free = SimBridge(cfg.replace(elastic_band=False, duration=1.5), robot)
     free.run()
     assert free.metrics.fall_time is not None
 
 
 def test_band_release(robot):
-    bridge = SimBridge(BridgeConfig(elastic_band=True, band_release_time=0.01), robot)
+    bridge = SimBridge(BridgeConfig(elastic_band=True, band_mode="hang", band_release_time=0.01), robot)
     band = bridge.band
     assert isinstance(band, ElasticBand) and band.anchor[2] == 3.0
     for _ in range(20):
         bridge.physics_step()
     assert not band.attached and np.all(bridge.core.data.xfrc_applied == 0)
+    assert bridge.report()["elastic_band"] == {"attached_at_end": False}
+
+
+def test_band_settings_are_checked(robot):
+    with pytest.raises(ConfigError, match="`band_mode`"):
+        BridgeConfig(band_mode="lift")
+    with pytest.raises(ConfigError, match="`band_length`"):
+        BridgeConfig(band_mode="hang", band_length=-1.0)
+    with pytest.raises(ValueError, match="band_length: the band's rest length would be"):
+        SimBridge(BridgeConfig(elastic_band=True, band_length=-5.0), robot)
+
+
+class BlockedRenderer:
+    """Stands in for mujoco.Renderer: each render() waits for `release`, and notes the pose's time."""
+
+    def __init__(self, release, times):
+        self.release, self.times = release, times
+        self.scene = type("Scene", (), {"flags": np.ones(mujoco.mjtRndFlag.mjNRNDFLAG, np.uint8)})()
+
+    def update_scene(self, data, camera):
+        self.times.append(float(data.time))
+
+    def render(self):
+        self.release.wait()
+        return np.zeros((24, 32, 3), np.uint8)
+
+    def close(self):
+        pass
+
+
+def test_recording_never_waits_for_rendering(robot, tmp_path):
+    """The whole run completes while the renderer is stuck on its first frame; the frames are
+    rendered afterwards, every one, in order, with the pose of its capture time."""
+    release, times = threading.Event(), []
+    bridge = SimBridge(BridgeConfig(fast=True, duration=0.2), robot)
+    bridge.recorder = Recorder(bridge.core.model, str(tmp_path / "run.gif"), 30.0, 32, 24,
+                               renderer_factory=lambda model, width, height: BlockedRenderer(release, times))
+    bridge.run()
+    assert bridge.recorder.captured == 7 and bridge.recorder.frames == 0 and bridge.recorder.pending == 7
+    release.set()
+    assert bridge.recorder.close() == tmp_path / "run.gif"
+    assert bridge.recorder.frames == 7
+    # the first LowState at or after each 1/30 s (states every 2 ms, the first one at 2 ms)
+    np.testing.assert_allclose(times, [0.002, 0.034, 0.068, 0.1, 0.134, 0.168, 0.2], atol=1e-9)
 
 
 def test_metrics_penetration_and_tracking(robot, tmp_path):

@@ -85,7 +85,7 @@ def test_damping_commands_damp_the_joints(robot, tmp_path):
     """
     metrics = tmp_path / "metrics.json"
     t, speed = [], []
-    with bridge_process(30, metrics, "--duration", "4", "--elastic-band", "--damping-kd", "0",
+    with bridge_process(30, metrics, "--duration", "4", "--elastic-band", "--band-mode", "hang", "--damping-kd", "0",
                         "--command-timeout", "0.5") as proc, \
             make_transport(TransportConfig.simulation(30, transport="dds")) as transport:
         states = transport.lowstate_reader(check_crc=True)
@@ -118,7 +118,8 @@ def test_bad_commands_are_rejected_counted_and_never_applied(robot, tmp_path):
     metrics = tmp_path / "metrics.json"
     bad_taus: List[float] = []
     good_taus: List[float] = []
-    with bridge_process(31, metrics, "--duration", "30", "--damping-kd", "0", "--elastic-band") as proc, \
+    with bridge_process(31, metrics, "--duration", "30", "--damping-kd", "0", "--elastic-band", "--band-mode",
+                        "hang") as proc, \
             make_transport(TransportConfig.simulation(31, transport="dds")) as transport:
         participant = DomainParticipant(31)  # a plain IdlStruct writer, to send a CRC the codec would fix
         raw = DataWriter(participant, Topic(participant, LOWCMD_TOPIC, LowCmd_), WRITER_QOS)
@@ -188,3 +189,24 @@ def test_states_have_valid_crc_and_ticks_2ms_apart(robot, tmp_path):
     report = json.loads(metrics.read_text())
     assert report["sim_time_s"] == pytest.approx(1.0) and report["physics_steps"] == 1000
     assert report["commands"]["accepted"] >= 1 and report["commands"]["rejected_total"] == 0
+
+
+def test_every_command_sent_is_validated_and_counted(robot, tmp_path):
+    """Paced at real time, the physics takes commands in 2-step bursts; bursts of 5 LowCmds
+    arriving between two of them are each validated and counted, not only the newest."""
+    metrics = tmp_path / "metrics.json"
+    with bridge_process(34, metrics, "--duration", "30", fast=False) as proc, \
+            make_transport(TransportConfig.simulation(34, transport="dds")) as transport:
+        states = transport.lowstate_reader(check_crc=True)
+        commands = transport.lowcmd_writer()
+        state = states.wait(START_TIMEOUT_S)
+        assert state is not None, "no LowState from the bridge"
+        damping = lowcmd(robot, int(state["mode_machine"]), kd=1.0)
+        start_running(states, commands, damping)
+        for _ in range(60):
+            for _ in range(5):
+                commands.write(damping)
+            states.wait(0.2)                      # the bridge steps in between
+        finish(proc, terminate=True)
+    c = json.loads(metrics.read_text())["commands"]
+    assert c["accepted"] >= 300 and c["rejected_total"] == 0 and c["accepted"] == c["received"]
