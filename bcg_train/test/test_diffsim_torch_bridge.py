@@ -81,3 +81,37 @@ def test_bundled_window_gradients_cross_steps_through_the_torch_bridge():
         fd = (loss_fn(a0 + eps * u, False) - loss_fn(a0 - eps * u, False)) / (2 * eps)
     an = (a.grad * u).sum()
     assert abs(an - fd) / abs(fd) < 1e-4, (an.item(), fd.item())
+
+
+def test_body_frames_match_mujoco_and_finite_differences():
+    import mujoco
+
+    from bcg_train.diffsim.torch_bridge import body_frames
+    model = Model.from_mujoco(config=SimConfig(), device="cpu")
+    sim = Simulator(model, 2)
+    gen = torch.Generator().manual_seed(2)
+    q = torch.tensor(np.tile(model.default_qpos(0.8), (2, 1)))
+    q[:, 7:] += 0.3 * torch.randn(2, model.nq - 7, generator=gen, dtype=torch.float64)
+    q[:, 3:7] = torch.tensor([0.9, 0.1, -0.2, 0.3], dtype=torch.float64) / np.sqrt(0.95)
+    q.requires_grad_(True)
+    pos, quat = body_frames(sim, q)
+    m = mujoco.MjModel.from_xml_path(str(model.robot.model_path))
+    d = mujoco.MjData(m)
+    d.qpos[model.mj_qpos_adr] = q[1].detach().numpy()
+    mujoco.mj_kinematics(m, d)
+    np.testing.assert_allclose(pos[1].detach().numpy(), d.xpos[model.mj_body_ids], atol=1e-12)
+    sign = np.sign(np.sum(quat[1].detach().numpy() * d.xquat[model.mj_body_ids], axis=1, keepdims=True))
+    np.testing.assert_allclose(quat[1].detach().numpy() * sign, d.xquat[model.mj_body_ids], atol=1e-12)
+    w = torch.randn(pos.shape, generator=gen, dtype=torch.float64)
+    wq = torch.randn(quat.shape, generator=gen, dtype=torch.float64)
+    ((w * pos).sum() + (wq * quat).sum()).backward()
+    u = torch.zeros_like(q)
+    u[:, 7:] = torch.randn(2, model.nq - 7, generator=gen, dtype=torch.float64)
+    u[:, :3] = torch.randn(2, 3, generator=gen, dtype=torch.float64)
+    eps = 1e-6
+    with torch.no_grad():
+        def f(x):
+            p, r = body_frames(sim, x)
+            return (w * p).sum() + (wq * r).sum()
+        fd = (f(q + eps * u) - f(q - eps * u)) / (2 * eps)
+    assert abs((q.grad * u).sum() - fd) < 1e-6 * abs(fd)

@@ -35,6 +35,36 @@ def spatial_inertia_apply_lin(m: f64, h: vec3, w: vec3, v: vec3):
     return m * v - wp.cross(h, w)
 
 
+@wp.func
+def child_frame(mdl: DeviceModel, b: int, rp: wp.quatd, xp: vec3, q: wp.array2d(dtype=f64), e: int):
+    """Body b's world orientation and position from its parent's (rp, xp) and its hinge angle, with
+    the hinge's world axis and anchor (zero axis, anchor at the body origin for a fixed body)."""
+    r0 = wp.mul(rp, mdl.body_quat[b])
+    x0 = xp + wp.quat_rotate(rp, mdl.body_pos[b])
+    d = mdl.body_dof[b]
+    if d >= 0:
+        anchor = x0 + wp.quat_rotate(r0, mdl.jnt_anchor[b])
+        r = wp.mul(r0, wp.quat_from_axis_angle(mdl.jnt_axis[b], q[e, d + 1]))
+        return r, anchor - wp.quat_rotate(r, mdl.jnt_anchor[b]), wp.quat_rotate(r0, mdl.jnt_axis[b]), anchor
+    return r0, x0, vec3(), x0
+
+
+@wp.kernel
+def body_frames(mdl: DeviceModel, q: wp.array2d(dtype=f64), xrot: wp.array2d(dtype=wp.quatd),
+                xpos: wp.array2d(dtype=vec3)):
+    """Forward kinematics alone: every body's world orientation (x y z w) and origin [m]."""
+    e = wp.tid()
+    for b in range(mdl.nb):
+        p = mdl.body_parent[b]
+        if p < 0:
+            xrot[e, b] = wp.normalize(quat_wxyz(q, e))
+            xpos[e, b] = vec3(q[e, 0], q[e, 1], q[e, 2])
+        else:
+            r, x, ax, anchor = child_frame(mdl, b, xrot[e, p], xpos[e, p], q, e)
+            xrot[e, b] = r
+            xpos[e, b] = x
+
+
 @wp.kernel
 def kinematics(
     mdl: DeviceModel, q: wp.array2d(dtype=f64), qd: wp.array2d(dtype=f64),
@@ -80,16 +110,11 @@ def kinematics(
             acc_ang[e, b] = zero
             acc_lin[e, b] = -mdl.gravity - wp.cross(w, v)
         else:
-            rp = xrot[e, p]
-            r0 = wp.mul(rp, mdl.body_quat[b])
-            x0 = xpos[e, p] + wp.quat_rotate(rp, mdl.body_pos[b])
+            r, x, ax, anchor = child_frame(mdl, b, xrot[e, p], xpos[e, p], q, e)
+            xrot[e, b] = r
+            xpos[e, b] = x
             d = mdl.body_dof[b]
             if d >= 0:
-                ax = wp.quat_rotate(r0, mdl.jnt_axis[b])
-                anchor = x0 + wp.quat_rotate(r0, mdl.jnt_anchor[b])
-                r = wp.mul(r0, wp.quat_from_axis_angle(mdl.jnt_axis[b], q[e, d + 1]))
-                xrot[e, b] = r
-                xpos[e, b] = anchor - wp.quat_rotate(r, mdl.jnt_anchor[b])
                 sa = ax
                 sl = wp.cross(anchor - o, ax)
                 s_ang[e, d] = sa
@@ -104,8 +129,6 @@ def kinematics(
                 acc_ang[e, b] = acc_ang[e, p] + wp.cross(w, wj)
                 acc_lin[e, b] = acc_lin[e, p] + wp.cross(w, vj) + wp.cross(v, wj)
             else:
-                xrot[e, b] = r0
-                xpos[e, b] = x0
                 vel_ang[e, b] = vel_ang[e, p]
                 vel_lin[e, b] = vel_lin[e, p]
                 acc_ang[e, b] = acc_ang[e, p]

@@ -12,6 +12,7 @@ from typing import Tuple
 import torch
 import warp as wp
 
+from . import dynamics_kernels as dk
 from .device_model import Tape
 from .simulator import Simulator
 
@@ -43,6 +44,36 @@ class _SimStep(torch.autograd.Function):
                wp.to_torch(ctrl.q_target.grad).clone(), wp.to_torch(ctrl.tau.grad).clone())
         ctx.saved = None   # no tape.reset(): it would zero gradients that bundling windows carry to earlier steps
         return (None, None, None, None) + out
+
+
+class _BodyFrames(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, sim: Simulator, q: torch.Tensor):
+        m = sim.model
+        q_w = wp.from_torch(q.detach().contiguous(), dtype=wp.float64, grad=torch.zeros_like(q))
+        xrot = wp.zeros((q.shape[0], m.nb), dtype=wp.quatd, device=m.device, requires_grad=True)
+        xpos = wp.zeros((q.shape[0], m.nb), dtype=wp.vec3d, device=m.device, requires_grad=True)
+        tape = Tape()
+        with tape:
+            wp.launch(dk.body_frames, dim=q.shape[0], inputs=[m.device_arrays, q_w], outputs=[xrot, xpos],
+                      device=m.device)
+        ctx.saved = (tape, q_w, xrot, xpos)
+        return wp.to_torch(xpos).clone(), wp.to_torch(xrot).clone()
+
+    @staticmethod
+    def backward(ctx, grad_pos, grad_rot):
+        tape, q_w, xrot, xpos = ctx.saved
+        tape.backward(grads={xpos: wp.from_torch(grad_pos.contiguous(), dtype=wp.vec3d),
+                             xrot: wp.from_torch(grad_rot.contiguous(), dtype=wp.quatd)})
+        ctx.saved = None
+        return None, wp.to_torch(q_w.grad).clone()
+
+
+def body_frames(sim: Simulator, q: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+    """Differentiable forward kinematics: body origins (N, nb, 3) [m] and orientations (N, nb, 4)
+    (w x y z), world frame, bodies in `sim.model`'s order (MuJoCo's, base first), from q (N, nq)."""
+    pos, quat_xyzw = _BodyFrames.apply(sim, q)
+    return pos, quat_xyzw[..., [3, 0, 1, 2]]
 
 
 def step(sim: Simulator, q: torch.Tensor, qd: torch.Tensor, q_target: torch.Tensor, dt: float,
