@@ -98,3 +98,22 @@ def test_runs_unchanged_on_cuda(algorithm, toy_env_class, tiny_config_factory):
     state = alg.state_dict()
     alg.load_state_dict(state)
     alg.iteration(1)
+
+
+def test_a_diverged_failed_state_does_not_poison_the_update(toy_env_class, tiny_config_factory):
+    class Diverging(toy_env_class):
+        """Failed episodes report a NaN observation (still attached to the state's graph), as a
+        simulator that blew up would."""
+        def step(self, actions):
+            step = super().step(actions)
+            step.obs_before_reset = step.obs_before_reset + torch.where(step.terminated[:, None], float("nan"), 0.0)
+            return step
+
+    cfg = tiny_config_factory()
+    torch.manual_seed(0)
+    env = Diverging(num_envs=8, fail_distance=0.05)
+    shac = Shac(env, cfg, seed=0)
+    loss, window = shac.rollout()
+    assert window.terminated.any()
+    metrics = shac.update_actor(loss)
+    assert metrics["skipped/actor"] == 0.0 and all(torch.isfinite(p).all() for p in shac.actor.parameters())

@@ -113,7 +113,7 @@ class Ppo:
                 obs, rewards, dones, extras = self.vec_env.step(actions)
                 step = extras["step"]
                 final_value = self.alg.critic(as_tensordict(step.obs_before_reset)).squeeze(-1)
-                rewards = rewards + self.cfg.gamma * final_value * step.truncated
+                rewards = rewards + torch.where(step.truncated, self.cfg.gamma * final_value, 0.0)
                 self.alg.process_env_step(obs, rewards, dones, {})
                 deltas.append(step.add_ref - step.add_sim)
             self.alg.compute_returns(obs)

@@ -9,7 +9,8 @@ One iteration:
 2. Critic ensemble: regress TD(lambda) targets (target critic values) over the window's
    observations, `critic_iterations` passes of `critic_minibatches` minibatches; non-finite
    minibatches are skipped. Then target <- polyak * target + (1 - polyak) * critic.
-3. ADD discriminator update on the window's deltas; observation normaliser update; cut the graph.
+3. Observation normaliser and ADD discriminator updates on the window's data.
+The env's graph is cut after the actor update: no gradient flows between windows.
 Learning rates decay linearly from their initial values to `final_lr` over the run.
 """
 import copy
@@ -20,7 +21,7 @@ from typing import Dict, List
 import torch
 from torch import Tensor, nn
 
-from ..env_api import DiffEnv
+from ..env_api import DiffEnv, EnvStep
 from ..train_config import ShacConfig, TrainConfig
 from .imitation_context import ImitationContext
 from .networks import CriticEnsemble, GaussianActor
@@ -43,6 +44,13 @@ def step_if_finite(loss: Tensor, params: List[nn.Parameter], clip: float, optimi
         return norm
     optimizer.zero_grad()
     return torch.full_like(norm, math.inf)
+
+
+def bootstrap_obs(step: EnvStep) -> Tensor:
+    """The observations to value after `step`: the pre-reset ones, zeros where the episode failed
+    (their value is not used, and a diverged failed state must not put NaN into the gradient)."""
+    failed = step.terminated[:, None]
+    return torch.where(failed, torch.zeros_like(step.obs_before_reset), step.obs_before_reset)
 
 
 class DeterministicPolicy(nn.Module):
@@ -138,7 +146,7 @@ class Shac:
             raw_buf.append(obs.detach())
             step = self.env.step(self.actor.sample(norm_obs, self.context.generator))
             rewards.append(total_reward(self.context.rewards(step)))
-            values.append(self.target_critic.value(self.obs_normalizer(step.obs_before_reset)))
+            values.append(self.target_critic.value(self.obs_normalizer(bootstrap_obs(step))))
             terminated.append(step.terminated)
             truncated.append(step.truncated)
             deltas.append((step.add_ref - step.add_sim).detach())
