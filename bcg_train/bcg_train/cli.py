@@ -6,11 +6,10 @@
 
 A run folder gets metrics.csv, tensorboard/, checkpoints/, curves/ and config.yaml. A resumed run
 continues with the checkpoint's own settings (preset, motion, kappa, bundling) in its own folder.
-The environment comes from `bcg_train.imitation_env.make_env(preset, motion, kappa, bundle, device)`,
+The environment comes from `bcg_train.imitation.make_env(preset, motion, kappa, bundle, device)`,
 which builds `preset.num_envs(bundle)` environments seeded from `preset.runner.seed`.
 """
 import argparse
-import importlib
 import sys
 import time
 from pathlib import Path
@@ -20,30 +19,17 @@ import torch
 import yaml
 
 from .checkpoint import CheckpointError, find_checkpoint, load_checkpoint
+from .motion.library import BUILTIN_MOTIONS
 from .runner import Runner, make_algorithm
 from .train_config import ALGORITHMS, ConfigError, TrainConfig, apply_overrides, config_from_dict, load_preset
 
-ENV_MODULE = "bcg_train.imitation_env"
-BUILTIN_MOTIONS = ("run", "jump", "fight", "dance")
 EXIT_USAGE = 2
 
 
-class EnvFactoryMissing(RuntimeError):
-    """The G1 imitation environment is not available in this installation."""
-
-
 def load_env_factory() -> Callable:
-    """`make_env` of the G1 imitation environment module."""
-    try:
-        module = importlib.import_module(ENV_MODULE)
-    except ModuleNotFoundError as e:
-        if e.name != ENV_MODULE:
-            raise
-        raise EnvFactoryMissing(f"{ENV_MODULE} does not exist yet: the G1 imitation environment "
-                                f"(make_env(preset, motion, kappa, bundle, device)) is not part of this checkout") from None
-    if not hasattr(module, "make_env"):
-        raise EnvFactoryMissing(f"{ENV_MODULE} has no make_env(preset, motion, kappa, bundle, device)")
-    return module.make_env
+    """`make_env` of the G1 imitation environment (imported on use: it loads Warp and MuJoCo)."""
+    from .imitation import make_env
+    return make_env
 
 
 def parse_assignments(items: Sequence[str]) -> Dict:
@@ -120,7 +106,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             run_dir.mkdir(parents=True, exist_ok=True)
             (run_dir / "config.yaml").write_text(yaml.safe_dump({"run": run_info, "config": cfg.to_dict()},
                                                                  sort_keys=False))
-    except (ConfigError, CheckpointError, EnvFactoryMissing) as e:
+    except (ConfigError, CheckpointError) as e:
         print(f"bcg-train: {e}", file=sys.stderr)
         return EXIT_USAGE
     print(f"bcg-train: {cfg.algorithm} in {runner.run_dir} ({runner.algorithm.iterations} iterations, "

@@ -13,6 +13,8 @@ from typing import Any, Mapping, Tuple, Union
 
 import yaml
 
+from .imitation.config import EnvConfigError, ImitationEnvConfig
+
 
 class ConfigError(ValueError):
     """A preset key is unknown or its value is invalid; the message starts with the dotted key."""
@@ -212,6 +214,8 @@ class TrainConfig:
     ppo: PpoConfig = field(default_factory=PpoConfig)
     add: AddConfig = field(default_factory=AddConfig)
     runner: RunnerConfig = field(default_factory=RunnerConfig)
+    env: ImitationEnvConfig = field(default_factory=ImitationEnvConfig)
+    """The G1 imitation environment (simulator, contact, bundling, reward terms, terminations)."""
 
     def validate(self) -> None:
         _check(self.algorithm in ALGORITHMS, "algorithm", f"must be one of {ALGORITHMS}, got {self.algorithm!r}")
@@ -220,6 +224,10 @@ class TrainConfig:
                 getattr(self, name).validate()
             except ConfigError as e:
                 raise ConfigError(f"{name}.{e}") from None
+        try:
+            self.env.validate()
+        except EnvConfigError as e:
+            raise ConfigError(str(e)) from None
 
     def num_envs(self, bundle: bool) -> int:
         """Environments for this run's algorithm (SHAC doubles them without bundling, as the paper)."""

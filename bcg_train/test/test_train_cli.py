@@ -39,11 +39,3 @@ def test_train_then_resume_from_the_command_line(toy_factory, tmp_path, capsys):
 def test_resume_refuses_new_settings(tmp_path, capsys):
     assert cli.main(["--resume", str(tmp_path), "--kappa", "50"]) == cli.EXIT_USAGE
     assert "checkpoint's own settings" in capsys.readouterr().err
-
-
-def test_missing_environment_module_is_reported(monkeypatch, capsys):
-    def missing(name):
-        raise ModuleNotFoundError(f"No module named {name!r}", name=name)
-    monkeypatch.setattr(cli.importlib, "import_module", missing)
-    assert cli.main(["--preset", "cpu-smoke"]) == cli.EXIT_USAGE
-    assert "bcg_train.imitation_env does not exist yet" in capsys.readouterr().err

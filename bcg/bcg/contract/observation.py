@@ -63,7 +63,7 @@ def _xp(x):
     return np
 
 
-def _quat_rotate_inverse(q, v):
+def quat_rotate_inverse(q, v):
     """Rotate world vectors v (..., 3) into the frame of quaternions q (..., 4) (w, x, y, z)."""
     xp = _xp(v)
     w, u = q[..., 0:1], q[..., 1:4]
@@ -76,7 +76,7 @@ def _quat_rotate_inverse(q, v):
     return v - 2.0 * w * uv + 2.0 * uuv
 
 
-def _quat_conj_mul(a, b):
+def quat_conj_mul(a, b):
     """conj(a) * b for quaternions (..., 4) (w, x, y, z): b expressed in a's frame."""
     xp = _xp(b)
     aw, ax, ay, az = a[..., 0], a[..., 1], a[..., 2], a[..., 3]
@@ -87,7 +87,7 @@ def _quat_conj_mul(a, b):
                      aw * bz - ax * by + ay * bx - az * bw], -1)
 
 
-def _rot6d(q):
+def rot6d(q):
     """First two columns of the rotation matrix of q (..., 4), flattened to (..., 6)."""
     xp = _xp(q)
     w, x, y, z = q[..., 0], q[..., 1], q[..., 2], q[..., 3]
@@ -104,11 +104,11 @@ def _gravity(inp: ObservationInputs):
     xp = _xp(inp.base_quat)
     down = xp.zeros_like(inp.base_quat[..., 1:4])
     down[..., 2] = -1.0
-    return _quat_rotate_inverse(inp.base_quat, down)
+    return quat_rotate_inverse(inp.base_quat, down)
 
 
 def _ref_root_rot(inp: ObservationInputs):
-    return _flatten_frames(_rot6d(_quat_conj_mul(inp.base_quat[..., None, :], inp.reference.root_quat)))
+    return _flatten_frames(rot6d(quat_conj_mul(inp.base_quat[..., None, :], inp.reference.root_quat)))
 
 
 @dataclass(frozen=True)

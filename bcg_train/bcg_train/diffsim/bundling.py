@@ -19,6 +19,7 @@ Branches exist only for environments in a window, so memory and compute grow wit
 triggered environments, not with N x B. Window bookkeeping is on the host (two small copies per
 substep); the states, perturbations and means are Warp kernels on the simulator's device.
 """
+import dataclasses
 from dataclasses import dataclass
 from typing import Dict, Iterator, List, Optional, Tuple
 
@@ -77,6 +78,26 @@ class Bundler:
         """Close every window and zero the counters."""
         self._clear()
         self.stats = BundleStats()
+
+    def state_dict(self) -> dict:
+        """Windows, branch states, counters and the noise stream position (numpy arrays and numbers)."""
+        bi = self.branch_in
+        return {"slot_env": np.array(self.slot_env, dtype=np.int64), "left": self.left.copy(), "flags": self.flags.copy(),
+                "events": self._events, "stats": dataclasses.asdict(self.stats),
+                "branch": {} if bi is None else {k: v.numpy() for k, v in zip(_FIELDS, _fields(bi))}}
+
+    def load_state_dict(self, state: dict) -> None:
+        """Restore `state_dict()` (same model and number of environments)."""
+        self.slot_env = [int(e) for e in np.asarray(state["slot_env"])]
+        self.left = np.asarray(state["left"], dtype=int).copy()
+        self.flags = np.asarray(state["flags"], dtype=np.int32).reshape(-1, 2).copy()
+        self._events = int(state["events"])
+        self.stats = BundleStats(**state["stats"])
+        self.branch_in = None
+        if state["branch"]:
+            self.branch_in = self._state(len(self.slot_env) * self.cfg.branches)
+            for name, arr in zip(_FIELDS, _fields(self.branch_in)):
+                arr.assign(np.asarray(state["branch"][name]))
 
     def cancel(self, env_ids) -> None:
         """Close the windows of `env_ids` (e.g. environments being reset), keeping the others."""
@@ -249,5 +270,8 @@ class Bundler:
         return out
 
 
+_FIELDS = ("q", "qd", "contact_impulse", "contact_height")
+
+
 def _fields(s: State):
-    return s.q, s.qd, s.contact_impulse, s.contact_height
+    return tuple(getattr(s, name) for name in _FIELDS)

@@ -1,0 +1,224 @@
+"""The G1 imitation environment on the differentiable Warp simulator (implements `env_api.DiffEnv`).
+
+Batched over N environments; states are float64 torch tensors on `device`, and within a SHAC window
+(between `cut_graph` calls) the observations, ADD features and rewards are differentiable w.r.t. the
+actions through `diffsim.torch_bridge`. Episodes start at a random phase of the reference (reference
+state initialisation), fail when the pelvis drops below `termination_height` or the bodies drift
+`termination_body_error` from the reference, and time out at `episode_length_s` or the reference's
+end. Observations are built by `bcg.contract`'s observation spec, the same code the policy node runs.
+Steps taken with gradients disabled (PPO, evaluation) use a second, plain simulator (no tape, no
+bundling: bundling only changes gradients).
+"""
+import dataclasses
+from typing import Dict
+
+import numpy as np
+import torch
+
+from bcg.contract import ObservationInputs, PolicyContract, ReferenceFrames, tracking_spec
+from bcg.robot import RobotDescription
+from bcg_train.diffsim import Model, SimConfig, Simulator
+from bcg_train.diffsim.torch_bridge import body_frames, step as sim_step
+from bcg_train.env_api import EnvStep
+from bcg_train.motion.kinematics import RobotKinematics
+from bcg_train.motion.library import load_clip
+from bcg_train.motion.resample import ResampleConfig
+
+from .config import ImitationEnvConfig
+from .features import PoseState, add_features, feature_dim
+
+
+class G1ImitationEnv:
+    """See the module docstring. `motion`: a built-in name (run, jump, fight, dance) or a motion file."""
+
+    def __init__(self, cfg: ImitationEnvConfig, motion: str, num_envs: int, device: str = "cpu", seed: int = 0,
+                 model_path=None):
+        cfg.validate()
+        self.cfg, self.motion_name, self.num_envs = cfg, str(motion), num_envs
+        self.device = torch.device(device)
+        wp_device = "cpu" if self.device.type == "cpu" else f"cuda:{self.device.index or 0}"
+        sim_cfg = SimConfig(kappa=cfg.kappa, substeps=cfg.substeps, contact_iterations=cfg.contact_iterations,
+                            bundle=cfg.bundle)
+        self.model = Model.from_mujoco(model_path, sim_cfg, device=wp_device)
+        plain_cfg = dataclasses.replace(sim_cfg, bundle=dataclasses.replace(cfg.bundle, enabled=False))
+        self.sim = Simulator(self.model, num_envs, requires_grad=True)
+        self.sim_plain = Simulator(Model.from_mujoco(model_path, plain_cfg, device=wp_device), num_envs)
+        robot = self.robot = self.model.robot
+        n = self.act_dim = robot.num_joints
+        f64 = dict(dtype=torch.float64, device=self.device)
+        dof = torch.as_tensor(self.model.joint_dof.numpy(), dtype=torch.long, device=self.device)
+        self._jq, self._jv = dof + 1, dof
+        self.kp = torch.as_tensor(robot.kp * cfg.kp_scale, **f64)
+        self.kd = torch.as_tensor(robot.kd * cfg.kd_scale, **f64)
+        self.default_q = torch.as_tensor(robot.default_q, **f64)
+        self.q_lower = torch.as_tensor(robot.q_lower, **f64)
+        self.q_upper = torch.as_tensor(robot.q_upper, **f64)
+
+        clip = load_clip(motion, RobotKinematics(robot), ResampleConfig(rate_hz=1.0 / cfg.control_period_s),
+                         builtin_duration_s=cfg.motion_duration_s)
+        if tuple(clip.joint_names) != tuple(robot.joint_names):
+            raise ValueError(f"motion {motion}: joints {clip.joint_names} differ from the robot's {robot.joint_names}")
+        self.ref = clip.to_torch(self.device, torch.float64)
+        q_ref, qd_ref = clip.generalized()
+        self._ref_q = torch.as_tensor(self._to_sim_layout(q_ref, 7), **f64)
+        self._ref_qd = torch.as_tensor(self._to_sim_layout(qd_ref, 6), **f64)
+        self.frames = tuple(int(f) for f in cfg.reference_frames)
+        self._last_start = clip.num_frames - 1 - max(self.frames) - 1
+        if self._last_start < 0:
+            raise ValueError(f"motion {motion}: {clip.num_frames} frames is too short for reference frames {self.frames}")
+        self.max_steps = int(round(cfg.episode_length_s / cfg.control_period_s))
+        self.spec = tracking_spec(n, self.frames)
+        self.obs_dim = self.spec.size
+        self.add_dim = feature_dim(n, self.model.nb)
+
+        self.generator = torch.Generator(device="cpu").manual_seed(seed)
+        self.q = torch.zeros(num_envs, self.model.nq, **f64)
+        self.qd = torch.zeros(num_envs, self.model.nv, **f64)
+        self.frame = torch.zeros(num_envs, dtype=torch.long, device=self.device)
+        self.steps = torch.zeros(num_envs, dtype=torch.long, device=self.device)
+        self.last_action = torch.zeros(num_envs, n, **f64)
+        self.env_steps = 0
+        self._window_seen = (0, 0)   # bundle stats (env_substeps, window_env_substeps) at the last step
+
+    # -- DiffEnv --------------------------------------------------------------------------------------
+    def reset(self) -> torch.Tensor:
+        all_envs = torch.ones(self.num_envs, dtype=torch.bool, device=self.device)
+        self.q, self.qd, self.last_action = self._restart(all_envs, self.q, self.qd, self.last_action)
+        return self._observation(self.q, self.qd, self.last_action, self.frame).detach().float()
+
+    def step(self, actions: torch.Tensor) -> EnvStep:
+        a = actions.to(torch.float64)
+        target = torch.clamp(self.default_q + self.cfg.action_scale * a, self.q_lower, self.q_upper)
+        if torch.is_grad_enabled():
+            q, qd = sim_step(self.sim, self.q, self.qd, target, self.cfg.control_period_s, self.kp, self.kd)
+        else:
+            q, qd = self._plain_step(target)
+        self.frame = self.frame + 1
+        self.steps = self.steps + 1
+        self.env_steps += self.num_envs
+
+        sim_pose = self._pose(q, qd)
+        ref_pose = self._reference_pose(self.frame)
+        body_err = (sim_pose.body_pos - ref_pose.body_pos).norm(dim=-1).mean(dim=-1)
+        terminated = (q[:, 2] < self.cfg.termination_height) | (body_err > self.cfg.termination_body_error)
+        out_of_time = (self.steps >= self.max_steps) | (self.frame > self._last_start)
+        truncated = out_of_time & ~terminated
+        obs_end = self._observation(q, qd, a, self.frame)
+        rate = self.cfg.action_scale * (a - self.last_action)
+        rewards = {"action_rate": -self.cfg.action_rate_scale * (rate ** 2).sum(dim=-1)}
+
+        done = terminated | truncated
+        self.q, self.qd, self.last_action = self._restart(done, q, qd, a)
+        obs = self._observation(self.q, self.qd, self.last_action, self.frame) if done.any() else obs_end
+        return EnvStep(obs=obs.float(), reward_terms={k: v.float() for k, v in rewards.items()},
+                       add_sim=add_features(sim_pose).float(), add_ref=add_features(ref_pose).float().detach(),
+                       terminated=terminated, truncated=truncated, obs_before_reset=obs_end.float(),
+                       counters=self._counters())
+
+    def cut_graph(self) -> None:
+        self.q, self.qd, self.last_action = self.q.detach(), self.qd.detach(), self.last_action.detach()
+
+    def policy_contract(self) -> PolicyContract:
+        cfg, robot = self.cfg, self.robot
+        return PolicyContract(
+            joint_names=robot.joint_names, kp=robot.kp * cfg.kp_scale, kd=robot.kd * cfg.kd_scale,
+            default_joint_pos=robot.default_q, action_scale=np.full(robot.num_joints, cfg.action_scale),
+            observation=self.spec, control_period_s=cfg.control_period_s,
+            contact_stiffness=cfg.kappa, motion=self.motion_name,
+            description=f"SHAC imitation policy for {self.motion_name} (kappa {cfg.kappa:g}, bundling "
+                        f"{'on' if cfg.bundle.enabled else 'off'})")
+
+    def state_dict(self) -> dict:
+        bundler = self.sim.bundler
+        return {"q": self.q.detach().cpu(), "qd": self.qd.detach().cpu(), "frame": self.frame.cpu(),
+                "steps": self.steps.cpu(), "last_action": self.last_action.detach().cpu(),
+                "generator": self.generator.get_state(), "env_steps": self.env_steps,
+                "bundler": None if bundler is None else _to_torch(bundler.state_dict())}
+
+    def load_state_dict(self, state: dict) -> None:
+        dev = self.device
+        self.q, self.qd = state["q"].to(dev), state["qd"].to(dev)
+        self.frame, self.steps = state["frame"].to(dev), state["steps"].to(dev)
+        self.last_action = state["last_action"].to(dev)
+        self.generator.set_state(state["generator"])
+        self.env_steps = int(state["env_steps"])
+        if self.sim.bundler is not None and state["bundler"] is not None:
+            self.sim.bundler.load_state_dict(_to_numpy(state["bundler"]))
+
+    # -- internals ------------------------------------------------------------------------------------
+    def _plain_step(self, target):
+        sim = self.sim_plain
+        s0, s1 = sim.state(), sim.state()
+        s0.assign(self.q.detach().cpu().numpy(), self.qd.detach().cpu().numpy())
+        ctrl = sim.control().set_pd(q_target=target.detach().cpu().numpy(), kp=self.kp.cpu().numpy(),
+                                    kd=self.kd.cpu().numpy())
+        sim.step(s0, s1, ctrl, self.cfg.control_period_s)
+        return (torch.as_tensor(s1.q.numpy(), device=self.device), torch.as_tensor(s1.qd.numpy(), device=self.device))
+
+    def _restart(self, done: torch.Tensor, q, qd, last_action):
+        """Reference state initialisation of the `done` environments at random phases (no graph)."""
+        if not done.any():
+            return q, qd, last_action
+        idx = done.nonzero().squeeze(-1)
+        start = torch.randint(0, self._last_start + 1, (len(idx),), generator=self.generator).to(self.device)
+        self.frame = self.frame.index_put((idx,), start)
+        self.steps = self.steps.index_put((idx,), torch.zeros_like(start))
+        self.sim.cancel_bundles(idx.cpu().numpy())
+        mask = done[:, None]
+        q = torch.where(mask, self._ref_q[self.frame], q)
+        qd = torch.where(mask, self._ref_qd[self.frame], qd)
+        return q, qd, torch.where(mask, torch.zeros_like(last_action), last_action)
+
+    def _to_sim_layout(self, x: np.ndarray, base: int) -> np.ndarray:
+        """Reference (T, base + n) with joints in the description's order -> the simulator's dof order."""
+        out = x.copy()
+        out[:, base + self.model.joint_dof.numpy() - 6] = x[:, base:]
+        return out
+
+    def _pose(self, q, qd) -> PoseState:
+        body_pos, _ = body_frames(self.sim, q)
+        return PoseState(root_pos=q[:, :3], root_quat=q[:, 3:7], joint_pos=q[:, self._jq], joint_vel=qd[:, self._jv],
+                         body_pos=body_pos, root_lin_vel=qd[:, :3], root_ang_vel=qd[:, 3:6])
+
+    def _reference_pose(self, frame) -> PoseState:
+        r = self.ref
+        return PoseState(root_pos=r.root_pos[frame], root_quat=r.root_quat[frame], joint_pos=r.joint_pos[frame],
+                         joint_vel=r.joint_vel[frame], body_pos=r.body_pos[frame], root_lin_vel=r.root_lin_vel[frame],
+                         root_ang_vel=self._ref_qd[frame, 3:6])
+
+    def _observation(self, q, qd, last_action, frame) -> torch.Tensor:
+        future = torch.clamp(frame[:, None] + torch.as_tensor(self.frames, device=self.device), max=self.ref.num_frames - 1)
+        r = self.ref
+        reference = ReferenceFrames(joint_pos=r.joint_pos[future], joint_vel=r.joint_vel[future],
+                                    root_pos=r.root_pos[future], root_quat=r.root_quat[future])
+        return self.spec.build(ObservationInputs(
+            base_quat=q[:, 3:7], base_ang_vel=qd[:, 3:6], joint_pos=q[:, self._jq], joint_vel=qd[:, self._jv],
+            last_action=last_action, default_joint_pos=self.default_q, reference=reference))
+
+    def _counters(self) -> Dict[str, float]:
+        """Running totals, and this step's fraction of environment-substeps inside a bundling window."""
+        out = {"env_steps": float(self.env_steps)}
+        st = self.sim.bundle_stats
+        if st is not None:
+            seen_env, seen_window = self._window_seen
+            self._window_seen = (st.env_substeps, st.window_env_substeps)
+            stepped = st.env_substeps - seen_env
+            out.update(branch_substeps=float(st.branch_substeps), bundle_windows=float(st.windows),
+                       triggered_fraction=(st.window_env_substeps - seen_window) / stepped if stepped else 0.0)
+        return out
+
+
+def _to_torch(x):
+    if isinstance(x, np.ndarray):
+        return torch.from_numpy(x.copy())
+    if isinstance(x, dict):
+        return {k: _to_torch(v) for k, v in x.items()}
+    return x
+
+
+def _to_numpy(x):
+    if isinstance(x, torch.Tensor):
+        return x.numpy()
+    if isinstance(x, dict):
+        return {k: _to_numpy(v) for k, v in x.items()}
+    return x

@@ -1,0 +1,149 @@
+"""The G1 imitation environment on the differentiable simulator: reference state initialisation,
+differentiable observations / features / rewards, terminations and time-outs, the plain no-grad path,
+exact state round trips and the exported contract."""
+import dataclasses
+
+import numpy as np
+import pytest
+import torch
+
+from bcg.contract import PolicyContract
+from bcg_train.diffsim import BundleConfig
+from bcg_train.env_api import DiffEnv
+from bcg_train.imitation import EnvConfigError, G1ImitationEnv, ImitationEnvConfig, make_env
+from bcg_train.train_config import ConfigError, TrainConfig, apply_overrides
+
+N = 3
+
+
+def make(bundle=False, **changes):
+    cfg = dataclasses.replace(ImitationEnvConfig(bundle=BundleConfig(enabled=bundle, branches=2)), **changes)
+    return G1ImitationEnv(cfg, "jump", N, "cpu", seed=5)
+
+
+@pytest.fixture(scope="module")
+def env():
+    return make()
+
+
+def test_is_a_diff_env_with_consistent_sizes(env):
+    assert isinstance(env, DiffEnv)
+    obs = env.reset()
+    assert obs.shape == (N, env.obs_dim) and obs.dtype == torch.float32
+    assert env.obs_dim == env.spec.size and env.act_dim == 29
+    contract = env.policy_contract()
+    assert isinstance(contract, PolicyContract) and contract.observation.size == env.obs_dim
+    assert contract.contact_stiffness == env.cfg.kappa and contract.motion == "jump"
+    step = env.step(torch.zeros(N, env.act_dim))
+    assert step.add_sim.shape == step.add_ref.shape == (N, env.add_dim)
+
+
+def test_reset_starts_on_the_reference(env):
+    env.reset()
+    frames = env.frame
+    np.testing.assert_allclose(env.q.numpy(), env._ref_q[frames].numpy())
+    np.testing.assert_allclose(env.qd.numpy(), env._ref_qd[frames].numpy())
+    pose = env._pose(env.q, env.qd)
+    ref = env._reference_pose(frames)
+    np.testing.assert_allclose(pose.body_pos.numpy(), ref.body_pos.numpy(), atol=1e-9)
+    hinge = env.q[:, env._jq].numpy()
+    np.testing.assert_allclose(hinge, env.ref.joint_pos[frames].numpy())
+
+
+def test_window_is_differentiable_and_matches_finite_differences(env):
+    """d(sum of features, observations and rewards over 2 steps) / d(actions) against central FD."""
+    env.reset()
+    state = env.state_dict()
+    gen = torch.Generator().manual_seed(0)
+    a0 = 0.2 * torch.randn(2, N, env.act_dim, generator=gen, dtype=torch.float64)
+    w_f = torch.randn(N, env.add_dim, generator=gen, dtype=torch.float64)
+    w_o = torch.randn(N, env.obs_dim, generator=gen, dtype=torch.float64)
+
+    def loss(a):
+        env.load_state_dict(state)
+        total = 0.0
+        for t in range(2):
+            s = env.step(a[t])
+            total = total + (w_f * s.add_sim).sum() + (w_o * s.obs_before_reset).sum() + s.reward_terms["action_rate"].sum()
+        env.cut_graph()
+        return total
+
+    a = a0.clone().requires_grad_(True)
+    loss(a).backward()
+    assert torch.isfinite(a.grad).all() and a.grad.abs().sum() > 0
+    u = torch.randn(a0.shape, generator=gen, dtype=torch.float64)
+    u /= u.norm()
+    eps = 1e-4
+    with torch.no_grad():
+        fd = (loss(a0 + eps * u) - loss(a0 - eps * u)) / (2 * eps)
+    assert abs((a.grad * u).sum() - fd) < 2e-3 * abs(fd), ((a.grad * u).sum().item(), fd.item())
+
+
+def test_no_grad_steps_take_the_plain_simulator_with_the_same_physics(env):
+    env.reset()
+    state = env.state_dict()
+    a = 0.3 * torch.ones(N, env.act_dim)
+    taped = env.step(a)
+    q_taped = env.q.detach().clone()
+    env.load_state_dict(state)
+    with torch.no_grad():
+        plain = env.step(a)
+    np.testing.assert_array_equal(env.q.numpy(), q_taped.numpy())
+    np.testing.assert_array_equal(plain.obs.numpy(), taped.obs.detach().numpy())
+
+
+def test_failure_resets_to_the_reference_and_keeps_the_final_observation():
+    env = make(termination_height=2.0)          # every state fails
+    env.reset()
+    step = env.step(torch.zeros(N, env.act_dim))
+    assert step.terminated.all() and not step.truncated.any()
+    assert (env.steps == 0).all()
+    np.testing.assert_allclose(env.q.numpy(), env._ref_q[env.frame].numpy())
+    assert not torch.equal(step.obs, step.obs_before_reset)
+
+
+def test_time_limit_truncates_without_failure():
+    env = make(episode_length_s=0.04)           # two control steps
+    env.reset()
+    first = env.step(torch.zeros(N, env.act_dim))
+    second = env.step(torch.zeros(N, env.act_dim))
+    assert not first.truncated.any() and second.truncated.all() and not second.terminated.any()
+
+
+def test_state_round_trip_continues_bit_exactly_with_open_bundling_windows():
+    """Saved while bundling windows are open (the robots dropped 10 cm onto the floor)."""
+    env = make(bundle=True, termination_body_error=100.0)
+    env.reset()
+    env.q = torch.as_tensor(np.tile(env.model.default_qpos(0.857), (N, 1)))
+    env.qd = torch.zeros_like(env.qd)
+    env.qd[:, 2] = -1.2
+    actions = [0.1 * torch.sin(torch.arange(N * 29, dtype=torch.float32).reshape(N, 29) + t) for t in range(8)]
+    for t in range(4):
+        env.step(actions[t])
+        env.cut_graph()
+    saved = env.state_dict()
+    assert len(saved["bundler"]["slot_env"]) > 0
+    continued = [env.step(a).obs.detach() for a in actions[4:]]
+    resumed_env = make(bundle=True, termination_body_error=100.0)
+    resumed_env.load_state_dict(saved)
+    resumed = [resumed_env.step(a).obs.detach() for a in actions[4:]]
+    for x, y in zip(continued, resumed):
+        assert torch.equal(x, y)
+
+
+def test_make_env_follows_the_preset():
+    preset = apply_overrides(TrainConfig(), {"shac": {"num_envs": 2, "num_envs_without_bundle": 4},
+                                             "env": {"kappa": 100.0, "episode_length_s": 2.0}})
+    env = make_env(preset, "run", None, False, "cpu")
+    assert env.num_envs == 4 and env.cfg.kappa == 100.0 and not env.cfg.bundle.enabled
+    env = make_env(preset, "run", 1000.0, True, "cpu")
+    assert env.num_envs == 2 and env.cfg.kappa == 1000.0 and env.cfg.bundle.enabled
+
+
+def test_bad_env_settings_name_the_key():
+    with pytest.raises(ConfigError, match="env.kappa"):
+        apply_overrides(TrainConfig(), {"env": {"kappa": -1.0}}).validate()
+    with pytest.raises(ConfigError, match="env.bundle"):
+        apply_overrides(TrainConfig(), {"env": {"bundle": {"branches": 0}}}).validate()
+    with pytest.raises(EnvConfigError, match="env.reference_frames"):
+        make(reference_frames=())
