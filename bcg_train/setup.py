@@ -10,7 +10,7 @@ setup(
         ("share/ament_index/resource_index/packages", [f"resource/{NAME}"]),
         (f"share/{NAME}", ["package.xml"]),
     ],
-    install_requires=["bcg", "numpy", "warp-lang", "torch", "mujoco", "onnx", "onnxruntime", "pyyaml", "matplotlib",
+    install_requires=["bcg", "bcg_sim_bridge", "numpy", "warp-lang", "torch", "mujoco", "onnx", "onnxruntime", "pyyaml", "matplotlib",
                       "rsl-rl-lib", "tensorboard"],
     extras_require={"test": ["pytest"]},
     zip_safe=True,
@@ -22,5 +22,6 @@ setup(
         "bcg-train = bcg_train.cli:main",
         "bcg-export = bcg_train.export:main",
         "bcg-curves = bcg_train.curves:main",
+        "bcg-eval = bcg_train.evaluation.cli:main",
     ]},
 )

@@ -1,0 +1,124 @@
+"""`bcg-eval`: an exported policy in MuJoCo and in the training simulator, in the paper's table format.
+
+    bcg-eval POLICY.onnx [--motion NAME|FILE] [--seeds 5] [--duration S] [--dds] [--out DIR]
+
+For each seed the policy runs along its reference motion (default: the one in its contract) in
+MuJoCo through the sim bridge's physics core (in process) and in the Warp simulator at the
+contract's contact stiffness, from the same initial state. Printed, and written to OUT/eval.json:
+falls out of the seeds (root below 0.3 m), the mean foot-penetration difference Warp minus MuJoCo
+[mm] (penetration = minus the mean signed height of the foot spheres in contact), and the tracking
+error [cm] (mean per-body position error). `--dds` also runs `bcg launch mujoco_check.launch.py` once
+per seed (bridge + policy node + evaluator over loopback DDS, real time) and adds its verdicts.
+"""
+import argparse
+import json
+import subprocess
+import sys
+from dataclasses import asdict
+from pathlib import Path
+from typing import List, Optional
+
+import numpy as np
+
+from bcg.contract import PolicyFileError, load_policy
+from bcg.contract.motion import MotionFileError, write_atomic
+from bcg.robot import RobotDescription
+from bcg_train.motion.kinematics import RobotKinematics
+from bcg_train.motion.library import BUILTIN_MOTIONS, load_clip, write_builtin_motions
+from bcg_train.motion.resample import ResampleConfig
+
+from .plants import MujocoPlant, WarpPlant
+from .rollout import RunResult, run_policy
+
+
+def summarise(mujoco_runs: List[RunResult], warp_runs: List[RunResult]) -> dict:
+    """The paper's row: falls, penetration difference Warp - MuJoCo [mm], tracking error [cm]."""
+    def mean(values):
+        values = [v for v in values if np.isfinite(v)]
+        return float(np.mean(values)) if values else float("nan")
+    return {"seeds": len(mujoco_runs),
+            "falls_mujoco": sum(r.fell for r in mujoco_runs), "falls_warp": sum(r.fell for r in warp_runs),
+            "penetration_diff_mm": mean([m.contact_height_mm - w.contact_height_mm
+                                         for m, w in zip(mujoco_runs, warp_runs)]),
+            "tracking_error_mujoco_cm": mean([r.tracking_error_cm for r in mujoco_runs]),
+            "tracking_error_warp_cm": mean([r.tracking_error_cm for r in warp_runs])}
+
+
+def table(motion: str, kappa: float, row: dict, dds: Optional[dict]) -> str:
+    lines = ["| motion | kappa | falls MuJoCo | falls Warp | pen. diff Warp - MuJoCo [mm] | tracking MuJoCo [cm] | "
+             "tracking Warp [cm] |" + (" DDS stayed up | DDS pen. mean [mm] |" if dds else ""),
+             "|---|---|---|---|---|---|---|" + ("---|---|" if dds else "")]
+    n = row["seeds"]
+    line = (f"| {motion} | {kappa:g} | {row['falls_mujoco']}/{n} | {row['falls_warp']}/{n} | "
+            f"{row['penetration_diff_mm']:.2f} | {row['tracking_error_mujoco_cm']:.1f} | {row['tracking_error_warp_cm']:.1f} |")
+    if dds:
+        line += f" {dds['stayed_up']}/{n} | {dds['penetration_mean_mm']:.2f} |"
+    return "\n".join(lines + [line])
+
+
+def run_dds(policy: Path, motion_file: Path, seeds: int, duration: float, out: Path) -> dict:
+    """mujoco_check once per seed over loopback DDS; the verdicts' falls and penetration."""
+    verdicts = []
+    for k in range(seeds):
+        path = out / f"mujoco_check_{k}.json"
+        cmd = ["bcg", "launch", "mujoco_check.launch.py", f"policy:={policy}", f"motion:={motion_file}",
+               f"duration:={duration:g}", f"verdict:={path}"]
+        print(f"bcg-eval: DDS run {k + 1}/{seeds}: {' '.join(cmd)}", file=sys.stderr, flush=True)
+        subprocess.run(cmd, stdout=subprocess.DEVNULL, check=False)
+        verdicts.append(json.loads(path.read_text()))
+    return {"stayed_up": sum(bool(v["stayed_up"]) for v in verdicts),
+            "penetration_mean_mm": float(np.mean([v["foot_penetration_mean_mm"] for v in verdicts])),
+            "verdicts": [str(out / f"mujoco_check_{k}.json") for k in range(seeds)]}
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    p = argparse.ArgumentParser(prog="bcg-eval", description=__doc__.split("\n\n")[0])
+    p.add_argument("policy", type=Path, help="exported policy (.onnx with its contract)")
+    p.add_argument("--motion", help=f"reference motion: a file or one of {', '.join(BUILTIN_MOTIONS)} "
+                                    "(default: the contract's)")
+    p.add_argument("--seeds", type=int, default=5, help="runs per simulator (initial joint noise per seed)")
+    p.add_argument("--duration", type=float, default=15.0, help="seconds per run (at most the motion's length)")
+    p.add_argument("--noise", type=float, default=0.02, help="std of the initial joint-angle noise [rad]")
+    p.add_argument("--dds", action="store_true", help="also run mujoco_check over loopback DDS per seed")
+    p.add_argument("--out", type=Path, default=Path("out/eval"), help="folder for eval.json (and DDS verdicts)")
+    p.add_argument("--model", help="G1 MuJoCo XML (default: $BCG_G1_MODEL)")
+    args = p.parse_args(argv)
+    if args.seeds < 1 or args.duration <= 0:
+        print("bcg-eval: --seeds must be >= 1 and --duration > 0", file=sys.stderr)
+        return 2
+    try:
+        policy = load_policy(args.policy)
+        contract = policy.contract
+        motion = args.motion or contract.motion
+        if not motion:
+            raise MotionFileError(f"{args.policy}: the contract names no motion; give --motion")
+        robot = RobotDescription.load(args.model)
+        kinematics = RobotKinematics(robot)
+        clip = load_clip(motion, kinematics, ResampleConfig(rate_hz=1.0 / contract.control_period_s),
+                         builtin_duration_s=args.duration)
+    except (PolicyFileError, MotionFileError, ValueError) as e:
+        print(f"bcg-eval: {e}", file=sys.stderr)
+        return 2
+    kappa = contract.contact_stiffness or 300.0
+    runs = {"mujoco": [], "warp": []}
+    plants = {"mujoco": MujocoPlant(robot), "warp": WarpPlant(kappa, args.model)}
+    for seed in range(args.seeds):
+        for name, plant in plants.items():
+            r = run_policy(plant, policy, clip, seed, args.duration, args.noise)
+            runs[name].append(r)
+            print(f"bcg-eval: seed {seed} {name:6s} {'FELL at %.2f s' % r.fall_time_s if r.fell else 'stayed up'}, "
+                  f"tracking {r.tracking_error_cm:.1f} cm, contact height {r.contact_height_mm:.2f} mm",
+                  file=sys.stderr, flush=True)
+    row = summarise(runs["mujoco"], runs["warp"])
+    args.out.mkdir(parents=True, exist_ok=True)
+    dds = None
+    if args.dds:
+        motion_file = Path(motion)
+        if motion in BUILTIN_MOTIONS:
+            motion_file = write_builtin_motions(args.out / "motions", kinematics, [motion], args.duration)[0]
+        dds = run_dds(args.policy, motion_file, args.seeds, min(args.duration, clip.duration_s), args.out)
+    result = {"policy": str(args.policy), "motion": motion, "kappa": kappa, "summary": row, "dds": dds,
+              "runs": {k: [asdict(r) for r in v] for k, v in runs.items()}}
+    write_atomic(args.out / "eval.json", lambda f: f.write(json.dumps(result, indent=2).encode()))
+    print(table(Path(motion).stem, kappa, row, dds))
+    return 0

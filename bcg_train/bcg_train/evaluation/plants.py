@@ -1,0 +1,116 @@
+"""The two simulators an exported policy is evaluated in, behind one small interface.
+
+- `MujocoPlant`: the sim bridge's physics core (MuJoCo at `physics_hz`, the motor PD law inside every
+  physics step), in process: the same physics `mujoco_check` runs, without DDS.
+- `WarpPlant`: the training simulator (bcg_train.diffsim, no gradients) at its contact stiffness.
+
+Both hold N = 1 robot; joint arrays are in the robot description's order; quaternions (w x y z).
+"""
+from dataclasses import dataclass
+
+import mujoco
+import numpy as np
+import torch
+
+from bcg.robot import RobotDescription
+from bcg_sim_bridge.joint_command import JointCommand
+from bcg_sim_bridge.physics import PhysicsCore
+from bcg_train.diffsim import Model, SimConfig, Simulator
+from bcg_train.diffsim.torch_bridge import body_frames
+
+
+@dataclass
+class PlantState:
+    """What the policy and the metrics read after a control period."""
+
+    base_quat: np.ndarray       # (4,) pelvis orientation, world
+    base_ang_vel: np.ndarray    # (3,) rad/s, pelvis frame (the IMU gyro)
+    joint_pos: np.ndarray       # (n,) rad
+    joint_vel: np.ndarray       # (n,) rad/s
+    root_height: float          # m
+    body_pos: np.ndarray        # (B, 3) m, world, the robot's bodies in MuJoCo order (root first)
+    contact_height: np.ndarray  # (k,) m, signed height of each foot sphere in contact (< 0: penetrating)
+
+
+class MujocoPlant:
+    def __init__(self, robot: RobotDescription, physics_hz: float = 1000.0):
+        self.robot = robot
+        self.core = PhysicsCore(robot, physics_hz)
+        m = self.core.model
+        self._root = int(m.jnt_qposadr[m.body_jntadr[robot.root_body]])
+        self._root_dof = int(m.jnt_dofadr[m.body_jntadr[robot.root_body]])
+        self._bodies = np.array([b for b in range(m.nbody) if b != 0 and m.body_rootid[b] == robot.root_body])
+        is_foot = np.zeros(m.ngeom, dtype=bool)
+        for ids in robot.foot_geoms.values():
+            is_foot[list(ids)] = True
+        floor = m.geom_bodyid == 0
+        self._foot_floor = np.outer(is_foot, floor) | np.outer(floor, is_foot)
+
+    def reset(self, q: np.ndarray, qd: np.ndarray) -> None:
+        """q (7 + n,): root position, quaternion, joints; qd (6 + n,): root linear velocity (world),
+        angular velocity (root frame), joint rates."""
+        d, r = self.core.data, self.robot
+        mujoco.mj_resetData(self.core.model, d)
+        d.qpos[self._root:self._root + 7] = q[:7]
+        d.qpos[r.joint_qpos_adr] = q[7:]
+        d.qvel[self._root_dof:self._root_dof + 6] = qd[:6]
+        d.qvel[r.joint_dof_adr] = qd[6:]
+        mujoco.mj_forward(self.core.model, d)
+
+    def advance(self, target: np.ndarray, kp: np.ndarray, kd: np.ndarray, period_s: float) -> None:
+        n = self.robot.num_joints
+        self.core.apply(JointCommand(enabled=np.ones(n, bool), q=target, dq=np.zeros(n), tau=np.zeros(n), kp=kp, kd=kd))
+        self.core.step(int(round(period_s / self.core.dt)))
+
+    def state(self) -> PlantState:
+        d, r = self.core.data, self.robot
+        depth = np.zeros(0)
+        if d.ncon:
+            c = d.contact[:d.ncon]
+            mask = self._foot_floor[c.geom[:, 0], c.geom[:, 1]]
+            depth = np.asarray(c.dist)[mask]
+        return PlantState(base_quat=d.qpos[self._root + 3:self._root + 7].copy(),
+                          base_ang_vel=d.qvel[self._root_dof + 3:self._root_dof + 6].copy(),
+                          joint_pos=d.qpos[r.joint_qpos_adr].copy(), joint_vel=d.qvel[r.joint_dof_adr].copy(),
+                          root_height=float(d.qpos[self._root + 2]), body_pos=d.xpos[self._bodies].copy(),
+                          contact_height=depth.copy())
+
+
+class WarpPlant:
+    """`contact_fraction`: a sphere counts as in contact when its normal impulse exceeds this share of
+    its part of the robot's weight impulse (m g h / nc); the smoothed contact pushes at any height."""
+
+    def __init__(self, kappa: float, model_path=None, contact_fraction: float = 1e-3):
+        self.model = Model.from_mujoco(model_path, SimConfig(kappa=kappa), device="cpu")
+        self.robot = self.model.robot
+        self.sim = Simulator(self.model, 1)
+        self.s0, self.s1 = self.sim.state(), self.sim.state()
+        self.ctrl = self.sim.control()
+        self._jq = self.model.joint_dof.numpy() + 1
+        self._jv = self.model.joint_dof.numpy()
+        weight = float(self.model.body_mass.numpy().sum()) * np.linalg.norm(self.model.gravity)
+        self._force_threshold = contact_fraction * weight / self.model.nc
+        self._impulse_threshold = np.inf   # no contact before the first step
+
+    def reset(self, q: np.ndarray, qd: np.ndarray) -> None:
+        """Same layout as MujocoPlant.reset (joints in the robot description's order)."""
+        qs, qds = np.zeros(self.model.nq), np.zeros(self.model.nv)
+        qs[:7], qds[:6] = q[:7], qd[:6]
+        qs[self._jq], qds[self._jv] = q[7:], qd[6:]
+        self.s0.assign(qs, qds)
+        self._impulse_threshold = np.inf
+
+    def advance(self, target: np.ndarray, kp: np.ndarray, kd: np.ndarray, period_s: float) -> None:
+        self.ctrl.set_pd(q_target=target, kp=kp, kd=kd)
+        self.sim.step(self.s0, self.s1, self.ctrl, period_s)
+        self.s0, self.s1 = self.s1, self.s0
+        self._impulse_threshold = self._force_threshold * period_s / self.model.config.substeps
+
+    def state(self) -> PlantState:
+        q, qd = self.s0.q.numpy()[0], self.s0.qd.numpy()[0]
+        with torch.no_grad():
+            pos, _ = body_frames(self.sim, torch.as_tensor(q[None]))
+        carrying = self.s0.contact_impulse.numpy()[0, :, 0] > self._impulse_threshold
+        return PlantState(base_quat=q[3:7].copy(), base_ang_vel=qd[3:6].copy(), joint_pos=q[self._jq],
+                          joint_vel=qd[self._jv], root_height=float(q[2]), body_pos=pos[0].numpy(),
+                          contact_height=self.s0.contact_height.numpy()[0][carrying])

@@ -1,0 +1,72 @@
+"""One evaluation run of an exported policy in a plant, with the paper's per-run numbers.
+
+The policy runs exactly as on the robot: observation from the ONNX file's own contract (the same
+`bcg.contract` code the policy node runs), targets `default + action_scale * action` clipped to the
+joint limits, the contract's gains. It starts on the reference's first frame (joint angles plus
+N(0, noise^2) per seed) and tracks the reference from there.
+"""
+from dataclasses import dataclass
+from typing import Optional
+
+import numpy as np
+
+from bcg.contract import ObservationInputs, Policy, ReferenceFrames
+from bcg_train.motion.clip import MotionClip
+
+
+@dataclass
+class RunResult:
+    """One run."""
+
+    fell: bool
+    """Root below `fall_height` at some control step."""
+    fall_time_s: Optional[float]
+    """When it first did [s], None if never."""
+    duration_s: float
+    """Simulated time [s] (up to the fall)."""
+    contact_height_mm: float
+    """Mean signed height of the foot spheres in contact [mm] (negative: penetrating); NaN without contact."""
+    tracking_error_cm: float
+    """Mean over control steps and bodies of the body position error to the reference [cm]."""
+
+
+def run_policy(plant, policy: Policy, clip: MotionClip, seed: int, duration_s: float, noise_rad: float = 0.02,
+               fall_height: float = 0.3) -> RunResult:
+    """Run `policy` in `plant` (MujocoPlant or WarpPlant) along `clip` (at the policy's rate)."""
+    contract = policy.contract
+    robot = plant.robot
+    order = np.array([robot.joint_names.index(j) for j in contract.joint_names])   # policy -> robot joints
+    n = robot.num_joints
+    kp, kd = np.empty(n), np.empty(n)
+    kp[order], kd[order] = contract.kp, contract.kd
+    q_ref, qd_ref = clip.generalized()
+    q0 = q_ref[0].copy()
+    q0[7:] += np.random.default_rng(seed).normal(0.0, noise_rad, n)
+    plant.reset(q0, qd_ref[0])
+    frames = np.asarray(contract.observation.frames or (0,), dtype=int)
+    steps = min(int(round(duration_s / contract.control_period_s)), clip.num_frames - 1)
+    last = np.zeros(n, np.float32)
+    heights, errors = [], []
+    fall_time = None
+    st = plant.state()
+    for t in range(steps):
+        future = np.minimum(t + frames, clip.num_frames - 1)
+        reference = ReferenceFrames(joint_pos=clip.joint_pos[future][:, order], joint_vel=clip.joint_vel[future][:, order],
+                                    root_pos=clip.root_pos[future], root_quat=clip.root_quat[future])
+        obs = contract.observation.build(ObservationInputs(
+            base_quat=st.base_quat, base_ang_vel=st.base_ang_vel, joint_pos=st.joint_pos[order],
+            joint_vel=st.joint_vel[order], last_action=last, default_joint_pos=contract.default_joint_pos,
+            reference=reference))
+        last = policy(obs)
+        target = np.empty(n)
+        target[order] = contract.default_joint_pos + contract.action_scale * last
+        plant.advance(np.clip(target, robot.q_lower, robot.q_upper), kp, kd, contract.control_period_s)
+        st = plant.state()
+        heights.extend(st.contact_height)
+        errors.append(np.linalg.norm(st.body_pos - clip.body_pos[t + 1], axis=-1).mean())
+        if st.root_height < fall_height:
+            fall_time = (t + 1) * contract.control_period_s
+            break
+    return RunResult(fell=fall_time is not None, fall_time_s=fall_time, duration_s=len(errors) * contract.control_period_s,
+                     contact_height_mm=float(np.mean(heights) * 1000.0) if heights else float("nan"),
+                     tracking_error_cm=float(np.mean(errors) * 100.0))

@@ -1,0 +1,62 @@
+"""bcg-eval: the built-in stand policy holding a standing reference in MuJoCo (bridge core) and in
+the Warp simulator from the same initial state; the paper-table numbers and bad input."""
+import json
+
+import numpy as np
+import pytest
+
+from bcg.contract import load_policy, stand_policy_path
+from bcg.robot import RobotDescription, SDK_JOINT_NAMES
+from bcg_train.evaluation import MujocoPlant, WarpPlant, run_policy
+from bcg_train.evaluation.cli import main
+from bcg_train.motion.kinematics import RobotKinematics
+from bcg_train.motion.library import load_clip
+from bcg_train.motion.resample import ResampleConfig
+
+STANDING_HEIGHT = 0.757   # m, pelvis with the default pose's feet on the floor
+
+
+@pytest.fixture(scope="module")
+def robot():
+    return RobotDescription.load()
+
+
+@pytest.fixture(scope="module")
+def standing_csv(robot, tmp_path_factory):
+    """Two seconds of standing still, in Unitree's LAFAN1 CSV layout (30 fps, SDK joint order)."""
+    joints = dict(zip(robot.joint_names, robot.default_q))
+    row = np.r_[0.0, 0.0, STANDING_HEIGHT, 0.0, 0.0, 0.0, 1.0, [joints[j] for j in SDK_JOINT_NAMES]]
+    path = tmp_path_factory.mktemp("motion") / "standing.csv"
+    np.savetxt(path, np.tile(row, (61, 1)), delimiter=",")
+    return path
+
+
+def test_stand_policy_stays_up_in_both_simulators(robot, standing_csv, tmp_path):
+    policy = load_policy(stand_policy_path(robot, tmp_path))
+    clip = load_clip(standing_csv, RobotKinematics(robot), ResampleConfig(rate_hz=50.0))
+    results = {name: run_policy(plant, policy, clip, seed=0, duration_s=1.0)
+               for name, plant in (("mujoco", MujocoPlant(robot)), ("warp", WarpPlant(300.0)))}
+    for name, r in results.items():
+        assert not r.fell and r.duration_s == pytest.approx(1.0), name
+        assert r.tracking_error_cm < 3.0, (name, r.tracking_error_cm)
+    assert -5.0 < results["mujoco"].contact_height_mm < 0.0          # MuJoCo's soft contact: sub-mm to mm
+    assert -2.0 < results["warp"].contact_height_mm < 10.0            # the smoothed contact rests near or above it
+
+
+def test_cli_prints_the_paper_row_and_writes_json(robot, standing_csv, tmp_path, capsys):
+    path = stand_policy_path(robot, tmp_path)
+    out = tmp_path / "eval"
+    assert main([str(path), "--motion", str(standing_csv), "--seeds", "2", "--duration", "0.5", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "| standing | 300 | 0/2 | 0/2 |" in printed
+    result = json.loads((out / "eval.json").read_text())
+    assert result["summary"]["falls_mujoco"] == 0 and len(result["runs"]["warp"]) == 2
+    assert np.isfinite(result["summary"]["penetration_diff_mm"])
+
+
+def test_cli_refuses_bad_input_with_a_clear_message(robot, tmp_path, capsys):
+    assert main([str(tmp_path / "missing.onnx")]) == 2
+    assert "missing.onnx" in capsys.readouterr().err
+    path = stand_policy_path(robot, tmp_path)
+    assert main([str(path)]) == 2                                     # the stand policy names no motion
+    assert "give --motion" in capsys.readouterr().err
