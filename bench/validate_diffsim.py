@@ -8,7 +8,8 @@
     simulator: a smooth -F tanh(qd / v), so they differ). Reports the max joint error [rad] and the
     max base position error [m] over the run.
 (b) Drop test: PD holding the default pose (kp = 10 x, kd = 3 x the description's gains), pelvis
-    at 0.762 m (feet 5 mm above the ground); MuJoCo at 1 kHz (the PD as a servo actuator, i.e.
+    released with the feet 5 mm and 30 mm above the ground (the smoothed contact acts at a
+    distance, so where the feet come to rest depends on where they start); MuJoCo at 1 kHz (the PD as a servo actuator, i.e.
     explicit PD clamped to the torque limit each step), the simulator at dt 0.02 s with 4
     substeps, for kappa 50, 100, 300, 1000. Base height and foot penetration over time.
     MuJoCo penetration: mean / max of -dist over foot-sphere/floor contacts. Simulator: mean / max
@@ -25,7 +26,7 @@ import os
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 import mujoco
 import numpy as np
@@ -37,6 +38,8 @@ wp.config.log_level = wp.LOG_WARNING
 
 AIR_HEIGHT = 6.5            # m, pelvis start of the no-contact runs
 DROP_HEIGHT = 0.762         # m, pelvis start of the drop test (feet 5 mm above the ground)
+STANDING_HEIGHT = 0.757     # m, pelvis height with the default pose's sphere bottoms at z = 0
+DROP_HEIGHTS = (DROP_HEIGHT, STANDING_HEIGHT + 0.030)   # m, the drop tests: feet 5 mm and 30 mm above the ground
 TORQUE_FRACTION = 0.01      # joint torque amplitude as a fraction of the torque limit
 VELOCITY_STD = 0.1          # std of the random initial velocities (rad/s, m/s)
 KP_SCALE, KD_SCALE = 10.0, 3.0   # drop-test PD gains over the description's (1x tips over in MuJoCo too)
@@ -160,13 +163,13 @@ def pd_gains(robot):
     return KP_SCALE * robot.kp, KD_SCALE * robot.kd
 
 
-def mujoco_drop(duration: float, model: Model) -> DropTrace:
-    """MuJoCo at MUJOCO_DROP_STEP with the PD servo, sampled every CONTROL_DT."""
+def mujoco_drop(duration: float, model: Model, drop_height: float = DROP_HEIGHT) -> DropTrace:
+    """MuJoCo at MUJOCO_DROP_STEP with the PD servo, pelvis released at `drop_height` [m], sampled every CONTROL_DT."""
     robot = model.robot
     kp, kd = pd_gains(robot)
     m = mujoco_model(robot, MUJOCO_DROP_STEP, kp=kp, kd=kd)
     d = mujoco.MjData(m)
-    set_mujoco_state(model, d, model.default_qpos(DROP_HEIGHT), np.zeros(model.nv))
+    set_mujoco_state(model, d, model.default_qpos(drop_height), np.zeros(model.nv))
     d.ctrl[robot.actuator_ids] = robot.default_q
     floor = {g for g in range(m.ngeom) if m.geom_type[g] == mujoco.mjtGeom.mjGEOM_PLANE}
     feet = {g for side in robot.foot_geoms.values() for g in side}
@@ -190,14 +193,15 @@ def _trace(label: str, rows: List[tuple]) -> DropTrace:
                      a[:, 4].astype(int))
 
 
-def warp_drop(kappa: float, duration: float, model_path=None) -> DropTrace:
-    """The simulator at CONTROL_DT with 4 substeps and contact stiffness kappa [1/m]."""
+def warp_drop(kappa: float, duration: float, model_path=None, drop_height: float = DROP_HEIGHT) -> DropTrace:
+    """The simulator at CONTROL_DT with 4 substeps and contact stiffness kappa [1/m], pelvis released at
+    `drop_height` [m]."""
     model = Model.from_mujoco(model_path, SimConfig(kappa=kappa, substeps=4), device="cpu")
     robot = model.robot
     kp, kd = pd_gains(robot)
     sim = Simulator(model, 1)
     s0, s1 = sim.state(), sim.state()
-    s0.assign(model.default_qpos(DROP_HEIGHT), np.zeros(model.nv))
+    s0.assign(model.default_qpos(drop_height), np.zeros(model.nv))
     ctrl = sim.control().set_pd(q_target=robot.default_q, kp=kp, kd=kd)
     h = CONTROL_DT / model.config.substeps
     threshold = IMPULSE_FRACTION * robot_mass(model) * np.linalg.norm(model.gravity) * h / model.nc
@@ -221,18 +225,20 @@ class Report:
     air_duration: float             # s
     drop_duration: float            # s
     air: List[AirResult] = field(default_factory=list)
-    mujoco: Optional[DropTrace] = None
-    drops: Dict[float, DropTrace] = field(default_factory=dict)
+    mujoco: Dict[float, DropTrace] = field(default_factory=dict)
+    """drop height [m] -> MuJoCo's trace"""
+    drops: Dict[Tuple[float, float], DropTrace] = field(default_factory=dict)
+    """(drop height [m], kappa) -> the simulator's trace"""
 
 
 def drop_rows(report: Report) -> List[dict]:
-    """One row per kappa: settled (second-half mean) and final numbers, Warp vs MuJoCo, in mm."""
-    mj = report.mujoco
+    """One row per (drop, kappa): settled (second-half mean) and final numbers, Warp vs MuJoCo, in mm."""
     mm = 1000.0
     rows = []
-    for kappa, w in report.drops.items():
+    for (drop, kappa), w in report.drops.items():
+        mj = report.mujoco[drop]
         rows.append({
-            "kappa": kappa,
+            "drop_mm": round((drop - STANDING_HEIGHT) * mm), "kappa": kappa,
             "final_height_warp_mm": w.base_height[-1] * mm, "final_height_mujoco_mm": mj.base_height[-1] * mm,
             "final_height_diff_mm": (w.base_height[-1] - mj.base_height[-1]) * mm,
             "min_height_warp_mm": w.base_height.min() * mm,
@@ -269,13 +275,14 @@ def write_tables(report: Report, out: Path) -> str:
     lines += ["", f"## (b) Drop test, {report.drop_duration:g} s, PD holding the default pose (Warp dt 0.02 / 4 substeps, MuJoCo 1 kHz)", "",
               "Heights and penetrations in mm; 'settled' = mean over the second half of the run; hover = mean "
               "signed height of the contacting spheres (MuJoCo: mean contact dist).", "",
-              "| kappa | final height Warp | MuJoCo | diff | mean pen. Warp (settled) | MuJoCo | diff | "
+              "| drop | kappa | final height Warp | MuJoCo | diff | mean pen. Warp (settled) | MuJoCo | diff | "
               "max pen. Warp | MuJoCo | hover Warp | MuJoCo | diff | contacts Warp | MuJoCo |",
-              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     keys = ["final_height_warp_mm", "final_height_mujoco_mm", "final_height_diff_mm", "pen_mean_warp_mm",
             "pen_mean_mujoco_mm", "pen_mean_diff_mm", "pen_max_warp_mm", "pen_max_mujoco_mm", "hover_warp_mm",
             "hover_mujoco_mm", "hover_diff_mm", "contacts_warp", "contacts_mujoco"]
-    lines += ["| {:g} | ".format(r["kappa"]) + " | ".join(f"{r[k]:.2f}" for k in keys) + " |" for r in drops]
+    lines += ["| {} mm | {:g} | ".format(r["drop_mm"], r["kappa"]) + " | ".join(f"{r[k]:.2f}" for k in keys) + " |"
+              for r in drops]
     text = "\n".join(lines) + "\n"
     _atomic_write(out / "validation.md", lambda f: f.write(text))
 
@@ -287,7 +294,7 @@ def write_tables(report: Report, out: Path) -> str:
                 w.writerow([f"no_contact_frictionloss_{'on' if r['frictionloss'] else 'off'}", k, v])
         for r in drops:
             for k, v in r.items():
-                w.writerow([f"drop_kappa_{r['kappa']:g}", k, v])
+                w.writerow([f"drop_{r['drop_mm']}mm_kappa_{r['kappa']:g}", k, v])
     _atomic_write(out / "validation.csv", write_csv)
     return text
 
@@ -317,18 +324,22 @@ def write_plots(report: Report, out: Path) -> None:
     _save_png(fig, out / "no_contact.png")
     plt.close(fig)
 
-    fig, axes = plt.subplots(3, 1, figsize=(8, 10), sharex=True)
+    drops = list(report.mujoco)
+    fig, axes = plt.subplots(3, len(drops), figsize=(7 * len(drops), 10), sharex=True, squeeze=False)
     series = [("base_height", "pelvis height [mm]"), ("penetration_mean", "mean foot penetration [mm]"),
               ("contact_height", "mean height of contacting spheres [mm]")]
-    traces = list(report.drops.values()) + [report.mujoco]
-    for ax, (attr, ylabel) in zip(axes, series):
-        for tr in traces:
-            style = dict(color="k", linestyle="--", linewidth=2) if tr is report.mujoco else {}
-            ax.plot(tr.time, getattr(tr, attr) * 1000.0, label=tr.label, **style)
-        ax.set_ylabel(ylabel)
-        ax.grid(alpha=0.3)
-    axes[0].legend(fontsize=8)
-    axes[-1].set_xlabel("time [s]")
+    for col, drop in enumerate(drops):
+        traces = [tr for (d, _), tr in report.drops.items() if d == drop] + [report.mujoco[drop]]
+        for row, (attr, ylabel) in enumerate(series):
+            ax = axes[row, col]
+            for tr in traces:
+                style = dict(color="k", linestyle="--", linewidth=2) if tr is report.mujoco[drop] else {}
+                ax.plot(tr.time, getattr(tr, attr) * 1000.0, label=tr.label, **style)
+            ax.set_ylabel(ylabel)
+            ax.grid(alpha=0.3)
+        axes[0, col].set_title(f"released {round((drop - STANDING_HEIGHT) * 1000)} mm above the floor")
+        axes[0, col].legend(fontsize=8)
+        axes[-1, col].set_xlabel("time [s]")
     fig.suptitle("Drop test: Warp diffsim vs MuJoCo (PD holding the default pose)")
     fig.tight_layout()
     _save_png(fig, out / "drop_test.png")
@@ -348,9 +359,10 @@ def main():
     for fl in (False, True):
         report.air.append(no_contact_agreement(fl, air_duration, model_path=args.model))
     model = Model.from_mujoco(args.model, SimConfig(), device="cpu")
-    report.mujoco = mujoco_drop(drop_duration, model)
-    for kappa in kappas:
-        report.drops[kappa] = warp_drop(kappa, drop_duration, args.model)
+    for drop in DROP_HEIGHTS:
+        report.mujoco[drop] = mujoco_drop(drop_duration, model, drop)
+        for kappa in kappas:
+            report.drops[(drop, kappa)] = warp_drop(kappa, drop_duration, args.model, drop)
     print(write_tables(report, args.out), end="")
     write_plots(report, args.out)
     print(f"wrote validation.md, validation.csv, drop_test.png, no_contact.png to {args.out}")
