@@ -135,3 +135,19 @@ def tiny_config(algorithm: str = "shac", iterations: int = 4, checkpoint_every: 
 @pytest.fixture
 def tiny_config_factory():
     return tiny_config
+
+
+@pytest.fixture
+def fixed_batch_loss():
+    """A function (shac, env) -> loss(): the actor loss of one window from the same start states with
+    the same action noise every call, so only the actor changes between calls."""
+    def make(shac, env):
+        env_state, noise_state, obs = env.state_dict(), shac.context.generator.get_state(), shac.obs
+
+        def loss():
+            env.load_state_dict(env_state)
+            shac.context.generator.set_state(noise_state)
+            shac.obs = obs
+            return shac.rollout()[0]
+        return loss
+    return make

@@ -31,19 +31,13 @@ def g1_config(algorithm="shac", iterations=2):
     })
 
 
-def test_shac_actor_loss_falls_on_a_fixed_batch_through_the_simulator():
+def test_shac_actor_loss_falls_on_a_fixed_batch_through_the_simulator(fixed_batch_loss):
     cfg = g1_config()
     torch.manual_seed(0)
     env = make_env(cfg, "run", None, True, "cpu")
     shac = Shac(env, cfg, seed=0)
     shac.set_learning_rates(0)
-    env_state, noise_state, obs = env.state_dict(), shac.context.generator.get_state(), shac.obs
-
-    def loss_on_fixed_batch():
-        env.load_state_dict(env_state)
-        shac.context.generator.set_state(noise_state)
-        shac.obs = obs
-        return shac.rollout()[0]
+    loss_on_fixed_batch = fixed_batch_loss(shac, env)
 
     losses = []
     for _ in range(6):

@@ -14,17 +14,10 @@ def make_shac(toy_env_class, tiny_config_factory):
     return Shac(env, cfg, seed=cfg.runner.seed), env
 
 
-def test_actor_loss_improves_on_a_fixed_batch(toy_env_class, tiny_config_factory):
+def test_actor_loss_improves_on_a_fixed_batch(toy_env_class, tiny_config_factory, fixed_batch_loss):
     shac, env = make_shac(toy_env_class, tiny_config_factory)
     shac.set_learning_rates(0)
-    env_state, noise_state, obs = env.state_dict(), shac.context.generator.get_state(), shac.obs
-
-    def loss_on_fixed_batch():
-        """The same start states and the same action noise every time: only the actor changes."""
-        env.load_state_dict(env_state)
-        shac.context.generator.set_state(noise_state)
-        shac.obs = obs
-        return shac.rollout()[0]
+    loss_on_fixed_batch = fixed_batch_loss(shac, env)
 
     losses = []
     for _ in range(15):

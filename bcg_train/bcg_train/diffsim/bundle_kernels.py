@@ -103,12 +103,14 @@ def gather_control(src: wp.array(dtype=int), q_target: wp.array2d(dtype=f64), qd
 
 
 @wp.kernel
-def take_rows(which: wp.array(dtype=int), src: wp.array(dtype=int),
-              q_a: wp.array2d(dtype=f64), qd_a: wp.array2d(dtype=f64), imp_a: wp.array2d(dtype=vec3), h_a: wp.array2d(dtype=f64),
-              q_b: wp.array2d(dtype=f64), qd_b: wp.array2d(dtype=f64), imp_b: wp.array2d(dtype=vec3), h_b: wp.array2d(dtype=f64),
-              q_out: wp.array2d(dtype=f64), qd_out: wp.array2d(dtype=f64), imp_out: wp.array2d(dtype=vec3),
-              h_out: wp.array2d(dtype=f64)):
-    """Output row i = row src[i] of batch a (which[i] == 0) or of batch b (which[i] == 1)."""
+def select_rows(which: wp.array(dtype=int), src: wp.array(dtype=int), add_offset: int,
+                q_a: wp.array2d(dtype=f64), qd_a: wp.array2d(dtype=f64), imp_a: wp.array2d(dtype=vec3), h_a: wp.array2d(dtype=f64),
+                q_b: wp.array2d(dtype=f64), qd_b: wp.array2d(dtype=f64), imp_b: wp.array2d(dtype=vec3), h_b: wp.array2d(dtype=f64),
+                q_off: wp.array2d(dtype=f64), qd_off: wp.array2d(dtype=f64), imp_off: wp.array2d(dtype=vec3),
+                h_off: wp.array2d(dtype=f64), q_out: wp.array2d(dtype=f64), qd_out: wp.array2d(dtype=f64),
+                imp_out: wp.array2d(dtype=vec3), h_out: wp.array2d(dtype=f64)):
+    """Output row i = row src[i] of batch a (which[i] == 0) or of batch b (which[i] == 1), plus, for
+    batch b rows when add_offset == 1, the constant offset row i (the nominal-forward ablation)."""
     i, j = wp.tid()
     r = src[i]
     if which[i] == 0:
@@ -119,7 +121,7 @@ def take_rows(which: wp.array(dtype=int), src: wp.array(dtype=int),
         if j < h_a.shape[1]:
             imp_out[i, j] = imp_a[r, j]
             h_out[i, j] = h_a[r, j]
-    else:
+    elif add_offset == 0:
         if j < q_b.shape[1]:
             q_out[i, j] = q_b[r, j]
         if j < qd_b.shape[1]:
@@ -127,6 +129,14 @@ def take_rows(which: wp.array(dtype=int), src: wp.array(dtype=int),
         if j < h_b.shape[1]:
             imp_out[i, j] = imp_b[r, j]
             h_out[i, j] = h_b[r, j]
+    else:
+        if j < q_b.shape[1]:
+            q_out[i, j] = q_b[r, j] + q_off[i, j]
+        if j < qd_b.shape[1]:
+            qd_out[i, j] = qd_b[r, j] + qd_off[i, j]
+        if j < h_b.shape[1]:
+            imp_out[i, j] = imp_b[r, j] + imp_off[i, j]
+            h_out[i, j] = h_b[r, j] + h_off[i, j]
 
 
 @wp.kernel
@@ -184,33 +194,3 @@ def nominal_offset(slot: wp.array(dtype=int), q_nom: wp.array2d(dtype=f64), qd_n
     if j < h_nom.shape[1]:
         imp_off[e, j] = imp_nom[e, j] - imp_mean[w, j]
         h_off[e, j] = h_nom[e, j] - h_mean[w, j]
-
-
-@wp.kernel
-def assemble(slot: wp.array(dtype=int),
-             q_nom: wp.array2d(dtype=f64), qd_nom: wp.array2d(dtype=f64), imp_nom: wp.array2d(dtype=vec3),
-             h_nom: wp.array2d(dtype=f64), q_mean: wp.array2d(dtype=f64), qd_mean: wp.array2d(dtype=f64),
-             imp_mean: wp.array2d(dtype=vec3), h_mean: wp.array2d(dtype=f64), q_off: wp.array2d(dtype=f64),
-             qd_off: wp.array2d(dtype=f64), imp_off: wp.array2d(dtype=vec3), h_off: wp.array2d(dtype=f64),
-             q_out: wp.array2d(dtype=f64), qd_out: wp.array2d(dtype=f64), imp_out: wp.array2d(dtype=vec3),
-             h_out: wp.array2d(dtype=f64)):
-    """Environment e's substep result: its nominal one, or (in a window, slot[e] >= 0) its branches' mean
-    plus a constant offset (zero, or nominal - mean for the nominal-forward ablation)."""
-    e, j = wp.tid()
-    w = slot[e]
-    if w < 0:
-        if j < q_nom.shape[1]:
-            q_out[e, j] = q_nom[e, j]
-        if j < qd_nom.shape[1]:
-            qd_out[e, j] = qd_nom[e, j]
-        if j < h_nom.shape[1]:
-            imp_out[e, j] = imp_nom[e, j]
-            h_out[e, j] = h_nom[e, j]
-    else:
-        if j < q_nom.shape[1]:
-            q_out[e, j] = q_mean[w, j] + q_off[e, j]
-        if j < qd_nom.shape[1]:
-            qd_out[e, j] = qd_mean[w, j] + qd_off[e, j]
-        if j < h_nom.shape[1]:
-            imp_out[e, j] = imp_mean[w, j] + imp_off[e, j]
-            h_out[e, j] = h_mean[w, j] + h_off[e, j]

@@ -200,7 +200,7 @@ class Bundler:
         w = len(self.slot_env)
         slot = np.full(n, -1, dtype=np.int32)
         slot[self.slot_env] = np.arange(w, dtype=np.int32)
-        slot_dev = wp.array(slot, dtype=int, device=m.device)
+        in_window = (slot >= 0).astype(np.int32)
         mean = self._state(max(w, 1))
         off = State.zeros(m, n)
         if w:
@@ -211,9 +211,10 @@ class Bundler:
                 outputs=[mean.q, mean.qd, mean.contact_impulse, mean.contact_height])
             if self.cfg.nominal_forward:
                 wp.launch(bk.nominal_offset, dim=(n, m.nq), device=m.device, record_tape=False, inputs=[
-                    slot_dev, *_fields(nominal), *_fields(mean)], outputs=list(_fields(off)))
-        wp.launch(bk.assemble, dim=(n, m.nq), device=m.device, inputs=[
-            slot_dev, *_fields(nominal), *_fields(mean), *_fields(off)], outputs=list(_fields(s_out)))
+                    wp.array(slot, dtype=int, device=m.device), *_fields(nominal), *_fields(mean)],
+                    outputs=list(_fields(off)))
+        self._select(in_window, np.where(slot >= 0, slot, np.arange(n)), nominal, mean, s_out,
+                     offset=off if self.cfg.nominal_forward else None)
 
     def _keep_slots(self, keep: np.ndarray) -> None:
         """Keep only the windows `keep` (slot indices), with their branch rows."""
@@ -262,12 +263,17 @@ class Bundler:
         return out
 
     def _take(self, which: np.ndarray, src: np.ndarray, a: State, b: State) -> State:
-        m = self.model
+        """A new batch: row i is row src[i] of a (which[i] == 0) or of b."""
         out = self._state(len(src))
-        wp.launch(bk.take_rows, dim=(len(src), m.nq), device=m.device, inputs=[
-            wp.array(which, dtype=int, device=m.device), wp.array(src.astype(np.int32), dtype=int, device=m.device),
-            *_fields(a), *_fields(b)], outputs=list(_fields(out)))
+        self._select(which, src, a, b, out)
         return out
+
+    def _select(self, which: np.ndarray, src: np.ndarray, a: State, b: State, out: State, offset: State = None) -> None:
+        m = self.model
+        wp.launch(bk.select_rows, dim=(len(src), m.nq), device=m.device, inputs=[
+            wp.array(np.asarray(which, dtype=np.int32), dtype=int, device=m.device),
+            wp.array(np.asarray(src, dtype=np.int32), dtype=int, device=m.device), int(offset is not None),
+            *_fields(a), *_fields(b), *_fields(offset if offset is not None else b)], outputs=list(_fields(out)))
 
 
 _FIELDS = ("q", "qd", "contact_impulse", "contact_height")
