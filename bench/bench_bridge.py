@@ -47,9 +47,9 @@ def main() -> int:
     from bcg.robot import RobotDescription
     from bcg.transport import make_transport
     from bcg_sim_bridge.bridge import SimBridge
-    from bcg_sim_bridge.config import BridgeConfig
+    from bcg_sim_bridge.config import BridgeConfig, transport_config
     from bcg_sim_bridge.physics import PhysicsCore
-    from bcg_sim_bridge.runner import transport_config
+    from bcg_sim_bridge.runner import COMMAND_HISTORY
 
     robot = RobotDescription.load(args.model)
     config = BridgeConfig(model=str(robot.model_path), domain=args.domain, fast=True, duration=args.duration,
@@ -58,7 +58,8 @@ def main() -> int:
                            preexec_fn=(lambda: pin(cores[-1])) if len(cores) > 1 else None)
     pin(bench_core)
     with make_transport(transport_config(config)) as transport:
-        bridge = SimBridge(config, robot, transport.lowcmd_reader(check_crc=False), transport.lowstate_writer())
+        bridge = SimBridge(config, robot, transport.lowcmd_reader(check_crc=False, depth=COMMAND_HISTORY),
+                           transport.lowstate_writer())
         time.sleep(2.0)  # let the subscriber be discovered
         bridge.run()
     sub.terminate()

@@ -1,6 +1,7 @@
 """Policy node latency bench: medians and p99 over >= 10 s, each printed against its goal.
 
-    python bench/bench_policy_node.py [--seconds 12] [--runs 3] [--realtime-priority 0] [--writer-spin 0.0002]
+    python bench/bench_policy_node.py [--seconds 12] [--runs 3] [--realtime-priority P] [--writer-spin S]
+                                      (the node's parameters; default: its defaults)
 
 Runs `bcg-policy-node` as its own process on loopback Cyclone DDS with an 849-input
 [512, 256, 128] MLP policy (random weights, reference terms over 21 frames of a standing motion),
@@ -28,6 +29,7 @@ from bcg.contract import (ObservationSpec, ObservationTerm, PolicyContract, load
 from bcg.robot import SDK_JOINT_NAMES, RobotDescription
 from bcg.transport import TransportConfig, make_transport
 from bcg.wire import new_lowstate
+from bcg_policy_node.config import PolicyNodeConfig
 
 FRAMES = tuple(range(1, 22))
 GOALS_MS = {"latency": 1.0, "writer_lateness": 0.3}
@@ -96,6 +98,9 @@ def run_node(args, robot, policy: Path, motion: Path, tmp: Path, run: int) -> di
     start = time.monotonic()
     while time.monotonic() - start < 60 and (not events.exists() or '"to": "policy"' not in events.read_text()):
         time.sleep(0.1)
+    if '"to": "policy"' not in events.read_text():
+        node.send_signal(signal.SIGINT)
+        sys.exit(f"the node never reached the policy phase:\n{node.communicate(timeout=30)[0]}")
     time.sleep(args.seconds)
     node.send_signal(signal.SIGINT)
     out, _ = node.communicate(timeout=30)
@@ -130,8 +135,10 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--seconds", type=float, default=12.0, help="seconds of policy phase to measure (>= 10)")
     ap.add_argument("--runs", type=int, default=1, help="node runs, one after the other (spread of the p99s)")
-    ap.add_argument("--realtime-priority", type=int, default=0, help="the node's realtime_priority parameter")
-    ap.add_argument("--writer-spin", type=float, default=0.0002, help="the node's writer_spin parameter, s")
+    ap.add_argument("--realtime-priority", type=int, default=PolicyNodeConfig.realtime_priority,
+                    help="the node's realtime_priority parameter")
+    ap.add_argument("--writer-spin", type=float, default=PolicyNodeConfig.writer_spin,
+                    help="the node's writer_spin parameter, s")
     ap.add_argument("--domain", type=int, default=69)
     args = ap.parse_args()
     robot = RobotDescription.load()

@@ -46,7 +46,7 @@ class WriterSettings:
     """Where LowCmd goes; the writer opens its own transport on it."""
     writer_hz: float = 500.0
     """Hz, periodic LowCmd writes."""
-    spin_s: float = 0.0002
+    spin_s: float = 0.0
     """s before each deadline spent spinning on the clock instead of sleeping (0: sleep only)."""
     realtime_priority: int = 0
     """SCHED_FIFO priority of the writer (best effort; 0: normal scheduling)."""

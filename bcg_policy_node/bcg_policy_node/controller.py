@@ -47,7 +47,9 @@ class Controller:
         self.ramp_start_q = self.joints.default_q.copy()  # (35,) measured pose when the ramp began
         self.policy_steps = 0
         self.plan_version = 0
-        """Increments whenever the command plan changes (a transition, new policy targets)."""
+        """Increments at every transition (the whole command plan changes)."""
+        self.targets_version = 0
+        """Increments with every new set of policy targets (only the plan's targets change)."""
         self._reference: Optional[ReferenceFrames] = None
         """Reference samples for policy step `policy_steps` (None until prepared)."""
         self.prepare_next_step()
@@ -72,7 +74,7 @@ class Controller:
             self.mode_machine = int(state["mode_machine"])
             self.joints = JointMap.build(self.contract, self.robot, self.mode_machine)
         self.state, self.state_time = state, now
-        reason = check_state(state, self.joints.valid_slots, self.limits)
+        reason = check_state(state, self.joints.valid_index, self.limits)
         if reason is not None:
             if self.machine.phase is Phase.WAIT:
                 self._record(self.machine.on_state(now, 0))
@@ -130,7 +132,7 @@ class Controller:
         self.policy_q = self.joints.clip(q)
         self.last_action = action.astype(np.float32)
         self.policy_steps += 1
-        self.plan_version += 1
+        self.targets_version += 1
         return True
 
     # -- command ---------------------------------------------------------------------------
@@ -160,7 +162,11 @@ class Controller:
         elif phase is Phase.HOLD:
             plan["q_from"] = plan["q_to"] = j.clip(j.default_q)
         else:
-            plan["q_from"] = plan["q_to"] = self.policy_q
+            self.write_targets(plan)
+
+    def write_targets(self, plan: np.void) -> None:
+        """Only the policy's targets into `plan` (all that changes between two transitions)."""
+        plan["q_from"] = plan["q_to"] = self.policy_q
 
     @property
     def transitions(self) -> List[Transition]:

@@ -22,13 +22,14 @@ class JointMapError(ValueError):
 class JointMap:
     """Where each policy joint sits on the wire, and what the robot's other joints do.
 
-    `slots` (n,) are the policy joints' SDK slots; `robot_slots` (m,) the robot's joints' slots;
-    `valid_slots` (35,) bool. Slot-space arrays below are (35,), zero where no joint drives the slot.
+    `slots` (n,) are the policy joints' SDK slots; `valid_slots` (35,) bool and `valid_index` (k,)
+    int the slots the robot drives. Slot-space arrays below are (35,), zero where no joint drives the slot.
     """
 
     joint_names: tuple
     slots: np.ndarray
     valid_slots: np.ndarray
+    valid_index: np.ndarray
     q_lower: np.ndarray       # (35,) rad, joint limits per slot
     q_upper: np.ndarray       # (35,) rad
     default_q: np.ndarray     # (35,) rad: the robot's default pose; policy joints: the contract's
@@ -55,9 +56,9 @@ class JointMap:
                 out[slots] = contract_values
             out[~valid] = 0.0
             return out
-        return cls(tuple(contract.joint_names), slots, valid, per_slot(robot.q_lower), per_slot(robot.q_upper),
-                   per_slot(robot.default_q, contract.default_joint_pos), per_slot(robot.kp, contract.kp),
-                   per_slot(robot.kd, contract.kd))
+        return cls(tuple(contract.joint_names), slots, valid, np.flatnonzero(valid), per_slot(robot.q_lower),
+                   per_slot(robot.q_upper), per_slot(robot.default_q, contract.default_joint_pos),
+                   per_slot(robot.kp, contract.kp), per_slot(robot.kd, contract.kd))
 
     def clip(self, q_slots: np.ndarray) -> np.ndarray:
         """Targets (35,) clipped to the joint limits (invalid slots stay 0)."""

@@ -4,15 +4,13 @@ Nothing here is required for correctness; it narrows timing jitter where the OS 
 - `request_fifo(priority)`: SCHED_FIFO for the calling thread (Linux applies it per thread). Needs
   root or an `rtprio` limit (e.g. `@realtime - rtprio 90` in /etc/security/limits.conf); refused,
   the thread keeps normal scheduling and the caller logs the returned note.
-- `request_cpus(cpus)`: pin the calling thread to some CPUs (`os.sched_setaffinity`).
-- `wait_until(deadline, spin_s, ...)`: sleep until `spin_s` before a deadline, then spin on the
-  clock for the rest: `time.sleep` wakes up tens to hundreds of microseconds late on a loaded
+- `wait_until(deadline, spin_s, ...)`: block until `spin_s` before a deadline, then spin on the
+  clock for the rest: a timed wait wakes up tens to hundreds of microseconds late on a loaded
   machine, the spin makes the last stretch exact at the cost of `spin_s` of CPU per deadline.
 - `advance(deadline, period, now)`: the next deadline of a fixed-rate schedule.
 """
 import os
-import time
-from typing import Callable, Iterable, Optional
+from typing import Callable
 
 Clock = Callable[[], float]
 
@@ -31,33 +29,18 @@ def request_fifo(priority: int) -> str:
     return f"SCHED_FIFO priority {priority}"
 
 
-def request_cpus(cpus: Iterable[int]) -> str:
-    """Try to pin the calling thread to `cpus` (empty: leave it alone); returns a note for the log."""
-    cpus = set(cpus)
-    if not cpus:
-        return "any CPU"
-    try:
-        os.sched_setaffinity(0, cpus)
-    except (AttributeError, OSError) as e:
-        return f"any CPU (affinity {sorted(cpus)} refused: {e})"
-    return f"CPUs {sorted(cpus)}"
+def wait_until(deadline: float, spin_s: float, clock: Clock, block: Callable[[float], bool],
+               poll: Callable[[], bool]) -> bool:
+    """Wait until `clock()` reaches `deadline` (s); True when woken early instead.
 
-
-def wait_until(deadline: float, spin_s: float, clock: Clock = time.monotonic,
-               block: Optional[Callable[[float], bool]] = None, poll: Optional[Callable[[], bool]] = None) -> bool:
-    """Wait until `clock()` reaches `deadline` (s); True when woken early by `block` / `poll` instead.
-
-    Until `spin_s` before the deadline it blocks in `block(timeout_s)` (default `time.sleep`, which is
-    never woken early); then it spins, calling `poll()` (if given) between clock reads.
+    Until `spin_s` before the deadline it waits in `block(timeout_s)` (True: woken); then it spins,
+    calling `poll()` (True: woken) between clock reads.
     """
     remaining = deadline - spin_s - clock()
-    if remaining > 0:
-        if block is None:
-            time.sleep(remaining)
-        elif block(remaining):
-            return True
+    if remaining > 0 and block(remaining):
+        return True
     while clock() < deadline:
-        if poll is not None and poll():
+        if poll():
             return True
     return False
 

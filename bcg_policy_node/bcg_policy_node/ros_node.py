@@ -1,8 +1,12 @@
 """The policy node as a ROS 2 executable: a thin rclpy shell around the same runtime.
 
 Only this module imports rclpy. Parameters are declared from `PolicyNodeConfig` (so the launch
-files' `parameters=[config/policy_node.yaml]` apply), command-line flags override them, and LowCmd /
-LowState go through `bcg.transport.ros2` on this node (`/lowcmd`, `/lowstate`, unitree_hg types).
+files' `parameters=[config/policy_node.yaml]` apply), command-line flags override them, and LowState
+comes through `bcg.transport.ros2` on this node (`/lowstate`, unitree_hg types); LowCmd goes out from
+the writer process, on a node of its own (`WRITER_NODE_NAME`). The ROS 2 context is opened on the
+`domain` of the command line (or of its --params file), not ROS_DOMAIN_ID: a `domain` ROS parameter
+that disagrees is refused rather than silently ignored (a simulation must never reach the robot's
+domain).
 """
 import dataclasses
 import threading
@@ -19,8 +23,12 @@ def ros_main(cli_config: PolicyNodeConfig, argv) -> int:
     from rclpy.executors import SingleThreadedExecutor
     from rclpy.signals import SignalHandlerOptions
 
+    from bcg.transport.ros2 import apply_cyclone_config
+
     from .run_node import log, run
-    rclpy.init(args=argv, signal_handler_options=SignalHandlerOptions.NO)   # our handlers send damping
+    apply_cyclone_config(transport_config(cli_config))
+    rclpy.init(args=argv, domain_id=cli_config.domain,
+               signal_handler_options=SignalHandlerOptions.NO)   # our handlers send damping
     node = rclpy.create_node(NODE_NAME)
     try:
         defaults = PolicyNodeConfig()
@@ -31,6 +39,9 @@ def ros_main(cli_config: PolicyNodeConfig, argv) -> int:
             values[f.name] = cli if cli != getattr(defaults, f.name) else declared
         try:
             config = PolicyNodeConfig(**coerce(values))
+            if config.domain != cli_config.domain:
+                raise ConfigError(f"{NODE_NAME} parameter `domain` = {config.domain} differs from the domain "
+                                  f"{cli_config.domain} the node was started on (command line / --params); give it there")
         except ConfigError as e:
             log.error("refusing to start: %s", e)
             return EXIT_REFUSED

@@ -82,7 +82,8 @@ class NodeRuntime:
         self.lock = threading.Lock()
         """Guards the controller and the plan: receiver, monitor and stop() all change them."""
         self.plan = new_plan()
-        self._published_version = -1
+        self._published = (-1, -1)
+        """(plan_version, targets_version) of the controller last written into `plan`."""
         self.stop_at: Optional[float] = None
         self.done = threading.Event()
         self.error: Optional[BaseException] = None
@@ -174,9 +175,11 @@ class NodeRuntime:
         """The newest LowState time and, when it changed, the controller's plan -> shared memory (lock held)."""
         c = self.controller
         self.plan["state_time"] = c.state_time
-        if c.plan_version != self._published_version:
+        if c.plan_version != self._published[0]:
             c.write_plan(self.plan)
-            self._published_version = c.plan_version
+        elif c.targets_version != self._published[1]:
+            c.write_targets(self.plan)
+        self._published = (c.plan_version, c.targets_version)
         self.shared.publish(self.plan)
 
     def _receive_loop(self) -> None:

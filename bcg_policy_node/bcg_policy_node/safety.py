@@ -34,13 +34,12 @@ def projected_gravity_z(quat_wxyz: np.ndarray) -> float:
     return -(1.0 - 2.0 * (x * x + y * y) / n) if n > 0 else float("nan")
 
 
-def check_state(state: np.void, valid_slots: np.ndarray, limits: SafetyLimits) -> Optional[str]:
-    """The first fault in a LowState record, or None. `valid_slots` (35,) bool: slots the robot drives.
+def check_state(state: np.void, valid: np.ndarray, limits: SafetyLimits) -> Optional[str]:
+    """The first fault in a LowState record, or None. `valid` (k,) int: the SDK slots the robot drives.
 
     Runs on every LowState (500 Hz), so it reads each field once, on the valid slots only.
     """
     imu, motors = state["imu_state"], state["motor_state"]
-    valid = np.flatnonzero(valid_slots)
     quat, gyro = imu["quaternion"], imu["gyroscope"]
     q, dq = motors["q"][valid], motors["dq"][valid]
     if not np.isfinite(quat.sum(dtype=np.float64) + gyro.sum(dtype=np.float64) + q.sum(dtype=np.float64)

@@ -1,4 +1,4 @@
-"""The LowCmd writer's loop on its own: what it writes for a plan, and the checks it makes by itself.
+"""The LowCmd writer's loop on its own: what it writes for a plan, the checks it makes by itself, its schedule.
 
 The loop runs in a thread of the test with a recording writer instead of DDS; the plan goes
 through real shared memory. Times are the real monotonic clock; nothing is judged by speed.
@@ -15,6 +15,7 @@ from bcg.transport import TransportConfig, Writer
 from bcg.wire import crc_ok, decode_lowcmd, encode_lowcmd
 from bcg_policy_node.command_plan import new_plan
 from bcg_policy_node.command_writer import NON_FINITE_REASON, PARENT_GONE_REASON, WriterLoop, WriterSettings
+from bcg_policy_node.realtime import advance, wait_until
 from bcg_policy_node.shared_plan import SharedPlan
 
 KD_DAMP = 4.0
@@ -123,3 +124,20 @@ def test_policy_process_gone_damps_then_ends():
     w.thread.join(10.0)
     assert not w.thread.is_alive() and w.faults == [PARENT_GONE_REASON]
     assert w.writer.commands and all(is_damping(c) for c in w.writer.commands)
+
+
+def test_deadline_schedule_keeps_its_phase_and_resynchronises_after_a_stall():
+    assert advance(1.000, 0.002, now=1.0005) == pytest.approx(1.002)     # on time
+    assert advance(1.000, 0.002, now=1.0035) == pytest.approx(1.002)     # late, within a period: keep the phase
+    assert advance(1.000, 0.002, now=1.0500) == 1.0500                   # stalled: restart from now
+
+
+def test_wait_until_blocks_then_spins_and_reports_wake_ups():
+    def ticking():
+        return iter(np.arange(0.0, 1.0, 0.001)).__next__                  # a clock: 1 ms per read
+    blocked = []
+    assert not wait_until(0.010, 0.004, ticking(), block=lambda s: blocked.append(s) or False, poll=lambda: False)
+    assert blocked == [pytest.approx(0.006)]                               # blocked until 4 ms before
+    assert wait_until(0.010, 0.0, lambda: 0.0, block=lambda s: True, poll=lambda: False)
+    polls = iter([False, False, True])                                     # woken while spinning
+    assert wait_until(0.010, 1.0, ticking(), block=lambda s: False, poll=lambda: next(polls))

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, Dict, Mapping, Optional, Union
 
 from bcg.ros_params import ParameterError, coerce_parameters, read_ros_parameters
+from bcg.transport import TransportConfig
 
 
 NODE_NAME = "sim_bridge"
@@ -140,3 +141,12 @@ def load_config(params_file: Optional[Union[str, Path]] = None,
         values.update(coerce_values(read_ros_parameters(params_file, NODE_NAME)))
     values.update(coerce_values(overrides or {}))
     return BridgeConfig(**values)
+
+
+def transport_config(config: BridgeConfig, node_name: str = NODE_NAME) -> TransportConfig:
+    """The transport settings of `config`: on 'lo' unicast to 127.0.0.1 without multicast."""
+    if config.interface == "lo":
+        return dataclasses.replace(TransportConfig.simulation(domain_id=config.domain, transport=config.transport),
+                                   node_name=node_name)
+    return TransportConfig(transport=config.transport, domain_id=config.domain,
+                           interface=config.interface or None, node_name=node_name)

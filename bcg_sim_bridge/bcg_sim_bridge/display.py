@@ -32,6 +32,12 @@ def display_available() -> bool:
     return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
 
 
+def prepare_rendering(record: bool, headless: bool) -> None:
+    """Before mujoco is imported: choose the offscreen backend when recording without a viewer."""
+    if record and (headless or not display_available()):
+        choose_offscreen_backend()
+
+
 def _mujoco_renderer(model, width: int, height: int):
     import mujoco
     return mujoco.Renderer(model, height=height, width=width)

@@ -17,9 +17,9 @@ import os
 import signal
 import sys
 import threading
-from typing import List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
-from .config import BridgeConfig, ConfigError, load_config
+from .config import BridgeConfig, ConfigError, load_config, transport_config
 
 _FLAGS = (
     # flag, config key, type, help
@@ -47,8 +47,8 @@ _SWITCHES = (
 )
 
 
-def parse_args(argv: Optional[List[str]] = None) -> BridgeConfig:
-    """The config of the command line (file given by --params, then flags); raises ConfigError."""
+def parse_flags(argv: Optional[List[str]] = None) -> Tuple[Optional[str], Dict[str, Any]]:
+    """(--params file or None, {config key: value} of the flags given) of a command line."""
     parser = argparse.ArgumentParser(prog="bcg-sim-bridge", description=__doc__.split("\n\n")[0])
     parser.add_argument("--params", help="ROS 2 parameter YAML (ros__parameters), e.g. config/sim_bridge.yaml")
     for flag, key, kind, text in _FLAGS:
@@ -57,7 +57,12 @@ def parse_args(argv: Optional[List[str]] = None) -> BridgeConfig:
         parser.add_argument(flag, dest=key, action="store_true", default=None, help=text)
     args = vars(parser.parse_args(argv))
     params = args.pop("params")
-    return load_config(params, {k: v for k, v in args.items() if v is not None})
+    return params, {k: v for k, v in args.items() if v is not None}
+
+
+def parse_args(argv: Optional[List[str]] = None) -> BridgeConfig:
+    """The config of the command line (file given by --params, then flags); raises ConfigError."""
+    return load_config(*parse_flags(argv))
 
 
 def _install_stop_handlers(stop: threading.Event) -> None:
@@ -84,14 +89,13 @@ def main(argv: Optional[List[str]] = None) -> int:
     except ConfigError as e:
         print(f"bcg-sim-bridge: error: {e}", file=sys.stderr)
         return 2
-    from .display import choose_offscreen_backend, display_available
-    if config.record and (config.headless or not display_available()):
-        choose_offscreen_backend()
+    from .display import prepare_rendering
+    prepare_rendering(bool(config.record), config.headless)
     stop = threading.Event()
     _install_stop_handlers(stop)
     from bcg.transport import make_transport
 
-    from .runner import SETUP_ERRORS, build_bridge, run_bridge, transport_config
+    from .runner import SETUP_ERRORS, build_bridge, run_bridge
     with make_transport(transport_config(config)) as transport:
         try:
             bridge = build_bridge(config, transport)

@@ -1,11 +1,10 @@
 """Runs one bridge session over an open transport, shared by the CLI and the ROS 2 node."""
-import dataclasses
 import sys
 import threading
 from typing import Optional
 
 from bcg.robot import ModelNotFoundError, RobotDescription, RobotDescriptionError
-from bcg.transport import Transport, TransportConfig
+from bcg.transport import Transport
 
 from .bridge import SimBridge
 from .config import NODE_NAME, BridgeConfig
@@ -19,15 +18,6 @@ COMMAND_HISTORY = 64
 controller sends is seen and counted even when the loop stalls for 100 ms."""
 SETUP_ERRORS = (ModelNotFoundError, RobotDescriptionError, MotionFileError, SensorError, ValueError)
 """What `build_bridge` raises for a bad model, motion file or setting (each message names it)."""
-
-
-def transport_config(config: BridgeConfig, node_name: str = NODE_NAME) -> TransportConfig:
-    """The transport settings of `config`: on 'lo' unicast to 127.0.0.1 without multicast."""
-    if config.interface == "lo":
-        return dataclasses.replace(TransportConfig.simulation(domain_id=config.domain, transport=config.transport),
-                                   node_name=node_name)
-    return TransportConfig(transport=config.transport, domain_id=config.domain,
-                           interface=config.interface or None, node_name=node_name)
 
 
 def build_bridge(config: BridgeConfig, transport: Transport, log=sys.stderr) -> SimBridge:

@@ -1,15 +1,25 @@
 """A `LaunchGraph` as a launch_ros `LaunchDescription` (imported only by the launch/*.launch.py files,
 on machines with ROS 2; `launch` and `launch_ros` are imported inside the functions).
 
-The same lifecycle as `bcg launch` (see `graph.py`): when the main process exits, the services get
-SIGINT (the policy node then damps for 1 s); when the last service has exited the final processes
-start; when a final process exits, or a service of a graph without a main process, the launch
-shuts down.
+Written against the ROS 2 Humble APIs of `launch` / `launch_ros` (also in Jazzy): DeclareLaunchArgument,
+OpaqueFunction, LaunchConfiguration, launch_ros.actions.Node, ExecuteProcess, RegisterEventHandler with
+OnProcessExit (a callable `on_exit(event, context)`; `event.returncode`), EmitEvent of SignalProcess
+with matches_action, Shutdown.
+
+The same lifecycle as `bcg launch` (`lifecycle.py`): every process exit is a `Lifecycle` decision.
+`ros2 launch` itself exits 0 whatever its processes return; the one way for a process's failure to
+become its exit code is an exception in an event handler (launch logs it, shuts everything down and
+returns 1), so a failure decision raises `LaunchFailure`.
 """
 import signal
-from typing import List
+from typing import Dict, List
 
 from .graph import LaunchGraph, ProcessSpec
+from .lifecycle import Decision, Lifecycle
+
+
+class LaunchFailure(RuntimeError):
+    """A process of the launch failed: raised in an exit handler so that `ros2 launch` exits 1."""
 
 
 def generate(graph: LaunchGraph):
@@ -39,26 +49,30 @@ def _action(spec: ProcessSpec):
                 parameters=list(spec.parameters), output="screen")
 
 
-def actions(specs: List[ProcessSpec]) -> list:
-    """Node / ExecuteProcess actions plus the event handlers of the lifecycle."""
-    from launch.actions import EmitEvent, RegisterEventHandler, Shutdown
-    from launch.event_handlers import OnProcessExit
+def _launch_actions(decision: Decision, acts: Dict[str, object]) -> list:
+    """The launch actions of a lifecycle decision; raises LaunchFailure for a failure."""
+    from launch.actions import EmitEvent, Shutdown
     from launch.events import matches_action
     from launch.events.process import SignalProcess
+    if decision.failure:
+        raise LaunchFailure(decision.failure)
+    out = [EmitEvent(event=SignalProcess(signal_number=signal.SIGINT, process_matcher=matches_action(acts[name])))
+           for name in decision.signal]
+    out += [acts[name] for name in decision.start]
+    if decision.shutdown:
+        out.append(Shutdown(reason=decision.shutdown))
+    return out
+
+
+def actions(specs: List[ProcessSpec]) -> list:
+    """The first processes' actions plus one exit handler per process (finals start from a handler)."""
+    from launch.actions import RegisterEventHandler
+    from launch.event_handlers import OnProcessExit
 
     acts = {s.name: _action(s) for s in specs}
-    mains = [s for s in specs if s.role == "main"]
-    services = [s for s in specs if s.role == "service"]
-    finals = [s for s in specs if s.role == "final"]
-    out = [acts[s.name] for s in mains + services]
-    for m in mains:
-        out.append(RegisterEventHandler(OnProcessExit(target_action=acts[m.name], on_exit=[
-            EmitEvent(event=SignalProcess(signal_number=signal.SIGINT, process_matcher=matches_action(acts[s.name])))
-            for s in services] or [acts[f.name] for f in finals] or [Shutdown(reason=f"{m.name} finished")])))
-    for s in services:
-        after = [acts[f.name] for f in finals] if (mains and finals) else [Shutdown(reason=f"{s.name} exited")]
-        out.append(RegisterEventHandler(OnProcessExit(target_action=acts[s.name], on_exit=after)))
-    for f in finals:
-        out.append(RegisterEventHandler(OnProcessExit(target_action=acts[f.name],
-                                                      on_exit=[Shutdown(reason=f"{f.name} finished")])))
-    return out
+    life = Lifecycle(specs)
+
+    def on_exit(name: str):
+        return lambda event, context: _launch_actions(life.exited(name, event.returncode), acts)
+    return ([acts[s.name] for s in specs if s.role != "final"] +
+            [RegisterEventHandler(OnProcessExit(target_action=acts[s.name], on_exit=on_exit(s.name))) for s in specs])

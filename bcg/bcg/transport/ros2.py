@@ -7,10 +7,11 @@ reliable keep-last 1 (match every subscriber), subscriptions best effort keep-la
 every publisher, the robot's included).
 
 Domain and interface: with a node of its own, the transport initialises a private rclpy context
-on ``config.domain_id``; if ``config.interface`` is set and ``CYCLONEDDS_URI`` is not, it writes
-a Cyclone configuration for it and points ``CYCLONEDDS_URI`` at it first (read by
-rmw_cyclonedds_cpp, which unitree_ros2 requires). With a node passed in, all of that is the
-caller's, and so is spinning that node.
+on ``config.domain_id`` (without signal handlers: signals belong to the caller); if
+``config.interface`` is set and ``CYCLONEDDS_URI`` is not, it writes a Cyclone configuration for it
+and points ``CYCLONEDDS_URI`` at it first (`apply_cyclone_config`; read by rmw_cyclonedds_cpp,
+which unitree_ros2 requires). With a node passed in, all of that is the caller's (the node shells
+call `apply_cyclone_config` before their own rclpy.init), and so is spinning that node.
 """
 import os
 import tempfile
@@ -24,6 +25,16 @@ from bcg.wire import LOWCMD, LOWSTATE, MessageCodec
 
 LOWCMD_ROS_TOPIC = "/lowcmd"
 LOWSTATE_ROS_TOPIC = "/lowstate"
+
+
+def apply_cyclone_config(config: TransportConfig) -> None:
+    """Point CYCLONEDDS_URI (read by rmw_cyclonedds_cpp at rclpy.init) at a configuration for
+    `config.interface` / peers, unless the interface is unset or CYCLONEDDS_URI already is. Call it
+    before rclpy.init; child processes inherit it."""
+    if config.interface is None or "CYCLONEDDS_URI" in os.environ:
+        return
+    path = os.path.join(tempfile.gettempdir(), f"bcg-cyclonedds-{os.getpid()}.xml")
+    os.environ["CYCLONEDDS_URI"] = write_cyclone_config(config, path)
 
 
 def _qos(reliable: bool, depth: int = 1):
@@ -76,7 +87,7 @@ class Ros2Transport(Transport):
         self.config = config
         self._context = self._executor = self._thread = None
         if node is None:
-            self._set_cyclone_config(config)
+            apply_cyclone_config(config)
             self._context = Context()
             rclpy.init(context=self._context, domain_id=int(config.domain_id),
                        signal_handler_options=SignalHandlerOptions.NO)   # signals belong to the caller
@@ -89,13 +100,6 @@ class Ros2Transport(Transport):
         self._node = node
         self._endpoints = []
         """Publishers and subscriptions made here, destroyed on close."""
-
-    @staticmethod
-    def _set_cyclone_config(config: TransportConfig) -> None:
-        if config.interface is None or "CYCLONEDDS_URI" in os.environ:
-            return
-        path = os.path.join(tempfile.gettempdir(), f"bcg-cyclonedds-{os.getpid()}.xml")
-        os.environ["CYCLONEDDS_URI"] = write_cyclone_config(config, path)
 
     def _made(self, endpoint):
         destroy = (self._node.destroy_publisher if isinstance(endpoint, Writer)
