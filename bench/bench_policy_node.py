@@ -1,7 +1,7 @@
 """Policy node latency bench: medians and p99 over >= 10 s, each printed against its goal.
 
     python bench/bench_policy_node.py [--seconds 12] [--runs 3] [--realtime-priority P] [--writer-spin S]
-                                      (the node's parameters; default: its defaults)
+                                      [--receiver-cpu C] [--writer-cpu C]   (node parameters; default: its defaults)
 
 Runs `bcg-policy-node` as its own process on loopback Cyclone DDS with an 849-input
 [512, 256, 128] MLP policy (random weights, reference terms over 21 frames of a standing motion),
@@ -69,7 +69,8 @@ def run_node(args, robot, policy: Path, motion: Path, tmp: Path, run: int) -> di
     """One node process fed 500 Hz LowState for `args.seconds` of policy; returns its summary."""
     params = tmp / f"params{run}.yaml"
     params.write_text("policy_node:\n  ros__parameters:\n    ramp_duration: 0.5\n    autostart_hold: 0.2\n"
-                      f"    realtime_priority: {args.realtime_priority}\n    writer_spin: {args.writer_spin}\n")
+                      f"    realtime_priority: {args.realtime_priority}\n    writer_spin: {args.writer_spin}\n"
+                      f"    receiver_cpu: {args.receiver_cpu}\n    writer_cpu: {args.writer_cpu}\n")
     events = tmp / f"events{run}.jsonl"
     domain = args.domain + run
     transport = make_transport(TransportConfig.simulation(domain_id=domain, transport="dds"))
@@ -139,6 +140,9 @@ def main():
                     help="the node's realtime_priority parameter")
     ap.add_argument("--writer-spin", type=float, default=PolicyNodeConfig.writer_spin,
                     help="the node's writer_spin parameter, s")
+    ap.add_argument("--receiver-cpu", type=int, default=PolicyNodeConfig.receiver_cpu,
+                    help="the node's receiver_cpu parameter")
+    ap.add_argument("--writer-cpu", type=int, default=PolicyNodeConfig.writer_cpu, help="the node's writer_cpu parameter")
     ap.add_argument("--domain", type=int, default=69)
     args = ap.parse_args()
     robot = RobotDescription.load()

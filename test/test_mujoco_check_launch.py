@@ -18,6 +18,7 @@ def test_stand_policy_stays_up_on_the_elastic_band(tmp_path):
     assert proc.returncode == 0, out
     v = json.loads(verdict.read_text())
     assert v["passed"] and v["stayed_up"] and v["sim_time_s"] == pytest.approx(3.0, abs=0.01)
+    assert v["foot_penetration_mean_mm"] > 0          # the band holds the robot on its feet, never lifts it
     assert v["commands_accepted"] > 0 and v["commands_rejected"] == 0 and v["safety_events"] == []
     assert [p["to"] for p in v["phases"]][:4] == ["zero_torque", "ramp", "hold", "policy"]
     assert v["policy_steps"] > 0

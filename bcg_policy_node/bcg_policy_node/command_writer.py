@@ -29,7 +29,7 @@ import numpy as np
 from bcg.transport import TransportConfig, Writer, make_transport
 
 from .command_plan import PLAN_DTYPE, LowCmdComposer
-from .realtime import advance, request_fifo, wait_until
+from .realtime import advance, request_cpu, request_fifo, wait_until
 from .safety import check_stale
 from .shared_plan import SharedPlan
 from .timing_stats import TimingStats
@@ -50,6 +50,8 @@ class WriterSettings:
     """s before each deadline spent spinning on the clock instead of sleeping (0: sleep only)."""
     realtime_priority: int = 0
     """SCHED_FIFO priority of the writer (best effort; 0: normal scheduling)."""
+    cpu: int = -1
+    """CPU the writer is pinned to (best effort; -1: any)."""
     shutdown_damping_s: float = 1.0
     """s of damping when the policy process disappears."""
     parent_pid: int = 0
@@ -126,7 +128,7 @@ def writer_main(settings: WriterSettings, handles: tuple, conn) -> None:
     """
     try:
         shared = SharedPlan(*handles)
-        note = request_fifo(settings.realtime_priority)
+        note = f"{request_fifo(settings.realtime_priority)}, {request_cpu(settings.cpu)}"
         with make_transport(settings.transport) as transport:
             writer = transport.lowcmd_writer()
             gc.collect()

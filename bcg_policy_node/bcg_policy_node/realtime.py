@@ -4,6 +4,8 @@ Nothing here is required for correctness; it narrows timing jitter where the OS 
 - `request_fifo(priority)`: SCHED_FIFO for the calling thread (Linux applies it per thread). Needs
   root or an `rtprio` limit (e.g. `@realtime - rtprio 90` in /etc/security/limits.conf); refused,
   the thread keeps normal scheduling and the caller logs the returned note.
+- `request_cpu(cpu)`: pin the calling thread to one CPU (`os.sched_setaffinity`), so that the
+  receiver and the writer neither migrate nor preempt each other.
 - `wait_until(deadline, spin_s, ...)`: block until `spin_s` before a deadline, then spin on the
   clock for the rest: a timed wait wakes up tens to hundreds of microseconds late on a loaded
   machine, the spin makes the last stretch exact at the cost of `spin_s` of CPU per deadline.
@@ -27,6 +29,17 @@ def request_fifo(priority: int) -> str:
     except (AttributeError, OSError) as e:   # not Linux, or not permitted (no rtprio limit, not root)
         return f"normal scheduling (SCHED_FIFO {priority} refused: {e})"
     return f"SCHED_FIFO priority {priority}"
+
+
+def request_cpu(cpu: int) -> str:
+    """Try to pin the calling thread to CPU `cpu` (-1: leave it alone); returns a note for the log."""
+    if cpu < 0:
+        return "any CPU"
+    try:
+        os.sched_setaffinity(0, {cpu})
+    except (AttributeError, OSError) as e:   # not Linux, or no such CPU
+        return f"any CPU (CPU {cpu} refused: {e})"
+    return f"CPU {cpu}"
 
 
 def wait_until(deadline: float, spin_s: float, clock: Clock, block: Callable[[float], bool],

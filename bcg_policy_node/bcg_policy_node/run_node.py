@@ -32,10 +32,10 @@ def run(config, open_transport=None) -> int:
     writer = WriterSettings(dataclasses.replace(transport_config(config), node_name=WRITER_NODE_NAME),
                             writer_hz=config.writer_hz, spin_s=config.writer_spin,
                             realtime_priority=config.realtime_priority + 1 if config.realtime_priority else 0,
-                            shutdown_damping_s=config.shutdown_damping)
+                            cpu=config.writer_cpu, shutdown_damping_s=config.shutdown_damping)
     with (open_transport or (lambda: make_transport(transport_config(config))))() as transport:
         runtime = NodeRuntime(controller, transport, writer, check_state_crc=config.check_state_crc,
-                              receiver_priority=config.realtime_priority)
+                              receiver_priority=config.realtime_priority, receiver_cpu=config.receiver_cpu)
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, lambda s, f: runtime.stop(f"stop requested ({signal.Signals(s).name})"))
         gc.collect()

@@ -30,7 +30,7 @@ from typing import Optional
 from .command_plan import new_plan
 from .command_writer import WriterSettings, writer_main
 from .controller import Controller
-from .realtime import advance, request_fifo
+from .realtime import advance, request_cpu, request_fifo
 from .shared_plan import SharedPlan
 from .state_machine import Phase, Transition
 from .timing_stats import TimingStats
@@ -70,15 +70,16 @@ class EventLog:
 class NodeRuntime:
     """Runs a `Controller`: LowState from `transport`, LowCmd from a writer process per `writer`.
 
-    `receiver_priority`: SCHED_FIFO priority of the receiver thread (best effort; 0: normal).
+    `receiver_priority`: SCHED_FIFO priority of the receiver thread (best effort; 0: normal);
+    `receiver_cpu`: the CPU it is pinned to (best effort; -1: any).
     """
 
     def __init__(self, controller: Controller, transport, writer: WriterSettings, check_state_crc: bool = True,
-                 receiver_priority: int = 0):
+                 receiver_priority: int = 0, receiver_cpu: int = -1):
         self.controller = controller
         self.reader = transport.lowstate_reader(check_crc=check_state_crc)
         self.writer_settings = dataclasses.replace(writer, parent_pid=os.getpid())
-        self.receiver_priority = receiver_priority
+        self.receiver_priority, self.receiver_cpu = receiver_priority, receiver_cpu
         self.lock = threading.Lock()
         """Guards the controller and the plan: receiver, monitor and stop() all change them."""
         self.plan = new_plan()
@@ -183,7 +184,7 @@ class NodeRuntime:
         self.shared.publish(self.plan)
 
     def _receive_loop(self) -> None:
-        self.scheduling["receiver"] = request_fifo(self.receiver_priority)
+        self.scheduling["receiver"] = f"{request_fifo(self.receiver_priority)}, {request_cpu(self.receiver_cpu)}"
         log.info("LowState receiver: %s", self.scheduling["receiver"])
         c = self.controller
         period = c.contract.control_period_s

@@ -7,6 +7,7 @@ from bcg.contract import (load_motion, load_policy, mlp_model, robot_state_spec,
 from bcg.robot import RobotDescription, SDK_JOINT_NAMES
 from bcg.wire import crc_ok, decode_lowcmd, encode_lowcmd, new_lowstate
 from bcg_policy_node.command_plan import LowCmdComposer, new_plan
+from bcg_policy_node.config import ConfigError, PolicyNodeConfig
 from bcg_policy_node.controller import Controller
 from bcg_policy_node.joint_map import JointMap, JointMapError
 from bcg_policy_node.remote import key_mask, set_keys
@@ -231,3 +232,11 @@ def test_reference_motion_advances_one_control_period_per_policy_step(robot, tmp
         c.prepare_next_step()
         frames = seen[-1][offset:offset + ref.size].reshape(2, 29)[:, hip] + contract.default_joint_pos[hip]
         np.testing.assert_allclose(frames, [0.02 * k, 0.02 * (k + 1)], atol=1e-6)
+
+
+@pytest.mark.parametrize("key, value, message", [
+    ("writer_spin", 0.002, "shorter than the writer period"), ("realtime_priority", 120, "1..98"),
+    ("receiver_cpu", -2, "CPU number"), ("writer_cpu", -3, "CPU number")])
+def test_timing_parameters_are_checked_by_name(key, value, message):
+    with pytest.raises(ConfigError, match=f"`{key}` = {value}: .*{message}"):
+        PolicyNodeConfig(**{key: value})
