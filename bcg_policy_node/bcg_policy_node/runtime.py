@@ -173,7 +173,10 @@ class NodeRuntime:
         self.error = self.error or error
 
     def _publish(self) -> None:
-        """The newest LowState time and, when it changed, the controller's plan -> shared memory (lock held)."""
+        """The newest LowState time and, when it changed, the controller's plan -> shared memory (lock held).
+
+        `self.plan` always holds everything: a publish that finds the shared lock busy is made good by
+        the next one (every LowState, or every `IDLE_CHECK_S`)."""
         c = self.controller
         self.plan["state_time"] = c.state_time
         if c.plan_version != self._published[0]:

@@ -32,15 +32,17 @@ class SharedPlan:
         """What a child process needs (passed as `Process` arguments): SharedPlan(*handles)."""
         return self._buffer, self._lock, self._wake
 
-    def publish(self, plan: np.void) -> None:
-        """Copy `plan` into shared memory."""
+    def publish(self, plan: np.void) -> bool:
+        """Copy `plan` into shared memory; False when the lock was not free in time (the writer was
+        preempted, or died, holding it): the caller's next publish carries the same, newer plan."""
         src = np.frombuffer(plan, np.uint8)
         if not self._lock.acquire(timeout=LOCK_TIMEOUT_S):
-            raise TimeoutError("command plan lock: not released by the LowCmd writer process")
+            return False
         try:
             self._shared[:] = src
         finally:
             self._lock.release()
+        return True
 
     def read(self, into: np.ndarray, timeout_s: float = LOCK_TIMEOUT_S) -> bool:
         """Copy the shared plan into `into` (a (1,) PLAN_DTYPE array); False when the lock timed out."""

@@ -7,7 +7,7 @@ from bcg.robot import ModelNotFoundError, RobotDescription, RobotDescriptionErro
 from bcg.transport import Transport
 
 from .bridge import SimBridge
-from .config import NODE_NAME, BridgeConfig
+from .config import BridgeConfig
 from .display import Recorder, Viewer, display_available
 from .metrics import write_json_atomic
 from .lowstate_fill import SensorError
@@ -15,7 +15,7 @@ from bcg.contract import MotionFileError, load_motion
 
 COMMAND_HISTORY = 64
 """LowCmd samples kept between two physics steps (the reader's depth): every command a 500 Hz
-controller sends is seen and counted even when the loop stalls for 100 ms."""
+controller sends is seen and counted even when the loop stalls for 120 ms."""
 SETUP_ERRORS = (ModelNotFoundError, RobotDescriptionError, MotionFileError, SensorError, ValueError)
 """What `build_bridge` raises for a bad model, motion file or setting (each message names it)."""
 

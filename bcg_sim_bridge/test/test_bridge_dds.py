@@ -67,6 +67,17 @@ def start_running(states, commands, rec: np.void) -> np.void:
     raise AssertionError("the bridge never started simulating")
 
 
+def running_under_damping(robot, transport, check_crc: bool):
+    """(LowState reader, LowCmd writer, damping LowCmd with kd = 1, newest LowState) once the bridge
+    simulates under that damping command."""
+    states = transport.lowstate_reader(check_crc=check_crc)
+    commands = transport.lowcmd_writer()
+    state = states.wait(START_TIMEOUT_S)
+    assert state is not None, "no LowState from the bridge"
+    damping = lowcmd(robot, int(state["mode_machine"]), kd=1.0)
+    return states, commands, damping, start_running(states, commands, damping)
+
+
 def lowcmd(robot, mode_machine: int, tau: float = 0.0, kd: float = 0.0) -> np.void:
     rec = new_lowcmd()
     rec["mode_machine"] = mode_machine
@@ -169,12 +180,7 @@ def test_states_have_valid_crc_and_ticks_2ms_apart(robot, tmp_path):
     ticks, crcs = [], []
     with bridge_process(32, metrics, "--duration", "1", fast=False) as proc, \
             make_transport(TransportConfig.simulation(32, transport="dds")) as transport:
-        states = transport.lowstate_reader(check_crc=False)
-        commands = transport.lowcmd_writer()
-        state = states.wait(START_TIMEOUT_S)
-        assert state is not None, "no LowState from the bridge"
-        damping = lowcmd(robot, int(state["mode_machine"]), kd=1.0)
-        state = start_running(states, commands, damping)
+        states, commands, damping, state = running_under_damping(robot, transport, check_crc=False)
         while state is not None or proc.poll() is None:
             if state is not None:
                 ticks.append(int(state["tick"]))
@@ -197,12 +203,7 @@ def test_every_command_sent_is_validated_and_counted(robot, tmp_path):
     metrics = tmp_path / "metrics.json"
     with bridge_process(34, metrics, "--duration", "30", fast=False) as proc, \
             make_transport(TransportConfig.simulation(34, transport="dds")) as transport:
-        states = transport.lowstate_reader(check_crc=True)
-        commands = transport.lowcmd_writer()
-        state = states.wait(START_TIMEOUT_S)
-        assert state is not None, "no LowState from the bridge"
-        damping = lowcmd(robot, int(state["mode_machine"]), kd=1.0)
-        start_running(states, commands, damping)
+        states, commands, damping, _ = running_under_damping(robot, transport, check_crc=True)
         for _ in range(60):
             for _ in range(5):
                 commands.write(damping)
