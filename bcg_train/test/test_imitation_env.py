@@ -79,6 +79,17 @@ def test_window_is_differentiable_and_matches_finite_differences(env):
     assert abs((a.grad * u).sum() - fd) < 2e-3 * abs(fd), ((a.grad * u).sum().item(), fd.item())
 
 
+def test_windows_reuse_the_simulator_buffers(env):
+    """Memory stays bounded over a run: each window's taped substeps reuse the previous window's buffers."""
+    env.reset()
+    for _ in range(3):
+        a = torch.full((N, env.act_dim), 0.1, requires_grad=True)
+        loss = sum(env.step(a).add_sim.sum() for _ in range(4))
+        loss.backward()
+        env.cut_graph()
+    assert len(env.sim._window.items) == 4 * env.cfg.substeps
+
+
 def test_no_grad_steps_take_the_plain_simulator_with_the_same_physics(env):
     env.reset()
     state = env.state_dict()

@@ -116,7 +116,10 @@ class G1ImitationEnv:
                        counters=self._counters())
 
     def cut_graph(self) -> None:
+        """Detach the state. Call it after the window's backward: the simulator then reuses the window's
+        buffers for the next one (without this, every taped substep would keep its own)."""
         self.q, self.qd, self.last_action = self.q.detach(), self.qd.detach(), self.last_action.detach()
+        self.sim.begin_window()
 
     def policy_contract(self) -> PolicyContract:
         cfg, robot = self.cfg, self.robot
