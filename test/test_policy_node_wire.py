@@ -199,3 +199,24 @@ def test_a_frozen_policy_process_is_damped_by_its_writer(robot, tmp_path):
         client.close()
     assert rc == 0, out
     assert "-> damping: LowState stale" in out, out
+
+
+@pytest.mark.timeout(60)
+def test_sigint_publishes_damping_for_the_shutdown_time_then_exits(robot, tmp_path):
+    """shutdown_damping is 0.3 s in PARAMS: after SIGINT only damping goes out, for that long."""
+    client = StateClient(58, robot)
+    proc = start_node(tmp_path, 58)
+    try:
+        assert client.wait_for(is_pd, 20), "the node never reached ramp/hold"
+        time.sleep(0.5)
+        t_int = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=10)
+        time.sleep(0.1)
+    finally:
+        client.close()
+    assert proc.returncode == 0, out
+    after = [(t, c) for t, c in client.commands if t > t_int + 0.05]
+    assert after and all(is_damping(c, robot.damping_kd) for _, c in after)
+    assert after[-1][0] - t_int >= 0.25                      # still damping a whole 0.3 s later
+    assert "-> damping: stop requested (SIGINT)" in out

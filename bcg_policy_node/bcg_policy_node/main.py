@@ -5,6 +5,8 @@
 
 On a ROS 2 machine the same command (and the `policy_node` executable the launch files start)
 runs the ROS 2 shell (`bcg_policy_node.ros_node`) when the transport resolves to 'ros2'.
+The node is two processes: this one (LowState, safety checks, phases, policy) and the LowCmd
+writer it starts (`command_writer`); see `runtime`.
 Exit codes: 0 after a clean stop, 2 when it refuses to start (nothing published), 1 on a failure
 while running.
 """
