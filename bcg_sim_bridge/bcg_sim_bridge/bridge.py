@@ -41,7 +41,7 @@ class SimBridge:
         self.gate = CommandGate(robot, config.command_timeout, kd)
         self.lowstate = new_lowstate()
         self.filler = LowStateFiller(self.core.model, robot, self.lowstate)
-        self.metrics = RunMetrics(self.core.model, robot, config.fall_height, motion)
+        self.metrics = RunMetrics(self.core.model, robot, config.fall_height, motion, config.motion_start)
         self.band = None
         if config.elastic_band:
             self.band = ElasticBand.above_body(

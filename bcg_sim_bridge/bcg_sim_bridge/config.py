@@ -77,6 +77,8 @@ class BridgeConfig:
     """Path of the metrics JSON written at exit; empty: none."""
     motion: str = ""
     """Reference motion (Unitree LAFAN1 CSV at 30 fps, or npz) to measure joint tracking against; empty: none."""
+    motion_start: float = 0.0
+    """Simulated time [s] the reference motion starts at (the policy's first step); tracking is measured from then."""
     record: str = ""
     """Path of a video / GIF of the run rendered offscreen (.gif, or .mp4 with imageio-ffmpeg); empty: none."""
     record_fps: float = 30.0
@@ -119,7 +121,8 @@ def _validate(c: BridgeConfig) -> None:
     ratio = c.physics_hz / c.state_hz
     _require(ratio >= 1 and abs(ratio - round(ratio)) < 1e-9, "state_hz",
              f"physics_hz ({c.physics_hz}) must be a whole multiple of state_hz", c.state_hz)
-    for key in ("duration", "wait_for_command", "band_stiffness", "band_damping", "band_release_time", "fall_height"):
+    for key in ("duration", "wait_for_command", "band_stiffness", "band_damping", "band_release_time", "fall_height",
+                "motion_start"):
         _require(getattr(c, key) >= 0, key, "must be >= 0", getattr(c, key))
     _require(c.band_mode in BAND_MODES, "band_mode", f"must be one of {BAND_MODES}", c.band_mode)
     _require(c.band_mode == "hold" or c.band_length >= 0, "band_length", "must be >= 0 in 'hang' mode",

@@ -35,9 +35,12 @@ _FLAGS = (
     ("--damping-kd", "damping_kd", float, "damping-mode kd, N m s/rad (negative: robot description's)"),
     ("--initial-pose", "initial_pose", str, "'default' or 'zero'"),
     ("--band-mode", "band_mode", str, "'hold' (taut at the start, never lifts) or 'hang' (Unitree's: lifts)"),
+    ("--band-stiffness", "band_stiffness", float, "elastic band spring constant, N/m"),
+    ("--band-damping", "band_damping", float, "elastic band damping, N s/m"),
     ("--band-release-time", "band_release_time", float, "release the elastic band after this many seconds"),
     ("--metrics", "metrics", str, "write the metrics JSON here at exit"),
     ("--motion", "motion", str, "reference motion CSV (LAFAN1 layout, 30 fps) for tracking errors"),
+    ("--motion-start", "motion_start", float, "simulated time (s) the reference motion starts at"),
     ("--record", "record", str, "render offscreen to this .gif"),
 )
 _SWITCHES = (

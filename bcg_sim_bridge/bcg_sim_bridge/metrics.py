@@ -17,8 +17,10 @@ class RunMetrics:
     """Accumulates samples of the simulated robot (call `sample` at the state rate)."""
 
     def __init__(self, model: mujoco.MjModel, robot: RobotDescription, fall_height: float,
-                 motion: Optional[ReferenceMotion] = None):
+                 motion: Optional[ReferenceMotion] = None, motion_start: float = 0.0):
+        """`motion_start`: simulated time [s] of the motion's first frame (tracking is measured from then)."""
         self.robot = robot
+        self.motion_start = float(motion_start)
         self.fall_height = float(fall_height)
         self.fall_time: Optional[float] = None
         self.min_root_height = np.inf
@@ -56,8 +58,9 @@ class RunMetrics:
                 self.contacts += len(depth)
                 self._penetration_sum += float(depth.sum())
                 self.max_penetration = max(self.max_penetration, float(depth.max()))
-        if self.motion is not None and t <= self.motion.duration_s:
-            err = data.qpos[self._qadr] - self.motion.sample(np.array([t]), self._motion_cols).joint_pos[0]
+        t_motion = t - self.motion_start
+        if self.motion is not None and 0.0 <= t_motion <= self.motion.duration_s:
+            err = data.qpos[self._qadr] - self.motion.sample(np.array([t_motion]), self._motion_cols).joint_pos[0]
             self._sq_err += err * err
             self._abs_err += np.abs(err)
             self._tracking_samples += 1

@@ -8,7 +8,7 @@ import mujoco
 import numpy as np
 import pytest
 
-from bcg.robot import RobotDescription, resolve_model_path
+from bcg.robot import SDK_JOINT_NAMES, RobotDescription, resolve_model_path
 from bcg.wire import crc_ok, encode_lowcmd, encode_lowstate, new_lowcmd
 from bcg_sim_bridge.bridge import SimBridge
 from bcg_sim_bridge.command_gate import CommandGate
@@ -322,3 +322,18 @@ def test_config_errors_name_the_key(tmp_path):
 
 def test_shipped_parameter_file_matches_the_defaults():
     assert load_config(REPO / "config" / "sim_bridge.yaml") == BridgeConfig()
+
+
+def test_tracking_is_measured_from_the_motion_start(robot, tmp_path):
+    """With motion_start 0.3 s the reference's frame 0 is compared at 0.3 s and later, never before."""
+    table = np.zeros((40, 36))
+    table[:, 2], table[:, 6] = 0.79, 1.0
+    table[:, 7:] = np.array([robot.default_q[robot.joint_names.index(j)] for j in SDK_JOINT_NAMES]) + 0.2
+    path = tmp_path / "motion.csv"
+    np.savetxt(path, table, delimiter=",")
+    motion = load_motion(path)
+    bridge = SimBridge(BridgeConfig(fast=True, duration=0.5, motion_start=0.3), robot, motion=motion)
+    bridge.run()
+    tracking = bridge.report()["evaluation"]["tracking"]
+    assert tracking["samples"] == 101                       # states every 2 ms from 0.3 s to 0.5 s
+    assert tracking["mean_rms_error_rad"] > 0.1             # the reference is 0.2 rad off the held pose

@@ -3,6 +3,7 @@ from pathlib import Path
 from typing import Dict, List
 
 from bcg.config_files import config_file
+from bcg.ros_params import ParameterError, read_ros_parameters
 
 from .graph import LaunchArgument, LaunchGraph, ProcessSpec, as_bool, as_number
 
@@ -34,6 +35,12 @@ G1_RUN = LaunchGraph(
 
 NODE_START_TIMEOUT_S = 60.0
 """Wall seconds the bridge holds simulated time at 0 until the policy node's first LowCmd."""
+HARNESS_STIFFNESS = 5000.0
+"""N/m of mujoco_check's band ('hold' mode): the G1's weight (~340 N) stretches it about 7 cm, so
+even a policy's low tracking gains cannot fold the robot during the ramp (Unitree's 200 N/m would
+let it sink 1.7 m)."""
+HARNESS_DAMPING = 1000.0
+"""N s/m along the band (about critically damped for 35 kg on HARNESS_STIFFNESS)."""
 
 
 def run_files(verdict: str) -> Dict[str, str]:
@@ -43,17 +50,30 @@ def run_files(verdict: str) -> Dict[str, str]:
     return {"metrics": str(v.with_name(stem + ".metrics.json")), "events": str(v.with_name(stem + ".events.jsonl"))}
 
 
+def policy_start_s() -> float:
+    """Seconds from the node's first LowState to its autostarted policy's first step: the ramp to the
+    default pose plus the hold (config/policy_node.yaml's ramp_duration + autostart_hold)."""
+    params = read_ros_parameters(config_file("policy_node.yaml"), "policy_node")
+    missing = [k for k in ("ramp_duration", "autostart_hold") if k not in params]
+    if missing:
+        raise ParameterError(f"{config_file('policy_node.yaml')}: mujoco_check needs {missing} to know when the "
+                             "policy starts")
+    return float(params["ramp_duration"]) + float(params["autostart_hold"])
+
+
 def _mujoco_check(a: Dict[str, str]) -> List[ProcessSpec]:
     domain = as_number("domain_id", a["domain_id"], int, 0)
     duration = as_number("duration", a["duration"], float, 0.1)
     files = run_files(a["verdict"])
+    start = policy_start_s()
     bridge = ["--params", str(config_file("sim_bridge.yaml")), "--domain", str(domain), "--interface", "lo",
               "--duration", str(duration), "--metrics", files["metrics"],
-              "--wait-for-command", str(NODE_START_TIMEOUT_S)]
+              "--wait-for-command", str(NODE_START_TIMEOUT_S), "--motion-start", str(start)]
     if as_bool("headless", a["headless"]):
         bridge.append("--headless")
     if as_bool("elastic_band", a["elastic_band"]):
-        bridge.append("--elastic-band")
+        bridge += ["--elastic-band", "--band-release-time", str(start), "--band-stiffness", str(HARNESS_STIFFNESS),
+                   "--band-damping", str(HARNESS_DAMPING)]
     for key in ("record", "motion", "model"):
         if a[key]:
             bridge += [f"--{key}", a[key]]
@@ -77,7 +97,8 @@ MUJOCO_CHECK = LaunchGraph(
      LaunchArgument("record", "", "save a GIF / video of the run here"),
      LaunchArgument("verdict", "mujoco_check_verdict.json", "verdict JSON (a table goes next to it, .txt)"),
      LaunchArgument("domain_id", "1", "DDS domain id (loopback)"),
-     LaunchArgument("elastic_band", "false", "hold the torso with the elastic band"),
+     LaunchArgument("elastic_band", "true", "hold the torso with the elastic band until the policy starts "
+                    "(as the robot hangs in its harness during the ramp); false: stand on its own from the start"),
      LaunchArgument("model", "", "G1 MuJoCo XML ('' = $BCG_G1_MODEL)")),
     _mujoco_check)
 
