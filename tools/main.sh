@@ -1,12 +1,41 @@
 #!/usr/bin/env bash
-# The suite's main job on its built-in default: sets the machine up (tools/bootstrap.sh), then runs
-# the MuJoCo sim-to-sim check of the built-in stand policy and prints its verdict. Extra
-# `name:=value` arguments go to the check (e.g. policy:=my_policy.onnx duration:=20).
+# The suite's main job on its built-in default, each step printing its progress:
+#   1. train the cpu-smoke preset (SHAC through the differentiable simulator, bundled contact
+#      gradients on) on a built-in reference motion,
+#   2. export the policy to ONNX with its contract,
+#   3. write that motion as a LAFAN1 CSV for the nodes,
+#   4. run the MuJoCo sim-to-sim check (sim bridge + policy node + evaluator over loopback Cyclone
+#      DDS) and print its verdict (out/verdict.json, out/verdict.txt).
+# BCG_MOTION picks the motion (run, jump, fight, dance; default run). Extra `name:=value` arguments go
+# to the check (e.g. duration:=20 record:=out/run.gif). Exit code 0 when every step ran and a verdict
+# was written; the verdict itself says PASS or FAIL (cpu-smoke trains for minutes: expect FAIL; train
+# longer with `bcg-train --preset cpu-small` or `--preset paper` for a policy that stays up).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 bash tools/bootstrap.sh
 . .venv/bin/activate
 export BCG_G1_MODEL="${BCG_G1_MODEL:-$ROOT/../shared/robots/unitree_g1/scene_29dof.xml}"
-mkdir -p out
-exec bcg launch mujoco_check.launch.py verdict:=out/verdict.json "$@"
+MOTION="${BCG_MOTION:-run}"
+OUT=out/main
+step() { printf '\n[main] %s\n' "$*" >&2; }
+
+rm -rf "$OUT" out/verdict.json out/verdict.txt
+mkdir -p "$OUT"
+step "1/4 train: bcg-train --preset cpu-smoke --motion $MOTION (SHAC + bundled contact gradients)"
+bcg-train --preset cpu-smoke --motion "$MOTION" --run-dir "$OUT/train"
+step "2/4 export: $OUT/policy.onnx"
+bcg-export "$OUT/train" -o "$OUT/policy.onnx"
+step "3/4 reference motion for the nodes: $OUT/motions/synthetic_$MOTION.csv"
+python -m bcg_train.motion write "$MOTION" --out "$OUT/motions"
+step "4/4 mujoco_check: bridge + policy node + evaluator over loopback DDS"
+set +e
+bcg launch mujoco_check.launch.py policy:="$OUT/policy.onnx" motion:="$OUT/motions/synthetic_$MOTION.csv" \
+  verdict:=out/verdict.json "$@"
+status=$?
+set -e
+if [ ! -f out/verdict.json ]; then
+  step "mujoco_check wrote no verdict (exit code $status)"
+  exit 1
+fi
+step "verdict: out/verdict.json, out/verdict.txt ($( [ "$status" = 0 ] && echo PASS || echo FAIL ))"
