@@ -155,8 +155,9 @@ def solve_adjoint(mdl: DeviceModel, ld: wp.array2d(dtype=f64), x: wp.array2d(dty
                   adj_x: wp.array2d(dtype=f64), g: wp.array2d(dtype=f64), w: wp.array2d(dtype=f64),
                   adj_b: wp.array2d(dtype=f64), adj_ld: wp.array2d(dtype=f64)):
     """Adjoint of x = L^-1 D^-1 L^-T b into b and the factor. With w2 = L x, w1 = D w2 (the forward's
-    intermediates) and g = L^-T adj_x: adj_L[k, i] -= g_k x_i, adj_D_i -= g_i w2_i / D_i,
-    adj_b = L^-1 D^-1 g, adj_L[k, i] -= w1_k adj_b_i."""
+    intermediates) and g = L^-T adj_x: adj_L[k, i] -= g_k x_i, adj_D_k -= g_k w2_k / D_k,
+    adj_b = L^-1 D^-1 g, adj_L[k, i] -= w1_k adj_b_i. Two passes: leaves to root (g is final at k once
+    k's descendants are done), then root to leaves (adj_b is final at k's ancestors)."""
     e = wp.tid()
     nv = mdl.nv
     rs = mdl.dof_row_start
@@ -165,27 +166,25 @@ def solve_adjoint(mdl: DeviceModel, ld: wp.array2d(dtype=f64), x: wp.array2d(dty
         g[e, i] = adj_x[e, i]
     for kk in range(nv):
         k = nv - 1 - kk
-        for c in range(1, rs[k + 1] - rs[k]):
-            g[e, pj[rs[k] + c]] -= ld[e, rs[k] + c] * g[e, k]
+        r = rs[k]
+        gk = g[e, k]
+        w2 = x[e, k]
+        for c in range(1, rs[k + 1] - r):
+            i = pj[r + c]
+            w2 += ld[e, r + c] * x[e, i]
+            adj_ld[e, r + c] -= gk * x[e, i]
+            g[e, i] -= ld[e, r + c] * gk
+        adj_ld[e, r] -= gk * w2 / ld[e, r]
+        w[e, k] = w2 * ld[e, r]
     for k in range(nv):
         r = rs[k]
-        s = x[e, k]
+        ab = g[e, k] / ld[e, r]
         for c in range(1, rs[k + 1] - r):
-            s += ld[e, r + c] * x[e, pj[r + c]]
-            adj_ld[e, r + c] -= g[e, k] * x[e, pj[r + c]]
-        adj_ld[e, r] -= g[e, k] * s / ld[e, r]
-        w[e, k] = s * ld[e, r]
-    for k in range(nv):
-        r = rs[k]
-        s = g[e, k] / ld[e, r]
-        for c in range(1, rs[k + 1] - r):
-            s -= ld[e, r + c] * g[e, pj[r + c]]
-        g[e, k] = s
-        adj_b[e, k] += s
-    for k in range(nv):
-        r = rs[k]
-        for c in range(1, rs[k + 1] - r):
-            adj_ld[e, r + c] -= w[e, k] * g[e, pj[r + c]]
+            i = pj[r + c]
+            ab -= ld[e, r + c] * g[e, i]
+            adj_ld[e, r + c] -= w[e, k] * g[e, i]
+        g[e, k] = ab
+        adj_b[e, k] += ab
 
 
 @wp.kernel(enable_backward=False)
