@@ -27,6 +27,7 @@ setup(
         (f"share/{NAME}", ["package.xml"]),
         _share("launch", "*.launch.py"),
         _share("config", "*.yaml"),
+        _share("config/train", "*.yaml"),
     ],
     install_requires=["numpy", "pyyaml", "cyclonedds", "mujoco"],
     extras_require={"test": ["pytest"]},

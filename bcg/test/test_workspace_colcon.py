@@ -37,9 +37,9 @@ def test_every_package_is_ament_python():
 def test_build_installs_launch_and_config_into_share_bcg(built):
     share = built / "install" / "bcg" / "share" / "bcg"
     for sub in ("launch", "config"):
-        top = sorted(p.name for p in (ROOT / sub).iterdir() if p.suffix in (".py", ".yaml"))
+        top = sorted(str(p.relative_to(ROOT / sub)) for p in (ROOT / sub).rglob("*") if p.suffix in (".py", ".yaml"))
         assert top, f"{sub}/ is empty"
-        assert sorted(p.name for p in (share / sub).iterdir()) == top
+        assert sorted(str(p.relative_to(share / sub)) for p in (share / sub).rglob("*") if p.is_file()) == top
     index = built / "install" / "bcg" / "share" / "ament_index" / "resource_index" / "packages"
     assert (index / "bcg").is_file()
     for pkg, exe in (("bcg_sim_bridge", "sim_bridge"), ("bcg_policy_node", "policy_node")):
