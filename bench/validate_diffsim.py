@@ -22,8 +22,7 @@ Writes DIR/validation.md, DIR/validation.csv, DIR/drop_test.png, DIR/no_contact.
 """
 import argparse
 import csv
-import os
-import tempfile
+import io
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
@@ -32,6 +31,7 @@ import mujoco
 import numpy as np
 import warp as wp
 
+from bcg.atomic_file import write_atomic, write_text_atomic
 from bcg_train.diffsim import Model, SimConfig, Simulator
 
 wp.config.log_level = wp.LOG_WARNING
@@ -252,17 +252,6 @@ def drop_rows(report: Report) -> List[dict]:
     return rows
 
 
-def _atomic_write(path: Path, write) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".")
-    try:
-        with os.fdopen(fd, "w", newline="") as f:
-            write(f)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
-
-
 def write_tables(report: Report, out: Path) -> str:
     air_rows = [{"frictionloss": r.frictionloss, "max_joint_error_rad": r.max_joint_error,
                  "max_base_error_m": r.max_base_error, "min_limit_margin_rad": r.min_limit_margin} for r in report.air]
@@ -284,26 +273,23 @@ def write_tables(report: Report, out: Path) -> str:
     lines += ["| {} mm | {:g} | ".format(r["drop_mm"], r["kappa"]) + " | ".join(f"{r[k]:.2f}" for k in keys) + " |"
               for r in drops]
     text = "\n".join(lines) + "\n"
-    _atomic_write(out / "validation.md", lambda f: f.write(text))
+    write_text_atomic(out / "validation.md", text)
 
-    def write_csv(f):
-        w = csv.writer(f)
-        w.writerow(["section", "key", "value"])
-        for r in air_rows:
-            for k, v in r.items():
-                w.writerow([f"no_contact_frictionloss_{'on' if r['frictionloss'] else 'off'}", k, v])
-        for r in drops:
-            for k, v in r.items():
-                w.writerow([f"drop_{r['drop_mm']}mm_kappa_{r['kappa']:g}", k, v])
-    _atomic_write(out / "validation.csv", write_csv)
+    table = io.StringIO()
+    w = csv.writer(table)
+    w.writerow(["section", "key", "value"])
+    for r in air_rows:
+        for k, v in r.items():
+            w.writerow([f"no_contact_frictionloss_{'on' if r['frictionloss'] else 'off'}", k, v])
+    for r in drops:
+        for k, v in r.items():
+            w.writerow([f"drop_{r['drop_mm']}mm_kappa_{r['kappa']:g}", k, v])
+    write_text_atomic(out / "validation.csv", table.getvalue())
     return text
 
 
 def _save_png(fig, path: Path) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".png")
-    os.close(fd)
-    fig.savefig(tmp, dpi=110)
-    os.replace(tmp, path)
+    write_atomic(path, lambda f: fig.savefig(f, dpi=110, format="png"))
 
 
 def write_plots(report: Report, out: Path) -> None:

@@ -1,13 +1,12 @@
 """Evaluation of a run: fall, foot penetration, joint tracking; written as JSON atomically."""
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any, Dict, Optional, Union
 
 import mujoco
 import numpy as np
 
+from bcg.atomic_file import write_text_atomic
 from bcg.robot import RobotDescription
 
 from bcg.contract import ReferenceMotion
@@ -90,15 +89,5 @@ class RunMetrics:
 
 
 def write_json_atomic(path: Union[str, Path], payload: Dict[str, Any]) -> None:
-    """Write `payload` as JSON to `path` via a temporary file in the same folder and os.replace."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(payload, f, indent=2, sort_keys=True)
-            f.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+    """Write `payload` as JSON to `path` atomically (bcg.atomic_file)."""
+    write_text_atomic(path, json.dumps(payload, indent=2, sort_keys=True) + "\n")

@@ -6,7 +6,7 @@ from typing import Union
 
 import torch
 
-from .atomic_file import atomic_write
+from bcg.atomic_file import write_atomic
 
 PathLike = Union[str, Path]
 CHECKPOINT_GLOB = "iter_*.pt"
@@ -21,8 +21,8 @@ def checkpoint_name(iteration: int) -> str:
 
 
 def save_atomic(state: dict, path: PathLike) -> Path:
-    """torch.save `state` to `path` atomically (see `atomic_write`)."""
-    return atomic_write(path, lambda f: torch.save(state, f))
+    """torch.save `state` to `path` atomically (see `write_atomic`)."""
+    return write_atomic(path, lambda f: torch.save(state, f))
 
 
 def find_checkpoint(path: PathLike) -> Path:

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 from typing import Dict, List, Optional, TextIO
 
-from .atomic_file import atomic_write
+from bcg.atomic_file import write_atomic
 
 CSV_NAME = "metrics.csv"
 TENSORBOARD_DIR = "tensorboard"
@@ -43,7 +43,7 @@ class MetricsLog:
         writer = csv.DictWriter(text, self.columns, restval="")
         writer.writeheader()
         writer.writerows(rows)
-        atomic_write(self.path, lambda f: f.write(text.getvalue().encode()))
+        write_atomic(self.path, lambda f: f.write(text.getvalue().encode()))
 
     def write(self, row: Dict[str, float]) -> None:
         """Append one iteration's row (must contain ITERATION) and send it to TensorBoard."""

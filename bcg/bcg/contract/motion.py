@@ -18,14 +18,14 @@ Every problem raises `MotionFileError` naming the file, the line (CSV, 1-based) 
 quaternions, too few frames, unknown or duplicate joint names, joint-limit violations (or, with
 `clip_to_limits`, a `JointLimitWarning` and clipped angles).
 """
-import os
-import tempfile
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
+
+from bcg.atomic_file import write_atomic
 
 from .observation import ReferenceFrames
 
@@ -349,21 +349,3 @@ def save_motion_csv(motion: ReferenceMotion, path: Union[str, Path]) -> Path:
                             motion.joint_pos[:, motion.joint_index(SDK_JOINT_NAMES)]], axis=1)
     write_atomic(path, lambda f: np.savetxt(f, table, delimiter=",", fmt="%.12g"))
     return path
-
-
-def write_atomic(path: Union[str, Path], write: Callable) -> None:
-    """Call `write(binary_file)` on a temporary file beside `path`, then rename it to `path`
-    (`os.replace`), so readers never see a half-written file; the temporary file is removed on error."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            write(f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, 0o644)   # mkstemp makes it private
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise

@@ -4,14 +4,14 @@
 `load_policy` reads one back, checks the graph against its contract and opens an onnxruntime
 session (the node uses it). Every refusal is a `PolicyFileError` naming the file and the problem.
 """
-import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import List, Optional, Union
 
 import numpy as np
 import onnx
+
+from bcg.atomic_file import write_atomic
 
 from .metadata import ContractError, PolicyContract
 
@@ -58,18 +58,7 @@ def write_policy(path: PathLike, model: onnx.ModelProto, contract: PolicyContrac
     for k, v in meta.items():
         model.metadata_props.add(key=k, value=v)
     onnx.checker.check_model(model)
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(model.SerializeToString())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    return path
+    return write_atomic(path, lambda f: f.write(model.SerializeToString()))
 
 
 def read_model(path: PathLike) -> onnx.ModelProto:

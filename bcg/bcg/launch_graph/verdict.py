@@ -5,10 +5,10 @@ log (`bcg-policy-node --events`). The verdict passes only when the robot stayed 
 requested duration; exit code 0 then, 1 otherwise (2 when an input is missing or malformed).
 """
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any, Dict
+
+from bcg.atomic_file import write_text_atomic
 
 STOP_REASON_PREFIX = "stop requested"
 """Transitions to damping with this reason are the normal end of a run, not safety events."""
@@ -105,14 +105,6 @@ def table(v: Dict[str, Any]) -> str:
     return "\n".join(["mujoco_check verdict", "-" * (width + 40)] + [f"{k:<{width}}  {val}" for k, val in rows])
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
-    with os.fdopen(fd, "w") as f:
-        f.write(text)
-    os.replace(tmp, path)
-
-
 def table_path(verdict_path: Path) -> Path:
     return verdict_path.with_suffix(".txt")
 
@@ -135,8 +127,8 @@ def run(metrics_path: str, events_path: str, verdict_path: str, duration_s: floa
         return 2
     verdict["files"] = {"metrics": str(metrics_path), "events": str(events_path), "table": str(table_path(out))}
     text = table(verdict)
-    _write_atomic(out, json.dumps(verdict, indent=2) + "\n")
-    _write_atomic(table_path(out), text + "\n")
+    write_text_atomic(out, json.dumps(verdict, indent=2) + "\n")
+    write_text_atomic(table_path(out), text + "\n")
     print_fn(text)
     return 0 if verdict["passed"] else 1
 

@@ -1,8 +1,8 @@
 """Cyclone DDS XML configuration written from a `TransportConfig` (no CYCLONEDDS_URI needed)."""
 import os
 import re
-import tempfile
 
+from bcg.atomic_file import write_text_atomic
 from bcg.transport import TransportConfig
 
 _NAME = re.compile(r"^[A-Za-z0-9_.:\-]+$")
@@ -43,9 +43,5 @@ def cyclone_config_xml(config: TransportConfig) -> str:
 
 def write_cyclone_config(config: TransportConfig, path: str) -> str:
     """Write `config`'s XML to `path` atomically; return the ``file://`` URI for CYCLONEDDS_URI."""
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".cyclonedds-", suffix=".xml")
-    with os.fdopen(fd, "w") as f:
-        f.write(cyclone_config_xml(config))
-    os.replace(tmp, path)
+    write_text_atomic(path, cyclone_config_xml(config))
     return "file://" + os.path.abspath(path)

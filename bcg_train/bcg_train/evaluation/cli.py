@@ -21,7 +21,8 @@ from typing import List, Optional
 import numpy as np
 
 from bcg.contract import PolicyFileError, load_policy
-from bcg.contract.motion import MotionFileError, write_atomic
+from bcg.atomic_file import write_text_atomic
+from bcg.contract.motion import MotionFileError
 from bcg.robot import RobotDescription
 from bcg_train.motion.kinematics import RobotKinematics
 from bcg_train.motion.library import BUILTIN_MOTIONS, load_clip, write_builtin_motions
@@ -119,6 +120,6 @@ def main(argv: Optional[List[str]] = None) -> int:
         dds = run_dds(args.policy, motion_file, args.seeds, min(args.duration, clip.duration_s), args.out)
     result = {"policy": str(args.policy), "motion": motion, "kappa": kappa, "summary": row, "dds": dds,
               "runs": {k: [asdict(r) for r in v] for k, v in runs.items()}}
-    write_atomic(args.out / "eval.json", lambda f: f.write(json.dumps(result, indent=2).encode()))
+    write_text_atomic(args.out / "eval.json", json.dumps(result, indent=2))
     print(table(Path(motion).stem, kappa, row, dds))
     return 0

@@ -2,7 +2,8 @@
 from pathlib import Path
 from typing import List, Sequence, Union
 
-from bcg.contract.motion import JointLimits, LAFAN1_FPS, load_motion, save_motion_csv, write_atomic
+from bcg.atomic_file import write_text_atomic
+from bcg.contract.motion import JointLimits, LAFAN1_FPS, load_motion, save_motion_csv
 
 from .clip import MotionClip
 from .kinematics import RobotKinematics
@@ -39,5 +40,5 @@ def write_builtin_motions(folder: Union[str, Path], kinematics: RobotKinematics,
             "Format: Unitree's retargeted LAFAN1 CSV (30 frames/s, no header, 36 columns: root x y z, root "
             "quaternion x y z w, 29 joint angles in SDK order). Procedural keyframes; legs by inverse kinematics "
             "so planted feet rest flat on z = 0; ballistic root in flight phases.\n")
-    write_atomic(folder / "README.md", lambda f: f.write(text.encode()))
+    write_text_atomic(folder / "README.md", text)
     return paths

@@ -10,7 +10,7 @@ import mujoco
 import numpy as np
 from PIL import Image
 
-from bcg.contract.motion import write_atomic
+from bcg.atomic_file import write_atomic
 
 from .clip import MotionClip
 from .kinematics import RobotKinematics
