@@ -176,9 +176,10 @@ def test_bad_bundle_config_names_the_field(field, value):
 
 
 def test_foot_perturbation_moves_the_foot_by_the_sampled_cartesian_noise():
-    """Through the analytic foot Jacobian's damped pseudo-inverse, the foot point (mean of the leg's
-    sphere bottoms, by MuJoCo's forward kinematics) moves by dp ~ N(0, sigma_p^2 I): its sample
-    covariance over 600 draws is sigma_p^2 I, and only the leg's hinge joints move."""
+    """Through the analytic 6-D foot Jacobian's damped pseudo-inverse, the foot point (mean of the
+    leg's sphere bottoms, by MuJoCo's forward kinematics) moves by dp ~ N(0, sigma_p^2 I): its sample
+    covariance over 600 draws is sigma_p^2 I; the sole keeps its orientation (well under a tenth of a
+    degree), and only the leg's hinge joints move."""
     import mujoco
 
     from bcg_train.diffsim import bundle_kernels as bk
@@ -196,11 +197,13 @@ def test_foot_perturbation_moves_the_foot_by_the_sampled_cartesian_noise():
     legs[:, 0] = 1
     dq = wp.zeros((rows, model.nv), dtype=wp.float64)
     dqd = wp.zeros_like(dq)
+    clamped = wp.zeros(1, dtype=int)
     wp.launch(bk.foot_perturbation, dim=(rows, 2), inputs=[
         model.device_arrays, s.q, sc.xrot, sc.xpos, sc.s_ang, sc.s_lin,
         wp.array(np.arange(rows, dtype=np.int32), dtype=int), wp.array(legs, dtype=int), 11,
         wp.float64(sigma_p), wp.float64(0.02), wp.float64(1e-4), wp.float64(1.0), wp.float64(5.0)],
-        outputs=[dq, dqd])
+        outputs=[dq, dqd, clamped])
+    assert clamped.numpy()[0] == 0
     dq = dq.numpy()
     left = model.leg_dof.numpy()[:6]
     assert np.abs(np.delete(dq, left, axis=1)).max() == 0.0
@@ -208,13 +211,18 @@ def test_foot_perturbation_moves_the_foot_by_the_sampled_cartesian_noise():
     d = mujoco.MjData(m)
     spheres = model.robot.foot_geoms["left"]
 
+    foot_body = m.geom_bodyid[spheres[0]]
+
     def foot(qv):
         d.qpos[model.mj_qpos_adr] = qv
         mujoco.mj_kinematics(m, d)
-        return np.mean([d.geom_xpos[g] - [0, 0, m.geom_size[g, 0]] for g in spheres], axis=0)
+        return np.mean([d.geom_xpos[g] - [0, 0, m.geom_size[g, 0]] for g in spheres], axis=0), d.xmat[foot_body].reshape(3, 3).copy()
 
-    base = foot(q[0])
-    disp = np.array([foot(np.r_[q[0, :7], q[0, 7:] + dq[i, 6:]]) - base for i in range(rows)])
+    base, base_rot = foot(q[0])
+    moved = [foot(np.r_[q[0, :7], q[0, 7:] + dq[i, 6:]]) for i in range(rows)]
+    disp = np.array([p - base for p, _ in moved])
+    tilt = np.array([np.degrees(np.arccos(np.clip((np.trace(base_rot.T @ r) - 1) / 2, -1, 1))) for _, r in moved])
+    assert tilt.max() < 0.1, tilt.max()
     cov = np.cov(disp.T)
     np.testing.assert_allclose(np.diag(cov), sigma_p ** 2, rtol=0.2)
     assert np.abs(cov - np.diag(np.diag(cov))).max() < 0.2 * sigma_p ** 2

@@ -26,18 +26,56 @@ def leg_events(mdl: DeviceModel, impulse: wp.array2d(dtype=vec3), threshold: f64
     events[i, leg] = ev
 
 
+@wp.func
+def solve_spd6(a: wp.spatial_matrixd, b: wp.spatial_vectord):
+    """a^-1 b for a symmetric positive definite 6 x 6 matrix (Cholesky)."""
+    low = wp.spatial_matrixd()
+    for i in range(6):
+        for j in range(i + 1):
+            s = a[i, j]
+            for k in range(j):
+                s -= low[i, k] * low[j, k]
+            if i == j:
+                low[i, i] = wp.sqrt(s)
+            else:
+                low[i, j] = s / low[j, j]
+    y = wp.spatial_vectord()
+    for i in range(6):
+        s = b[i]
+        for k in range(i):
+            s -= low[i, k] * y[k]
+        y[i] = s / low[i, i]
+    x = wp.spatial_vectord()
+    for ii in range(6):
+        i = 5 - ii
+        s = y[i]
+        for k in range(i + 1, 6):
+            s -= low[k, i] * x[k]
+        x[i] = s / low[i, i]
+    return x
+
+
+@wp.func
+def foot_column(s_lin: vec3, s_ang: vec3, arm: vec3):
+    """Column of the 6-D foot Jacobian for one hinge: (velocity of the foot point, angular velocity)."""
+    v = s_lin + wp.cross(s_ang, arm)
+    return wp.spatial_vectord(v[0], v[1], v[2], s_ang[0], s_ang[1], s_ang[2])
+
+
 @wp.kernel(enable_backward=False)
 def foot_perturbation(
     mdl: DeviceModel, q: wp.array2d(dtype=f64), xrot: wp.array2d(dtype=wp.quatd), xpos: wp.array2d(dtype=vec3),
     s_ang: wp.array2d(dtype=vec3), s_lin: wp.array2d(dtype=vec3), src: wp.array(dtype=int),
     legs: wp.array2d(dtype=int), seed: int, sigma_p: f64, sigma_v: f64, damping: f64,
-    max_dq: f64, max_dqd: f64, dq: wp.array2d(dtype=f64), dqd: wp.array2d(dtype=f64),
+    max_dq: f64, max_dqd: f64, dq: wp.array2d(dtype=f64), dqd: wp.array2d(dtype=f64), clamped: wp.array(dtype=int),
 ):
     """Joint perturbation of output row i on `leg` (when legs[i, leg] == 1), from the kinematics of input
-    row src[i]: the foot point p (mean of the leg's sphere bottoms) moves by dp ~ N(0, sigma_p^2 I) and
-    dv ~ N(0, sigma_v^2 I), mapped to the leg's hinge dofs by J^T (J J^T + damping I)^-1 (J: 3 x leg dofs,
-    analytic), clamped to +-max_dq [rad] / +-max_dqd [rad/s]. dq, dqd: (rows, nv), zero elsewhere.
-    `seed` differs per launch (the bundler mixes its seed with an event counter)."""
+    row src[i]: the foot translates, its point p (mean of the leg's sphere bottoms) by dp ~ N(0, sigma_p^2 I)
+    and at dv ~ N(0, sigma_v^2 I), its orientation held (zero angular part), mapped to the leg's hinge
+    dofs by the damped pseudo-inverse J^T (J J^T + damping I)^-1 of the analytic 6-D foot Jacobian J
+    (6 x leg dofs), then clamped to +-max_dq [rad] / +-max_dqd [rad/s]; clamped[0] counts the perturbations
+    a clamp cut. dq, dqd: (rows, nv), zero elsewhere. `seed` differs per launch (the bundler mixes its
+    seed with an event counter)."""
     i, leg = wp.tid()
     if legs[i, leg] == 0:
         return
@@ -50,23 +88,31 @@ def foot_perturbation(
             b = mdl.sphere_body[k]
             p += xpos[r, b] + wp.quat_rotate(xrot[r, b], mdl.sphere_pos[k]) - vec3(f64(0.0), f64(0.0), mdl.sphere_radius[k])
             count += f64(1.0)
-    p = p / count
-    jjt = wp.identity(n=3, dtype=f64) * damping
+    arm = p / count - o
+    jjt = wp.spatial_matrixd()
+    for a in range(6):
+        jjt[a, a] = damping
     for t in range(mdl.leg_dof_start[leg], mdl.leg_dof_start[leg + 1]):
         d = mdl.leg_dof[t]
-        col = s_lin[r, d] + wp.cross(s_ang[r, d], p - o)
-        jjt += wp.outer(col, col)
-    inv = wp.inverse(jjt)
+        jjt += wp.outer(foot_column(s_lin[r, d], s_ang[r, d], arm), foot_column(s_lin[r, d], s_ang[r, d], arm))
     rng = wp.rand_init(seed, i * 2 + leg)
     dp = vec3(f64(wp.randn(rng)), f64(wp.randn(rng)), f64(wp.randn(rng))) * sigma_p
     dv = vec3(f64(wp.randn(rng)), f64(wp.randn(rng)), f64(wp.randn(rng))) * sigma_v
-    yp = inv * dp
-    yv = inv * dv
+    zero = f64(0.0)
+    yp = solve_spd6(jjt, wp.spatial_vectord(dp[0], dp[1], dp[2], zero, zero, zero))
+    yv = solve_spd6(jjt, wp.spatial_vectord(dv[0], dv[1], dv[2], zero, zero, zero))
+    cut = int(0)
     for t in range(mdl.leg_dof_start[leg], mdl.leg_dof_start[leg + 1]):
         d = mdl.leg_dof[t]
-        col = s_lin[r, d] + wp.cross(s_ang[r, d], p - o)
-        dq[i, d] = wp.clamp(wp.dot(col, yp), -max_dq, max_dq)
-        dqd[i, d] = wp.clamp(wp.dot(col, yv), -max_dqd, max_dqd)
+        col = foot_column(s_lin[r, d], s_ang[r, d], arm)
+        x = wp.dot(col, yp)
+        xd = wp.dot(col, yv)
+        if wp.abs(x) > max_dq or wp.abs(xd) > max_dqd:
+            cut = 1
+        dq[i, d] = wp.clamp(x, -max_dq, max_dq)
+        dqd[i, d] = wp.clamp(xd, -max_dqd, max_dqd)
+    if cut == 1:
+        wp.atomic_add(clamped, 0, 1)
 
 
 @wp.kernel

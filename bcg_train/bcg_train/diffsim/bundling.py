@@ -44,6 +44,8 @@ class BundleStats:
     """Windows opened."""
     reperturbations: int = 0
     """Branch legs perturbed again on a new contact inside a window."""
+    clamped_perturbations: int = 0
+    """Leg perturbations in which a joint clamp (max_dq, max_dqd) cut the mapped foot motion."""
 
     @property
     def triggered_fraction(self) -> float:
@@ -75,9 +77,11 @@ class Bundler:
         self.branch_in = None                  # State of the branches (M rows) entering the next substep
 
     def reset(self) -> None:
-        """Close every window and zero the counters."""
+        """Close every window and zero the counters and the noise stream: the simulator then bundles
+        exactly as a new one."""
         self._clear()
         self.stats = BundleStats()
+        self._events = 0
 
     def state_dict(self) -> dict:
         """Windows, branch states, counters and the noise stream position (numpy arrays and numbers)."""
@@ -174,6 +178,7 @@ class Bundler:
             dq.assign(dq_np)
             dqd.assign(dqd_np)
         else:
+            clamped = wp.zeros(1, dtype=int, device=m.device)
             for source, sc, src, legs, first in parts:
                 self._events += 1
                 seed = (cfg.seed * 1_000_003 + self._events) & 0x7FFFFFFF
@@ -182,7 +187,8 @@ class Bundler:
                     m.device_arrays, source.q, sc.xrot, sc.xpos, sc.s_ang, sc.s_lin, src,
                     wp.array(np.ascontiguousarray(legs, dtype=np.int32), dtype=int, device=m.device), seed,
                     wp.float64(cfg.sigma_p), wp.float64(cfg.sigma_v), wp.float64(cfg.damping),
-                    wp.float64(cfg.max_dq), wp.float64(cfg.max_dqd)], outputs=[dq[rows], dqd[rows]])
+                    wp.float64(cfg.max_dq), wp.float64(cfg.max_dqd)], outputs=[dq[rows], dqd[rows], clamped])
+            self.stats.clamped_perturbations += int(clamped.numpy()[0])
         if self.recorded is not None:
             self.recorded.append((dq.numpy(), dqd.numpy()))
         r_in = self._state(r)
@@ -198,23 +204,25 @@ class Bundler:
         """s_out <- nominal, or the branch mean (plus the nominal-forward offset) in a window."""
         m, b = self.model, self.cfg.branches
         w = len(self.slot_env)
+        if not w:
+            self._select(np.zeros(n, np.int32), np.arange(n), nominal, nominal, s_out)
+            return
         slot = np.full(n, -1, dtype=np.int32)
         slot[self.slot_env] = np.arange(w, dtype=np.int32)
-        in_window = (slot >= 0).astype(np.int32)
-        mean = self._state(max(w, 1))
-        off = State.zeros(m, n)
-        if w:
-            q_sum = wp.zeros(mean.q.shape, dtype=wp.float64, device=m.device, requires_grad=mean.q.requires_grad)
-            bi = self.branch_in
-            wp.launch(bk.branch_mean, dim=w, device=m.device, inputs=[
-                b, bi.q, bi.qd, bi.contact_impulse, bi.contact_height, q_sum],
-                outputs=[mean.q, mean.qd, mean.contact_impulse, mean.contact_height])
-            if self.cfg.nominal_forward:
-                wp.launch(bk.nominal_offset, dim=(n, m.nq), device=m.device, record_tape=False, inputs=[
-                    wp.array(slot, dtype=int, device=m.device), *_fields(nominal), *_fields(mean)],
-                    outputs=list(_fields(off)))
-        self._select(in_window, np.where(slot >= 0, slot, np.arange(n)), nominal, mean, s_out,
-                     offset=off if self.cfg.nominal_forward else None)
+        mean = self._state(w)
+        q_sum = wp.zeros(mean.q.shape, dtype=wp.float64, device=m.device, requires_grad=mean.q.requires_grad)
+        bi = self.branch_in
+        wp.launch(bk.branch_mean, dim=w, device=m.device, inputs=[
+            b, bi.q, bi.qd, bi.contact_impulse, bi.contact_height, q_sum],
+            outputs=[mean.q, mean.qd, mean.contact_impulse, mean.contact_height])
+        offset = None
+        if self.cfg.nominal_forward:
+            offset = State.zeros(m, n)
+            wp.launch(bk.nominal_offset, dim=(n, m.nq), device=m.device, record_tape=False, inputs=[
+                wp.array(slot, dtype=int, device=m.device), *_fields(nominal), *_fields(mean)],
+                outputs=list(_fields(offset)))
+        self._select((slot >= 0).astype(np.int32), np.where(slot >= 0, slot, np.arange(n)), nominal, mean, s_out,
+                     offset)
 
     def _keep_slots(self, keep: np.ndarray) -> None:
         """Keep only the windows `keep` (slot indices), with their branch rows."""
