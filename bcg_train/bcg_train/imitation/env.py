@@ -14,6 +14,7 @@ from typing import Dict
 
 import numpy as np
 import torch
+import warp as wp
 
 from bcg.contract import ObservationInputs, PolicyContract, ReferenceFrames, tracking_spec
 from bcg.robot import RobotDescription
@@ -150,13 +151,16 @@ class G1ImitationEnv:
 
     # -- internals ------------------------------------------------------------------------------------
     def _plain_step(self, target):
+        """(q, qd) after one control period of the plain simulator, tensors shared with Warp (no copies)."""
         sim = self.sim_plain
-        s0, s1 = sim.state(), sim.state()
-        s0.assign(self.q.detach().cpu().numpy(), self.qd.detach().cpu().numpy())
-        ctrl = sim.control().set_pd(q_target=target.detach().cpu().numpy(), kp=self.kp.cpu().numpy(),
-                                    kd=self.kd.cpu().numpy())
+
+        def share(t):
+            return wp.from_torch(t.detach().contiguous(), dtype=wp.float64)
+        s0, s1, ctrl = sim.state(), sim.state(), sim.control()
+        s0.q, s0.qd = share(self.q), share(self.qd)
+        ctrl.q_target, ctrl.kp, ctrl.kd = share(target), share(self.kp.expand_as(target)), share(self.kd.expand_as(target))
         sim.step(s0, s1, ctrl, self.cfg.control_period_s)
-        return (torch.as_tensor(s1.q.numpy(), device=self.device), torch.as_tensor(s1.qd.numpy(), device=self.device))
+        return wp.to_torch(s1.q), wp.to_torch(s1.qd)
 
     def _restart(self, done: torch.Tensor, q, qd, last_action):
         """Reference state initialisation of the `done` environments at random phases (no graph)."""
