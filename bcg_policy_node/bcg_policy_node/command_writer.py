@@ -75,9 +75,14 @@ class WriterLoop:
         """Why the writer damps on its own ('' while it does not)."""
 
     def _latch(self, reason: str) -> None:
+        """Damp from now on; tell the policy process why. A report that cannot be delivered (the
+        process is gone, its pipe broken) never stops the writer: damping is what matters then."""
         if not self.latched:
             self.latched = reason
-            self.report_fault(reason)
+            try:
+                self.report_fault(reason)
+            except (OSError, EOFError):
+                pass
 
     def run(self) -> dict:
         """Write until the plan's stop time (or the end of damping after the policy process is gone)."""
@@ -135,9 +140,17 @@ def writer_main(settings: WriterSettings, handles: tuple, conn) -> None:
             gc.freeze()           # everything built so far: never scanned again by the collector
             conn.send(("ready", note))
             summary = WriterLoop(settings, shared, writer, lambda reason: conn.send(("fault", reason))).run()
-        conn.send(("summary", summary))
+        _send_if_possible(conn, ("summary", summary))
     except BaseException as e:  # the parent logs it and fails; damping is what the robot then does
         try:
-            conn.send(("error", f"{type(e).__name__}: {e}"))
+            _send_if_possible(conn, ("error", f"{type(e).__name__}: {e}"))
         finally:
             raise SystemExit(1)
+
+
+def _send_if_possible(conn, message) -> None:
+    """Send to the policy process unless it is gone (its end of the pipe closed)."""
+    try:
+        conn.send(message)
+    except (OSError, EOFError):
+        pass

@@ -45,14 +45,14 @@ def hold_plan(now):
 class RunningWriter:
     """A WriterLoop in a thread on a shared plan; `faults` are what it reported."""
 
-    def __init__(self, plan, parent_pid=None, shutdown_damping_s=0.05):
+    def __init__(self, plan, parent_pid=None, shutdown_damping_s=0.05, report=None):
         self.shared = SharedPlan.create(multiprocessing.get_context("spawn"))
         self.shared.publish(plan)
         self.writer, self.faults, self.summary = Recording(), [], None
         settings = WriterSettings(TransportConfig(), writer_hz=500.0, spin_s=0.0,
                                   shutdown_damping_s=shutdown_damping_s,
                                   parent_pid=os.getppid() if parent_pid is None else parent_pid)
-        self.loop = WriterLoop(settings, self.shared, self.writer, self.faults.append)
+        self.loop = WriterLoop(settings, self.shared, self.writer, report or self.faults.append)
         self.thread = threading.Thread(target=lambda: setattr(self, "summary", self.loop.run()))
         self.thread.start()
 
@@ -124,6 +124,17 @@ def test_policy_process_gone_damps_then_ends():
     w.thread.join(10.0)
     assert not w.thread.is_alive() and w.faults == [PARENT_GONE_REASON]
     assert w.writer.commands and all(is_damping(c) for c in w.writer.commands)
+
+
+def test_a_dead_policy_process_is_damped_even_though_its_pipe_is_broken():
+    """The real crash case: reporting the fault raises BrokenPipeError (the parent's end is gone)."""
+    def broken_pipe(reason):
+        raise BrokenPipeError(32, "Broken pipe")
+    plan = hold_plan(time.monotonic() + 3600)
+    w = RunningWriter(plan, parent_pid=os.getppid() + 1_000_000, shutdown_damping_s=0.1, report=broken_pipe)
+    w.thread.join(10.0)
+    assert not w.thread.is_alive() and w.summary is not None
+    assert len(w.writer.commands) >= 20 and all(is_damping(c) for c in w.writer.commands)
 
 
 def test_deadline_schedule_keeps_its_phase_and_resynchronises_after_a_stall():
