@@ -220,3 +220,24 @@ def test_sigint_publishes_damping_for_the_shutdown_time_then_exits(robot, tmp_pa
     assert after and all(is_damping(c, robot.damping_kd) for _, c in after)
     assert after[-1][0] - t_int >= 0.25                      # still damping a whole 0.3 s later
     assert "-> damping: stop requested (SIGINT)" in out
+
+
+@pytest.mark.timeout(60)
+def test_a_killed_policy_process_leaves_damping_for_the_shutdown_time(robot, tmp_path):
+    """SIGKILL (a crash: no handler runs) in POLICY: the orphaned writer process notices, publishes
+    damping for shutdown_damping (0.3 s in PARAMS), then ends by itself."""
+    client = StateClient(57, robot)
+    proc = start_node(tmp_path, 57)
+    try:
+        assert client.wait_for(is_pd, 20), "the node never reached ramp/hold"
+        time.sleep(0.5)
+        t_kill = time.monotonic()
+        proc.kill()
+        proc.communicate(timeout=10)
+        time.sleep(1.5)
+    finally:
+        client.close()
+    after = [(t, c) for t, c in client.commands if t > t_kill + 0.05]
+    assert after and all(is_damping(c, robot.damping_kd) for _, c in after)
+    assert after[-1][0] - t_kill >= 0.25                      # damping went on after the crash
+    assert after[-1][0] - t_kill < 1.2                        # and the writer ended by itself
