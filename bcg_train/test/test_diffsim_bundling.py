@@ -151,21 +151,69 @@ def test_perturbations_are_seeded():
     assert np.abs(runs[0] - runs[2]).max() > 1e-6
 
 
-def test_cancelled_windows_close():
+def test_a_cancelled_window_closes_and_its_env_follows_its_own_state(plain):
+    """Cancelled (e.g. reset) between steps: the environment then steps from the state it is given,
+    exactly as the plain simulator does (the other window's gradients: the next test)."""
     model = make_model(enabled=True, branches=2)
     q0, qd0 = initial_state(model, 2)
     sim = Simulator(model, 2)
     s0, s1 = sim.state().assign(q0, qd0), sim.state()
     ctrl = sim.control().set_pd(q_target=model.robot.default_q, kp=model.robot.kp * 10, kd=model.robot.kd * 3)
-    while not sim.bundler.slot_env:
+    while len(sim.bundler.slot_env) < 2:
         sim.step(s0, s1, ctrl, DT)
         s0, s1 = s1, s0
-    opened = list(sim.bundler.slot_env)
-    sim.cancel_bundles([opened[0]])
-    assert opened[0] not in sim.bundler.slot_env
-    assert sim.bundler.branch_in is None or sim.bundler.branch_in.q.shape[0] == 2 * len(sim.bundler.slot_env)
+    sim.cancel_bundles([0])
+    standing = np.tile(model.default_qpos(STANDING + 0.002), (2, 1))
+    q = s0.q.numpy()
+    q[0] = standing[0]
+    qd = s0.qd.numpy()
+    qd[0] = 0.0
+    s0.assign(q, qd)
     sim.step(s0, s1, ctrl, DT)
-    assert np.isfinite(s1.q.numpy()).all()
+    assert 0 not in sim.bundler.slot_env
+    ref = Simulator(plain, 1)
+    r0, r1 = ref.state().assign(standing[:1]), ref.state()
+    ref.step(r0, r1, ref.control().set_pd(q_target=model.robot.default_q, kp=model.robot.kp * 10,
+                                          kd=model.robot.kd * 3), DT)
+    np.testing.assert_array_equal(s1.q.numpy()[0], r1.q.numpy()[0])
+
+
+def test_cancelling_one_window_keeps_the_other_windows_gradients():
+    """Per-step tapes (torch bridge), one window cancelled between steps: the other environment's
+    gradient w.r.t. the actions still equals finite differences of the bundled map."""
+    import torch
+
+    from bcg_train.diffsim.torch_bridge import step
+    model = make_model(enabled=True, branches=3)
+    r = model.robot
+    kp, kd = torch.tensor(r.kp * 10), torch.tensor(r.kd * 3)
+    q0, qd0 = (torch.tensor(x) for x in initial_state(model, 2))
+    a0 = torch.tensor(np.tile(r.default_q, (2, 1))) + 0.02 * torch.tensor(RNG.normal(size=(2, model.nj)))
+    log = []
+
+    def env1_height(a, record):
+        sim = Simulator(model, 2, requires_grad=True)
+        if record:
+            sim.bundler.recorded = log
+        else:
+            sim.bundler.replay = iter(log)
+        q, qd = q0, qd0
+        for t in range(6):
+            q, qd = step(sim, q, qd, a, DT, kp, kd)
+            if t == 3:
+                assert len(sim.bundler.slot_env) == 2
+                sim.cancel_bundles([0])
+        return q[1].sum()
+
+    a = a0.clone().requires_grad_(True)
+    env1_height(a, True).backward()
+    assert a.grad[1].abs().sum() > 0
+    u = torch.tensor(RNG.normal(size=a0.shape))
+    u /= u.norm()
+    eps = 1e-6
+    with torch.no_grad():
+        fd = (env1_height(a0 + eps * u, False) - env1_height(a0 - eps * u, False)) / (2 * eps)
+    assert abs((a.grad * u).sum() - fd) < 1e-4 * abs(fd), ((a.grad * u).sum().item(), fd.item())
 
 
 @pytest.mark.parametrize("field, value", [("branches", 0), ("window_steps", 1.5), ("threshold", -1.0),

@@ -158,3 +158,41 @@ def test_bad_env_settings_name_the_key():
         apply_overrides(TrainConfig(), {"env": {"bundle": {"branches": 0}}}).validate()
     with pytest.raises(EnvConfigError, match="env.reference_frames"):
         make(reference_frames=())
+
+
+def dropped(env):
+    """Every robot 10 cm above the floor falling at 1.2 m/s (the landing opens bundling windows)."""
+    env.q = torch.as_tensor(np.tile(env.model.default_qpos(0.857), (N, 1)))
+    env.qd = torch.zeros_like(env.qd)
+    env.qd[:, 2] = -1.2
+
+
+def test_no_grad_steps_after_bundled_steps_follow_the_plain_physics():
+    """Windows opened by taped steps must not carry stale branches into no-grad steps (PPO, evaluation)."""
+    env = make(bundle=True, termination_body_error=100.0)
+    plain = make(bundle=False, termination_body_error=100.0)
+    env.reset()
+    dropped(env)
+    a = torch.zeros(N, env.act_dim)
+    while not env.sim.bundler.slot_env:
+        env.step(a)
+        env.cut_graph()
+    plain.load_state_dict({**env.state_dict(), "bundler": None})
+    with torch.no_grad():
+        for _ in range(3):
+            env.step(a)
+            plain.step(a)
+    np.testing.assert_array_equal(env.q.numpy(), plain.q.numpy())
+    bundler = env.sim.bundler                     # the taped simulator's windows close before its next step
+    assert set(bundler.slot_env) <= set(bundler.cancelled)
+
+
+def test_a_diverged_environment_fails_alone():
+    env = make()
+    env.reset()
+    env.qd = env.qd.clone()
+    env.qd[1, 8] = float("nan")
+    step = env.step(torch.zeros(N, env.act_dim))
+    assert step.terminated.tolist() == [False, True, False]
+    assert torch.isfinite(step.obs).all() and torch.isfinite(step.obs_before_reset).all()
+    assert torch.isfinite(step.add_sim).all() and torch.isfinite(env.q).all()

@@ -75,6 +75,7 @@ class Bundler:
         self.left = np.zeros(0, dtype=int)     # substeps left per window
         self.flags = np.zeros((0, 2), dtype=np.int32)   # (M, 2) legs already perturbed per branch
         self.branch_in = None                  # State of the branches (M rows) entering the next substep
+        self.cancelled: List[int] = []         # environments whose windows close at the next substep
 
     def reset(self) -> None:
         """Close every window and zero the counters and the noise stream: the simulator then bundles
@@ -88,6 +89,7 @@ class Bundler:
         bi = self.branch_in
         return {"slot_env": np.array(self.slot_env, dtype=np.int64), "left": self.left.copy(), "flags": self.flags.copy(),
                 "events": self._events, "stats": dataclasses.asdict(self.stats),
+                "cancelled": np.array(self.cancelled, dtype=np.int64),
                 "branch": {} if bi is None else {k: v.numpy() for k, v in zip(_FIELDS, _fields(bi))}}
 
     def load_state_dict(self, state: dict) -> None:
@@ -97,6 +99,7 @@ class Bundler:
         self.flags = np.asarray(state["flags"], dtype=np.int32).reshape(-1, 2).copy()
         self._events = int(state["events"])
         self.stats = BundleStats(**state["stats"])
+        self.cancelled = [int(e) for e in np.asarray(state["cancelled"])]
         self.branch_in = None
         if state["branch"]:
             self.branch_in = self._state(len(self.slot_env) * self.cfg.branches)
@@ -104,11 +107,17 @@ class Bundler:
                 arr.assign(np.asarray(state["branch"][name]))
 
     def cancel(self, env_ids) -> None:
-        """Close the windows of `env_ids` (e.g. environments being reset), keeping the others."""
-        drop = set(int(e) for e in np.atleast_1d(env_ids))
-        keep = [w for w, e in enumerate(self.slot_env) if e not in drop]
+        """Close the windows of `env_ids` (e.g. environments being reset, or given a new state from
+        outside `step`: inside a window an environment continues from its branches, not from its own
+        state). Applied at the start of the next substep, so that dropping their branch rows is
+        recorded on that step's tape and the other windows keep their gradients."""
+        self.cancelled = sorted(set(self.cancelled) | set(int(e) for e in np.atleast_1d(env_ids)))
+
+    def _apply_cancels(self) -> None:
+        keep = [w for w, e in enumerate(self.slot_env) if e not in set(self.cancelled)]
         if len(keep) != len(self.slot_env):
             self._keep_slots(np.array(keep, dtype=int))
+        self.cancelled = []
 
     # -- the substep ---------------------------------------------------------------------------------
     def substep(self, s_in: State, nominal: State, s_out: State, control: Control, h: float, sc_nominal,
@@ -117,6 +126,8 @@ class Bundler:
         plain substep's output and scratch buffers."""
         sim, cfg, b = self.sim, self.cfg, self.cfg.branches
         n = s_in.q.shape[0]
+        if self.cancelled:
+            self._apply_cancels()
         sim._substep(s_in, nominal, control, h, sc_nominal, tape)
         m0 = len(self.slot_env) * b
         b_out = sc_b = None

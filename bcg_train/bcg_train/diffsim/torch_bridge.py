@@ -15,20 +15,28 @@ import warp as wp
 from . import dynamics_kernels as dk
 from .device_model import Tape
 from .simulator import Simulator
+from .state import State
+
+
+def _share(t: torch.Tensor, grad: bool) -> wp.array:
+    t = t.detach().contiguous()
+    return wp.from_torch(t, dtype=wp.float64, grad=torch.zeros_like(t) if grad else None)
+
+
+def _inputs(sim: Simulator, q, qd, q_target, kp, kd, tau, grad: bool):
+    """(state_in, control) sharing the tensors' memory; a fresh output state."""
+    s_in, ctrl = State(_share(q, grad), _share(qd, grad), None, None), sim.control()
+    ctrl.q_target, ctrl.tau = _share(q_target, grad), _share(tau, grad)
+    ctrl.kp, ctrl.kd = _share(kp.expand_as(q_target), grad), _share(kd.expand_as(q_target), grad)
+    return s_in, ctrl
 
 
 class _SimStep(torch.autograd.Function):
     @staticmethod
     def forward(ctx, sim: Simulator, dt: float, kp: torch.Tensor, kd: torch.Tensor,
                 q: torch.Tensor, qd: torch.Tensor, q_target: torch.Tensor, tau: torch.Tensor):
-        def share(t):
-            t = t.detach().contiguous()
-            return wp.from_torch(t, dtype=wp.float64, grad=torch.zeros_like(t))
-        s_in, s_out = sim.state(), sim.state()
-        s_in.q, s_in.qd = share(q), share(qd)
-        ctrl = sim.control()
-        ctrl.q_target, ctrl.tau = share(q_target), share(tau)
-        ctrl.kp, ctrl.kd = share(kp.expand_as(q_target)), share(kd.expand_as(q_target))
+        s_in, ctrl = _inputs(sim, q, qd, q_target, kp, kd, tau, grad=True)
+        s_out = sim.state()
         tape = Tape()
         with tape:
             sim.step(s_in, s_out, ctrl, dt, tape=tape)
@@ -74,6 +82,15 @@ def body_frames(sim: Simulator, q: torch.Tensor) -> Tuple[torch.Tensor, torch.Te
     (w x y z), world frame, bodies in `sim.model`'s order (MuJoCo's, base first), from q (N, nq)."""
     pos, quat_xyzw = _BodyFrames.apply(sim, q)
     return pos, quat_xyzw[..., [3, 0, 1, 2]]
+
+
+def step_without_gradient(sim: Simulator, q: torch.Tensor, qd: torch.Tensor, q_target: torch.Tensor, dt: float,
+                          kp: torch.Tensor, kd: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+    """`sim.step` (sim built with requires_grad=False) on tensors shared with Warp, no tape: (q_next, qd_next)."""
+    s_in, ctrl = _inputs(sim, q, qd, q_target, kp, kd, torch.zeros_like(q_target), grad=False)
+    s_out = sim.state()
+    sim.step(s_in, s_out, ctrl, dt)
+    return wp.to_torch(s_out.q), wp.to_torch(s_out.qd)
 
 
 def step(sim: Simulator, q: torch.Tensor, qd: torch.Tensor, q_target: torch.Tensor, dt: float,

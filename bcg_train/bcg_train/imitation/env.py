@@ -6,20 +6,22 @@ actions through `diffsim.torch_bridge`. Episodes start at a random phase of the 
 state initialisation), fail when the pelvis drops below `termination_height` or the bodies drift
 `termination_body_error` from the reference, and time out at `episode_length_s` or the reference's
 end. Observations are built by `bcg.contract`'s observation spec, the same code the policy node runs.
+With bundling, SHAC's rollouts run under bundled physics: an environment inside a window moves as
+the mean of its perturbed branches (`BundleConfig.nominal_forward` keeps the plain trajectory).
 Steps taken with gradients disabled (PPO, evaluation) use a second, plain simulator (no tape, no
-bundling: bundling only changes gradients).
+bundling) and close any open window. An environment whose state turns non-finite fails (terminated)
+and restarts; the others are unaffected.
 """
 import dataclasses
 from typing import Dict
 
 import numpy as np
 import torch
-import warp as wp
 
 from bcg.contract import ObservationInputs, PolicyContract, ReferenceFrames, tracking_spec
 from bcg.robot import RobotDescription
 from bcg_train.diffsim import Model, SimConfig, Simulator
-from bcg_train.diffsim.torch_bridge import body_frames, step as sim_step
+from bcg_train.diffsim.torch_bridge import body_frames, step as sim_step, step_without_gradient
 from bcg_train.env_api import EnvStep
 from bcg_train.motion.kinematics import RobotKinematics
 from bcg_train.motion.library import load_clip
@@ -42,8 +44,10 @@ class G1ImitationEnv:
                             bundle=cfg.bundle)
         self.model = Model.from_mujoco(model_path, sim_cfg, device=wp_device)
         plain_cfg = dataclasses.replace(sim_cfg, bundle=dataclasses.replace(cfg.bundle, enabled=False))
-        self.sim = Simulator(self.model, num_envs, requires_grad=True)
-        self.sim_plain = Simulator(Model.from_mujoco(model_path, plain_cfg, device=wp_device), num_envs)
+        # non-finite states are handled per environment in `step` (a failure), not raised
+        self.sim = Simulator(self.model, num_envs, requires_grad=True, check_finite=False)
+        self.sim_plain = Simulator(Model.from_mujoco(model_path, plain_cfg, device=wp_device), num_envs,
+                                   check_finite=False)
         robot = self.robot = self.model.robot
         n = self.act_dim = robot.num_joints
         f64 = dict(dtype=torch.float64, device=self.device)
@@ -93,7 +97,14 @@ class G1ImitationEnv:
         if torch.is_grad_enabled():
             q, qd = sim_step(self.sim, self.q, self.qd, target, self.cfg.control_period_s, self.kp, self.kd)
         else:
-            q, qd = self._plain_step(target)
+            self.sim.cancel_bundles(np.arange(self.num_envs))   # its windows no longer match the state
+            q, qd = step_without_gradient(self.sim_plain, self.q, self.qd, target, self.cfg.control_period_s,
+                                          self.kp, self.kd)
+        # a diverged environment fails: its final state is taken as the reference's (finite, no graph)
+        diverged = ~(torch.isfinite(q).all(dim=-1) & torch.isfinite(qd).all(dim=-1))
+        if diverged.any():
+            q = torch.where(diverged[:, None], self._ref_q[self.frame + 1], q)
+            qd = torch.where(diverged[:, None], self._ref_qd[self.frame + 1], qd)
         self.frame = self.frame + 1
         self.steps = self.steps + 1
         self.env_steps += self.num_envs
@@ -101,7 +112,7 @@ class G1ImitationEnv:
         sim_pose = self._pose(q, qd)
         ref_pose = self._reference_pose(self.frame)
         body_err = (sim_pose.body_pos - ref_pose.body_pos).norm(dim=-1).mean(dim=-1)
-        terminated = (q[:, 2] < self.cfg.termination_height) | (body_err > self.cfg.termination_body_error)
+        terminated = (q[:, 2] < self.cfg.termination_height) | (body_err > self.cfg.termination_body_error) | diverged
         out_of_time = (self.steps >= self.max_steps) | (self.frame > self._last_start)
         truncated = out_of_time & ~terminated
         obs_end = self._observation(q, qd, a, self.frame)
@@ -146,22 +157,13 @@ class G1ImitationEnv:
         self.last_action = state["last_action"].to(dev)
         self.generator.set_state(state["generator"])
         self.env_steps = int(state["env_steps"])
-        if self.sim.bundler is not None and state["bundler"] is not None:
-            self.sim.bundler.load_state_dict(_to_numpy(state["bundler"]))
+        if self.sim.bundler is not None:
+            if state["bundler"] is not None:
+                self.sim.bundler.load_state_dict(_to_numpy(state["bundler"]))
+            else:                     # saved without bundling: no window may outlive the new state
+                self.sim.cancel_bundles(np.arange(self.num_envs))
 
     # -- internals ------------------------------------------------------------------------------------
-    def _plain_step(self, target):
-        """(q, qd) after one control period of the plain simulator, tensors shared with Warp (no copies)."""
-        sim = self.sim_plain
-
-        def share(t):
-            return wp.from_torch(t.detach().contiguous(), dtype=wp.float64)
-        s0, s1, ctrl = sim.state(), sim.state(), sim.control()
-        s0.q, s0.qd = share(self.q), share(self.qd)
-        ctrl.q_target, ctrl.kp, ctrl.kd = share(target), share(self.kp.expand_as(target)), share(self.kd.expand_as(target))
-        sim.step(s0, s1, ctrl, self.cfg.control_period_s)
-        return wp.to_torch(s1.q), wp.to_torch(s1.qd)
-
     def _restart(self, done: torch.Tensor, q, qd, last_action):
         """Reference state initialisation of the `done` environments at random phases (no graph)."""
         if not done.any():
