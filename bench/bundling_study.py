@@ -47,7 +47,6 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 import argparse  # noqa: E402
 import csv  # noqa: E402
 import io  # noqa: E402
-import tempfile  # noqa: E402
 import time  # noqa: E402
 from dataclasses import asdict, dataclass, replace  # noqa: E402
 from pathlib import Path  # noqa: E402
@@ -58,6 +57,7 @@ import torch  # noqa: E402
 import warp as wp  # noqa: E402
 
 import bundling_pointmass as pm  # noqa: E402  (sibling module: the 1-D case)
+from bcg.atomic_file import write_atomic, write_text_atomic  # noqa: E402
 from bcg_train.diffsim import BundleConfig, Model, SimConfig, Simulator  # noqa: E402
 from bcg_train.diffsim.torch_bridge import step  # noqa: E402
 
@@ -549,26 +549,12 @@ def run_pointmass(settings: StudySettings, rng: np.random.Generator) -> Dict:
 
 
 # -- report ----------------------------------------------------------------------------------------
-def write_atomic(path: Path, data: bytes) -> None:
-    """Write `data` to `path` through a temporary file in the same folder and os.replace."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
-
-
 def save_figure(fig, path: Path) -> None:
     import matplotlib.pyplot as plt
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
     plt.close(fig)
-    write_atomic(path, buf.getvalue())
+    write_atomic(path, lambda f: f.write(buf.getvalue()))
 
 
 def csv_bytes(results: StudyResults) -> bytes:
@@ -766,8 +752,8 @@ def plot_pointmass(results: StudyResults, curves_path: Path, bv_path: Path) -> N
 
 
 def write_outputs(results: StudyResults, out: Path, command: str) -> None:
-    write_atomic(out / "study.md", markdown(results, command).encode())
-    write_atomic(out / "study.csv", csv_bytes(results))
+    write_text_atomic(out / "study.md", markdown(results, command))
+    write_atomic(out / "study.csv", lambda f: f.write(csv_bytes(results)))
     plot_variance(results, out / "variance_vs_kappa.png")
     plot_profiles(results, out / "variance_profile.png")
     plot_ablations(results, out / "ablations.png")

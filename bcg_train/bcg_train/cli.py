@@ -18,6 +18,8 @@ from typing import Callable, Dict, List, Optional, Sequence
 import torch
 import yaml
 
+from bcg.atomic_file import write_text_atomic
+
 from .checkpoint import CheckpointError, find_checkpoint, load_checkpoint
 from .motion.library import BUILTIN_MOTIONS
 from .runner import Runner, make_algorithm
@@ -104,8 +106,8 @@ def main(argv: Optional[List[str]] = None) -> int:
             run_dir = args.run_dir or default_run_dir(cfg, run_info)
             runner = build_runner(cfg, run_info, run_dir)
             run_dir.mkdir(parents=True, exist_ok=True)
-            (run_dir / "config.yaml").write_text(yaml.safe_dump({"run": run_info, "config": cfg.to_dict()},
-                                                                 sort_keys=False))
+            write_text_atomic(run_dir / "config.yaml", yaml.safe_dump({"run": run_info, "config": cfg.to_dict()},
+                                                                      sort_keys=False))
     except (ConfigError, CheckpointError) as e:
         print(f"bcg-train: {e}", file=sys.stderr)
         return EXIT_USAGE

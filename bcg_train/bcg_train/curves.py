@@ -14,6 +14,8 @@ from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 
+from bcg.atomic_file import write_atomic
+
 from .train_log import CSV_NAME, ITERATION
 
 BASE_AXES = {ITERATION: "iterations", "env_steps": "environment steps", "wall_clock_s": "wall-clock time (s)"}
@@ -74,7 +76,7 @@ def plot_runs(runs: Dict[str, Dict[str, np.ndarray]], out_dir: Path, metrics: Op
             fig.legend(*grid.flat[0].get_legend_handles_labels(), loc="upper center", ncol=len(runs), fontsize=8)
         fig.subplots_adjust(left=0.08, right=0.98, bottom=0.1, top=0.93, hspace=0.6, wspace=0.3)
         path = out_dir / f"curves_vs_{x_key.replace('/', '_')}.png"
-        fig.savefig(path, dpi=90)
+        write_atomic(path, lambda f, fig=fig: fig.savefig(f, dpi=90, format="png"))
         plt.close(fig)
         written.append(path)
     return written

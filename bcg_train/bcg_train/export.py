@@ -14,6 +14,7 @@ CHECKPOINT is a checkpoint file, or a run folder (its newest checkpoint).
 import argparse
 import dataclasses
 import io
+import os
 import sys
 import warnings
 from pathlib import Path
@@ -82,15 +83,21 @@ def export_checkpoint(checkpoint: Path, out: Path, description: Optional[str] = 
     text = description or (f"{state['algorithm_name']} iteration {state['iteration']} of {path.parent.parent.name} "
                            f"(motion {contract.motion}, kappa {contract.contact_stiffness:g} 1/m)")
     contract = dataclasses.replace(contract, description=text)
+    out = Path(out)
+    candidate = out.with_name(f".{out.name}.unchecked.onnx")    # checked before it replaces `out`
     try:
-        written = write_policy(out, to_onnx(policy, dims["obs"]), contract)
+        write_policy(candidate, to_onnx(policy, dims["obs"]), contract)
+        error = onnxruntime_error(candidate, policy, dims["obs"])
+        if not error <= TOLERANCE:
+            raise ExportError(f"{out}: onnxruntime differs from torch by {error:.3g} (relative), more than "
+                              f"{TOLERANCE:g}; {out} was left as it was")
+        os.replace(candidate, out)
     except (ContractError, PolicyFileError) as e:
         raise ExportError(f"checkpoint {path}: {e}") from None
-    error = onnxruntime_error(written, policy, dims["obs"])
-    if not error <= TOLERANCE:
-        raise ExportError(f"{written}: onnxruntime differs from torch by {error:.3g} (relative), "
-                          f"more than {TOLERANCE:g}")
-    return written, error
+    finally:
+        if candidate.exists():
+            candidate.unlink()
+    return out, error
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

@@ -60,3 +60,32 @@ def test_cli_refuses_bad_input_with_a_clear_message(robot, tmp_path, capsys):
     path = stand_policy_path(robot, tmp_path)
     assert main([str(path)]) == 2                                     # the stand policy names no motion
     assert "give --motion" in capsys.readouterr().err
+
+
+def test_a_diverging_simulation_counts_as_a_fall(robot, standing_csv, tmp_path):
+    from bcg_train.diffsim import NonFiniteStateError
+
+    class Diverging(WarpPlant):
+        calls = 0
+
+        def advance(self, *args):
+            Diverging.calls += 1
+            if Diverging.calls == 3:
+                raise NonFiniteStateError([0])
+            super().advance(*args)
+
+    policy = load_policy(stand_policy_path(robot, tmp_path))
+    clip = load_clip(standing_csv, RobotKinematics(robot), ResampleConfig(rate_hz=50.0))
+    r = run_policy(Diverging(300.0), policy, clip, seed=0, duration_s=1.0)
+    assert r.fell and r.fall_time_s == pytest.approx(0.06) and r.duration_s == pytest.approx(0.04)
+
+
+def test_a_dds_run_without_a_verdict_is_not_read_as_one(tmp_path, monkeypatch):
+    """A failed launch leaves no verdict: neither an old file nor a crash stands in for it."""
+    import subprocess
+
+    from bcg_train.evaluation import cli
+    (tmp_path / "mujoco_check_0.json").write_text('{"stayed_up": true, "foot_penetration_mean_mm": 1.0}')
+    monkeypatch.setattr(cli.subprocess, "run", lambda *a, **k: subprocess.CompletedProcess(a, 2))
+    result = cli.run_dds(tmp_path / "p.onnx", tmp_path / "m.csv", 2, 1.0, tmp_path)
+    assert result["runs"] == 0 and result["failed_runs"] == 2 and result["stayed_up"] == 0

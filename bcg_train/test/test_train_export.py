@@ -52,3 +52,16 @@ def test_export_command_line(trained_run, capsys):
     assert "wrote" in capsys.readouterr().out
     assert main([str(tmp_path / "missing"), "-o", str(tmp_path / "q.onnx")]) == 1
     assert "no such file" in capsys.readouterr().err
+
+
+def test_a_policy_failing_its_check_does_not_replace_the_previous_file(trained_run, monkeypatch):
+    from bcg_train import export
+    runner, tmp_path = trained_run
+    out = tmp_path / "policy.onnx"
+    export_checkpoint(tmp_path / "run", out)
+    before = out.read_bytes()
+    monkeypatch.setattr(export, "onnxruntime_error", lambda *args: 1.0)    # as if onnxruntime disagreed
+    with pytest.raises(export.ExportError, match="left as it was"):
+        export_checkpoint(tmp_path / "run", out, description="a different file")
+    assert out.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["policy.onnx", "run"]

@@ -52,7 +52,9 @@ def run_files(verdict: str) -> Dict[str, str]:
 
 def policy_start_s() -> float:
     """Seconds from the node's first LowState to its autostarted policy's first step: the ramp to the
-    default pose plus the hold (config/policy_node.yaml's ramp_duration + autostart_hold)."""
+    default pose plus the hold (config/policy_node.yaml's ramp_duration + autostart_hold). The node
+    times these on the wall clock, the bridge's band release and motion start on simulated time: they
+    agree because mujoco_check paces the bridge at real time (no --fast)."""
     params = read_ros_parameters(config_file("policy_node.yaml"), "policy_node")
     missing = [k for k in ("ramp_duration", "autostart_hold") if k not in params]
     if missing:

@@ -62,7 +62,8 @@ class Bundler:
         self.cfg = sim.model.config.bundle
         self.stats = BundleStats()
         self._events = 0
-        self._scratch: Dict[Tuple[str, int], object] = {}
+        self._scratch: Dict[str, object] = {}
+        """No-grad mode: the last scratch of each role ('branch', 'rerun'), reused while the row count stays."""
         self.recorded: Optional[List[Tuple[np.ndarray, np.ndarray]]] = None
         """When a list: every perturbation (dq, dqd), (rows, nv) each, is appended in order."""
         self.replay: Optional[Iterator[Tuple[np.ndarray, np.ndarray]]] = None
@@ -255,10 +256,9 @@ class Bundler:
         from .simulator import _Scratch
         if self.sim.requires_grad:
             return _Scratch.allocate(self.model, rows, True)
-        key = (role, rows)
-        if key not in self._scratch:
-            self._scratch[key] = _Scratch.allocate(self.model, rows, False)
-        sc = self._scratch[key]
+        sc = self._scratch.get(role)
+        if sc is None or sc.a.shape[0] != rows:
+            sc = self._scratch[role] = _Scratch.allocate(self.model, rows, False)
         sc.zero_accumulators()
         return sc
 

@@ -92,7 +92,8 @@ class _Scratch:
 
 class _WindowBuffers:
     """Grad mode: the scratch and intermediate state of every substep of the current window, kept and
-    reused by the next window (after `rewind`), so a taped window allocates nothing once warm."""
+    reused by the next window (after `rewind`), so a taped window without bundling allocates nothing
+    once warm (bundling allocates its branch batches per substep, freed with the tape)."""
 
     def __init__(self, model: Model, num_envs: int):
         self.model, self.num_envs = model, num_envs

@@ -53,23 +53,29 @@ def table(motion: str, kappa: float, row: dict, dds: Optional[dict]) -> str:
     line = (f"| {motion} | {kappa:g} | {row['falls_mujoco']}/{n} | {row['falls_warp']}/{n} | "
             f"{row['penetration_diff_mm']:.2f} | {row['tracking_error_mujoco_cm']:.1f} | {row['tracking_error_warp_cm']:.1f} |")
     if dds:
-        line += f" {dds['stayed_up']}/{n} | {dds['penetration_mean_mm']:.2f} |"
+        line += f" {dds['stayed_up']}/{dds['runs']} | {dds['penetration_mean_mm']:.2f} |"
     return "\n".join(lines + [line])
 
 
 def run_dds(policy: Path, motion_file: Path, seeds: int, duration: float, out: Path) -> dict:
-    """mujoco_check once per seed over loopback DDS; the verdicts' falls and penetration."""
-    verdicts = []
+    """mujoco_check once per seed over loopback DDS; the verdicts' falls and penetration. A run that
+    wrote no verdict (exit code other than 0 = stayed up or 1 = fell) counts as `failed_runs`."""
+    verdicts, failed = [], 0
     for k in range(seeds):
         path = out / f"mujoco_check_{k}.json"
+        path.unlink(missing_ok=True)
         cmd = ["bcg", "launch", "mujoco_check.launch.py", f"policy:={policy}", f"motion:={motion_file}",
                f"duration:={duration:g}", f"verdict:={path}"]
         print(f"bcg-eval: DDS run {k + 1}/{seeds}: {' '.join(cmd)}", file=sys.stderr, flush=True)
-        subprocess.run(cmd, stdout=subprocess.DEVNULL, check=False)
+        rc = subprocess.run(cmd, stdout=subprocess.DEVNULL, check=False).returncode
+        if rc not in (0, 1) or not path.is_file():
+            print(f"bcg-eval: DDS run {k + 1} wrote no verdict (exit code {rc})", file=sys.stderr, flush=True)
+            failed += 1
+            continue
         verdicts.append(json.loads(path.read_text()))
-    return {"stayed_up": sum(bool(v["stayed_up"]) for v in verdicts),
-            "penetration_mean_mm": float(np.mean([v["foot_penetration_mean_mm"] for v in verdicts])),
-            "verdicts": [str(out / f"mujoco_check_{k}.json") for k in range(seeds)]}
+    return {"runs": len(verdicts), "failed_runs": failed, "stayed_up": sum(bool(v["stayed_up"]) for v in verdicts),
+            "penetration_mean_mm": float(np.mean([v["foot_penetration_mean_mm"] for v in verdicts])) if verdicts
+            else float("nan")}
 
 
 def main(argv: Optional[List[str]] = None) -> int:

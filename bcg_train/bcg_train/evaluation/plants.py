@@ -77,7 +77,9 @@ class MujocoPlant:
 
 
 class WarpPlant:
-    """`contact_fraction`: a sphere counts as in contact when its normal impulse exceeds this share of
+    """The training simulator at the contract's contact stiffness with SimConfig's default substeps and
+    contact iterations (the contract does not record them; the presets use the defaults).
+    `contact_fraction`: a sphere counts as in contact when its normal impulse exceeds this share of
     its part of the robot's weight impulse (m g h / nc); the smoothed contact pushes at any height."""
 
     def __init__(self, kappa: float, model_path=None, contact_fraction: float = 1e-3):

@@ -11,6 +11,7 @@ from typing import Optional
 import numpy as np
 
 from bcg.contract import ObservationInputs, Policy, ReferenceFrames
+from bcg_train.diffsim import NonFiniteStateError
 from bcg_train.motion.clip import MotionClip
 
 
@@ -60,7 +61,11 @@ def run_policy(plant, policy: Policy, clip: MotionClip, seed: int, duration_s: f
         last = policy(obs)
         target = np.empty(n)
         target[order] = contract.default_joint_pos + contract.action_scale * last
-        plant.advance(np.clip(target, robot.q_lower, robot.q_upper), kp, kd, contract.control_period_s)
+        try:
+            plant.advance(np.clip(target, robot.q_lower, robot.q_upper), kp, kd, contract.control_period_s)
+        except NonFiniteStateError:             # the simulation diverged: a fall, as on the robot
+            fall_time = (t + 1) * contract.control_period_s
+            break
         st = plant.state()
         heights.extend(st.contact_height)
         errors.append(np.linalg.norm(st.body_pos - clip.body_pos[t + 1], axis=-1).mean())
@@ -69,4 +74,4 @@ def run_policy(plant, policy: Policy, clip: MotionClip, seed: int, duration_s: f
             break
     return RunResult(fell=fall_time is not None, fall_time_s=fall_time, duration_s=len(errors) * contract.control_period_s,
                      contact_height_mm=float(np.mean(heights) * 1000.0) if heights else float("nan"),
-                     tracking_error_cm=float(np.mean(errors) * 100.0))
+                     tracking_error_cm=float(np.mean(errors) * 100.0) if errors else float("nan"))
