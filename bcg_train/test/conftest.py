@@ -151,3 +151,15 @@ def fixed_batch_loss():
             return shac.rollout()[0]
         return loss
     return make
+
+
+@pytest.fixture
+def frozen_noise():
+    """A function (sim, log, record): the first run records its bundling perturbations into `log`,
+    later runs replay them, so finite differences see the same bundled map as the gradient."""
+    def use(sim, log, record):
+        if record:
+            sim.bundler.recorded = log
+        else:
+            sim.bundler.replay = iter(log)
+    return use

@@ -70,7 +70,7 @@ def test_one_unperturbed_branch_is_bit_identical_to_the_plain_simulator(plain):
     np.testing.assert_allclose(g_b, g_p, rtol=1e-10, atol=1e-12)
 
 
-def test_bundled_gradient_equals_finite_differences_of_the_bundled_map():
+def test_bundled_gradient_equals_finite_differences_of_the_bundled_map(frozen_noise):
     """Perturbations are constants of the bundled map: recorded once, replayed in the FD runs."""
     model = make_model(enabled=True, branches=4)
     q0, qd0 = initial_state(model, 2)
@@ -79,10 +79,10 @@ def test_bundled_gradient_equals_finite_differences_of_the_bundled_map():
     log = []
 
     def record(sim):
-        sim.bundler.recorded = log
+        frozen_noise(sim, log, True)
 
     def replay(sim):
-        sim.bundler.replay = iter(log)
+        frozen_noise(sim, log, False)
 
     _, _, grad, stats = rollout(model, 6, q0, qd0, a0, True, w, setup=record)
     assert stats.windows == 2 and stats.window_env_substeps == 2 * 8
@@ -178,7 +178,7 @@ def test_a_cancelled_window_closes_and_its_env_follows_its_own_state(plain):
     np.testing.assert_array_equal(s1.q.numpy()[0], r1.q.numpy()[0])
 
 
-def test_cancelling_one_window_keeps_the_other_windows_gradients():
+def test_cancelling_one_window_keeps_the_other_windows_gradients(frozen_noise):
     """Per-step tapes (torch bridge), one window cancelled between steps: the other environment's
     gradient w.r.t. the actions still equals finite differences of the bundled map."""
     import torch
@@ -193,10 +193,7 @@ def test_cancelling_one_window_keeps_the_other_windows_gradients():
 
     def env1_height(a, record):
         sim = Simulator(model, 2, requires_grad=True)
-        if record:
-            sim.bundler.recorded = log
-        else:
-            sim.bundler.replay = iter(log)
+        frozen_noise(sim, log, record)
         q, qd = q0, qd0
         for t in range(6):
             q, qd = step(sim, q, qd, a, DT, kp, kd)

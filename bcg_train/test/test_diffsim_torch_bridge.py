@@ -44,7 +44,7 @@ def test_torch_loss_backpropagates_into_actions_and_initial_state():
     assert abs(an - fd) / abs(fd) < 1e-4, (an.item(), fd.item())
 
 
-def test_bundled_window_gradients_cross_steps_through_the_torch_bridge():
+def test_bundled_window_gradients_cross_steps_through_the_torch_bridge(frozen_noise):
     """A bundling window spans control steps; its branches are simulator state torch never sees. The
     torch gradient through 5 steps of a hard landing equals finite differences of the same bundled
     map (perturbations recorded once, replayed)."""
@@ -62,10 +62,7 @@ def test_bundled_window_gradients_cross_steps_through_the_torch_bridge():
 
     def loss_fn(a, record):
         sim = Simulator(model, 2, requires_grad=True)
-        if record:
-            sim.bundler.recorded = log
-        else:
-            sim.bundler.replay = iter(log)
+        frozen_noise(sim, log, record)
         q, qd = q0, qd0
         for _ in range(5):
             q, qd = step(sim, q, qd, a, 0.02, kp, kd)
