@@ -12,6 +12,25 @@ from bcg.robot import RobotDescription
 from bcg.contract import ReferenceMotion
 
 
+class FootContacts:
+    """Picks the contacts between a foot sphere and a world geom (the floor) out of MuJoCo's contacts."""
+
+    def __init__(self, model: mujoco.MjModel, robot: RobotDescription):
+        is_foot = np.zeros(model.ngeom, dtype=bool)
+        for ids in robot.foot_geoms.values():
+            is_foot[list(ids)] = True
+        is_world = model.geom_bodyid == 0
+        self._pair = np.outer(is_foot, is_world) | np.outer(is_world, is_foot)
+        """bool (ngeom, ngeom): True for a (foot sphere, world geom) pair in either order."""
+
+    def distances(self, data: mujoco.MjData) -> np.ndarray:
+        """(k,) m, signed distance of each foot-floor contact in `data` (negative: penetrating)."""
+        if not data.ncon:
+            return np.zeros(0)
+        geom = data.contact.geom
+        return np.array(data.contact.dist[self._pair[geom[:, 0], geom[:, 1]]])
+
+
 class RunMetrics:
     """Accumulates samples of the simulated robot (call `sample` at the state rate)."""
 
@@ -23,12 +42,7 @@ class RunMetrics:
         self.fall_height = float(fall_height)
         self.fall_time: Optional[float] = None
         self.min_root_height = np.inf
-        is_foot = np.zeros(model.ngeom, dtype=bool)
-        for ids in robot.foot_geoms.values():
-            is_foot[list(ids)] = True
-        is_world = model.geom_bodyid == 0
-        self._foot_floor = np.outer(is_foot, is_world) | np.outer(is_world, is_foot)
-        """bool (ngeom, ngeom): True for a (foot sphere, world geom) pair in either order."""
+        self._feet = FootContacts(model, robot)
         self._root_qadr = int(model.jnt_qposadr[model.body_jntadr[robot.root_body]])
         self._qadr = robot.joint_qpos_adr
         self.contacts = 0
@@ -49,14 +63,12 @@ class RunMetrics:
         self.min_root_height = min(self.min_root_height, height)
         if self.fall_time is None and height < self.fall_height:
             self.fall_time = t
-        if data.ncon:
-            geom = data.contact.geom
-            foot_floor = self._foot_floor[geom[:, 0], geom[:, 1]]
-            if foot_floor.any():
-                depth = np.maximum(-data.contact.dist[foot_floor], 0.0)
-                self.contacts += len(depth)
-                self._penetration_sum += float(depth.sum())
-                self.max_penetration = max(self.max_penetration, float(depth.max()))
+        dist = self._feet.distances(data)
+        if dist.size:
+            depth = np.maximum(-dist, 0.0)
+            self.contacts += len(depth)
+            self._penetration_sum += float(depth.sum())
+            self.max_penetration = max(self.max_penetration, float(depth.max()))
         t_motion = t - self.motion_start
         if self.motion is not None and 0.0 <= t_motion <= self.motion.duration_s:
             err = data.qpos[self._qadr] - self.motion.sample(np.array([t_motion]), self._motion_cols).joint_pos[0]

@@ -14,6 +14,7 @@ import torch
 
 from bcg.robot import RobotDescription
 from bcg_sim_bridge.joint_command import JointCommand
+from bcg_sim_bridge.metrics import FootContacts
 from bcg_sim_bridge.physics import PhysicsCore
 from bcg_train.diffsim import Model, SimConfig, Simulator
 from bcg_train.diffsim.torch_bridge import body_frames
@@ -40,11 +41,7 @@ class MujocoPlant:
         self._root = int(m.jnt_qposadr[m.body_jntadr[robot.root_body]])
         self._root_dof = int(m.jnt_dofadr[m.body_jntadr[robot.root_body]])
         self._bodies = np.array([b for b in range(m.nbody) if b != 0 and m.body_rootid[b] == robot.root_body])
-        is_foot = np.zeros(m.ngeom, dtype=bool)
-        for ids in robot.foot_geoms.values():
-            is_foot[list(ids)] = True
-        floor = m.geom_bodyid == 0
-        self._foot_floor = np.outer(is_foot, floor) | np.outer(floor, is_foot)
+        self._feet = FootContacts(m, robot)
 
     def reset(self, q: np.ndarray, qd: np.ndarray) -> None:
         """q (7 + n,): root position, quaternion, joints; qd (6 + n,): root linear velocity (world),
@@ -64,16 +61,11 @@ class MujocoPlant:
 
     def state(self) -> PlantState:
         d, r = self.core.data, self.robot
-        depth = np.zeros(0)
-        if d.ncon:
-            c = d.contact[:d.ncon]
-            mask = self._foot_floor[c.geom[:, 0], c.geom[:, 1]]
-            depth = np.asarray(c.dist)[mask]
         return PlantState(base_quat=d.qpos[self._root + 3:self._root + 7].copy(),
                           base_ang_vel=d.qvel[self._root_dof + 3:self._root_dof + 6].copy(),
                           joint_pos=d.qpos[r.joint_qpos_adr].copy(), joint_vel=d.qvel[r.joint_dof_adr].copy(),
                           root_height=float(d.qpos[self._root + 2]), body_pos=d.xpos[self._bodies].copy(),
-                          contact_height=depth.copy())
+                          contact_height=self._feet.distances(d))
 
 
 class WarpPlant:
