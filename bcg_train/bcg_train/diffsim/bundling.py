@@ -146,11 +146,10 @@ class Bundler:
         rerun = np.flatnonzero(br_ev.any(axis=1))
 
         new_src = np.repeat(new_envs, b)
-        r_out = None
+        b_final = b_out
         if len(rerun) or len(new_src):
             r_out = self._rerun(s_in, sc_nominal, new_src, env_ev[new_src], sc_b, rerun, br_ev[rerun], control, h, tape)
-        m1 = m0 + len(new_src)
-        if len(rerun) or len(new_src):
+            m1 = m0 + len(new_src)
             which = np.zeros(m1, dtype=np.int32)
             src = np.arange(m1, dtype=np.int32)
             which[rerun] = 1
@@ -158,8 +157,6 @@ class Bundler:
             which[m0:] = 1
             src[m0:] = len(rerun) + np.arange(len(new_src))
             b_final = self._take(which, src, b_out if m0 else r_out, r_out)
-        else:
-            b_final = b_out
         self.flags = np.concatenate([self.flags | br_ev, env_ev[new_src]]).astype(np.int32)
         self.slot_env = self.slot_env + [int(e) for e in new_envs]
         self.left = np.concatenate([self.left, np.full(len(new_envs), cfg.window_steps * self.model.config.substeps)])
@@ -183,7 +180,7 @@ class Bundler:
         dq = wp.zeros((r, m.nv), dtype=wp.float64, device=m.device)
         dqd = wp.zeros_like(dq)
         parts = [(self.branch_in, sc_b, rerun, rerun_legs, 0), (s_in, sc_nominal, new_src, new_legs, len(rerun))]
-        parts = [(source, sc, wp.array(src.astype(np.int32), dtype=int, device=m.device), legs, first)
+        parts = [(source, sc, self._ints(src), legs, first)
                  for source, sc, src, legs, first in parts if len(src)]
         if self.replay is not None:
             dq_np, dqd_np = next(self.replay)
@@ -197,7 +194,7 @@ class Bundler:
                 rows = slice(first, first + src.shape[0])
                 wp.launch(bk.foot_perturbation, dim=(src.shape[0], 2), device=m.device, record_tape=False, inputs=[
                     m.device_arrays, source.q, sc.xrot, sc.xpos, sc.s_ang, sc.s_lin, src,
-                    wp.array(np.ascontiguousarray(legs, dtype=np.int32), dtype=int, device=m.device), seed,
+                    self._ints(legs), seed,
                     wp.float64(cfg.sigma_p), wp.float64(cfg.sigma_v), wp.float64(cfg.damping),
                     wp.float64(cfg.max_dq), wp.float64(cfg.max_dqd)], outputs=[dq[rows], dqd[rows], clamped])
             self.stats.clamped_perturbations += int(clamped.numpy()[0])
@@ -231,7 +228,7 @@ class Bundler:
         if self.cfg.nominal_forward:
             offset = State.zeros(m, n)
             wp.launch(bk.nominal_offset, dim=(n, m.nq), device=m.device, record_tape=False, inputs=[
-                wp.array(slot, dtype=int, device=m.device), *_fields(nominal), *_fields(mean)],
+                self._ints(slot), *_fields(nominal), *_fields(mean)],
                 outputs=list(_fields(offset)))
         self._select((slot >= 0).astype(np.int32), np.where(slot >= 0, slot, np.arange(n)), nominal, mean, s_out,
                      offset)
@@ -252,6 +249,10 @@ class Bundler:
     def _state(self, rows: int) -> State:
         return State.zeros(self.model, rows, self.sim.requires_grad)
 
+    def _ints(self, values) -> wp.array:
+        """Host integers as an int array on the simulator's device (index lists, flags)."""
+        return wp.array(np.ascontiguousarray(values, dtype=np.int32), dtype=int, device=self.model.device)
+
     def _scratch_for(self, role: str, rows: int):
         from .simulator import _Scratch
         if self.sim.requires_grad:
@@ -267,7 +268,7 @@ class Bundler:
         rows = impulse.shape[0]
         out = wp.zeros((rows, 2), dtype=int, device=m.device)
         wp.launch(bk.leg_events, dim=(rows, 2), device=m.device, record_tape=False, inputs=[
-            m.device_arrays, impulse, wp.float64(threshold), wp.array(flags, dtype=int, device=m.device)],
+            m.device_arrays, impulse, wp.float64(threshold), self._ints(flags)],
             outputs=[out])
         return out.numpy()
 
@@ -276,7 +277,7 @@ class Bundler:
         rows = len(env_of_row)
         out = Control.zeros(m, rows, self.sim.requires_grad)
         wp.launch(bk.gather_control, dim=(rows, m.nj), device=m.device, inputs=[
-            wp.array(np.asarray(env_of_row, dtype=np.int32), dtype=int, device=m.device), control.q_target,
+            self._ints(env_of_row), control.q_target,
             control.qd_target, control.kp, control.kd, control.tau],
             outputs=[out.q_target, out.qd_target, out.kp, out.kd, out.tau])
         return out
@@ -290,8 +291,7 @@ class Bundler:
     def _select(self, which: np.ndarray, src: np.ndarray, a: State, b: State, out: State, offset: State = None) -> None:
         m = self.model
         wp.launch(bk.select_rows, dim=(len(src), m.nq), device=m.device, inputs=[
-            wp.array(np.asarray(which, dtype=np.int32), dtype=int, device=m.device),
-            wp.array(np.asarray(src, dtype=np.int32), dtype=int, device=m.device), int(offset is not None),
+            self._ints(which), self._ints(src), int(offset is not None),
             *_fields(a), *_fields(b), *_fields(offset if offset is not None else b)], outputs=list(_fields(out)))
 
 

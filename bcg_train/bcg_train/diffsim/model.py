@@ -6,7 +6,7 @@ foot contact spheres. Generalised coordinates: a floating base (position, unit q
 velocity: world-frame linear, body-frame angular, as MuJoCo's free joint) followed by one hinge per
 actuated joint, in MuJoCo's dof order. Precision is float64 throughout.
 """
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, Union
 

@@ -19,7 +19,6 @@ import numpy as np
 import torch
 
 from bcg.contract import ObservationInputs, PolicyContract, ReferenceFrames, tracking_spec
-from bcg.robot import RobotDescription
 from bcg_train.diffsim import Model, SimConfig, Simulator
 from bcg_train.diffsim.torch_bridge import body_frames, step as sim_step, step_without_gradient
 from bcg_train.env_api import EnvStep
