@@ -9,8 +9,12 @@ fed LowState at 500 Hz by this script, and reads the node's own measurements fro
 - LowState received (policy process) -> LowCmd with the new targets written (writer process),
   policy step included, goal <= 1 ms p99;
 - 500 Hz writer: lateness of each periodic write after its deadline (period jitter), goal <= 0.3 ms p99;
-- onnxruntime inference of the same MLP, measured here, against a 100 -> 256 -> 256 -> 29 MLP
-  measured in the same run as the reference.
+- policy schedule: how far each interval between two policy steps is from the 20 ms period (no goal
+  in the issue: reported; a step that slips to the next LowState shows as 2 ms);
+- onnxruntime inference of the same MLP, measured here, against a 93 -> 256 -> 256 -> 29 MLP
+  measured in the same run as the reference; and once more with one call every 20 ms, as the node
+  calls it (on a shared machine its 2.4 MB of weights leave the caches in between: that, not the
+  arithmetic, is most of the node's policy step).
 """
 import argparse
 import json
@@ -23,6 +27,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import onnx
 
 from bcg.contract import (ObservationSpec, ObservationTerm, PolicyContract, load_policy, random_mlp, robot_state_spec,
                           write_policy)
@@ -53,16 +58,26 @@ def standing_motion(robot, path: Path, seconds: float = 60.0) -> None:
     np.savetxt(path, rows, delimiter=",", fmt="%.5f")
 
 
-def inference_ms(policy, n=5000):
+def inference_ms(policy, n=5000, gap_s=0.0):
+    """Median and p99 (ms) of one inference: back to back (`gap_s` 0, caches warm), or one call every
+    `gap_s` seconds as in the node, whose caches the rest of the machine has used in between."""
     obs = np.random.default_rng(0).normal(size=policy.contract.observation.size).astype(np.float32)
     for _ in range(200):
         policy(obs)
     times = []
     for _ in range(n):
+        if gap_s:
+            time.sleep(gap_s)
         t0 = time.perf_counter()
         policy(obs)
         times.append(time.perf_counter() - t0)
     return 1e3 * np.median(times), 1e3 * np.percentile(times, 99)
+
+
+def weight_mb(policy) -> float:
+    """MB of float32 initializers (weights and biases) in the policy's ONNX file."""
+    model = onnx.load(str(policy.path))
+    return sum(np.prod(t.dims) for t in model.graph.initializer) * 4 / 1e6
 
 
 def run_node(args, robot, policy: Path, motion: Path, tmp: Path, run: int) -> dict:
@@ -126,8 +141,10 @@ def print_run(summary: dict, seconds: float) -> None:
         verdict = "meets" if s["p99_ms"] <= goal else "MISSES"
         print(f"  {label:<48} median {s['median_ms']:.3f} ms  p99 {s['p99_ms']:.3f} ms  "
               f"goal p99 <= {goal} ms: {verdict} (p99/goal = {s['p99_ms'] / goal:.2f}, n = {s['n']})")
-    s = summary["policy_step"]
-    print(f"  {'node policy step (observation + inference)':<48} median {s['median_ms']:.3f} ms  p99 {s['p99_ms']:.3f} ms")
+    for key, label in (("policy_step", "node policy step (observation + inference)"),
+                       ("policy_period_error", "|policy step interval - 20 ms period|")):
+        s = summary[key]
+        print(f"  {label:<48} median {s['median_ms']:.3f} ms  p99 {s['p99_ms']:.3f} ms  max {s['max_ms']:.3f} ms")
     if summary.get("writer_fault"):
         print(f"  the writer damped on its own: {summary['writer_fault']}")
 
@@ -165,10 +182,14 @@ def main():
             p99 = [s[key]["p99_ms"] for s in summaries]
             print(f"  spread over {args.runs} runs, {label}: p99 {min(p99):.3f} .. {max(p99):.3f} ms "
                   f"(goal {GOALS_MS[key]} ms; met in {sum(x <= GOALS_MS[key] for x in p99)} of {args.runs})")
-    big_med, big_p99 = inference_ms(load_policy(big))
-    ref_med, ref_p99 = inference_ms(load_policy(small))
+    big, small = load_policy(big), load_policy(small)
+    big_med, big_p99 = inference_ms(big)
+    ref_med, ref_p99 = inference_ms(small)
     print(f"  {'onnxruntime 849 -> [512, 256, 128] -> 29 MLP':<48} median {big_med:.3f} ms  p99 {big_p99:.3f} ms  "
           f"(x{big_med / ref_med:.1f} the reference 93 -> [256, 256] -> 29 MLP: median {ref_med:.3f} ms)")
+    cold_med, cold_p99 = inference_ms(big, n=300, gap_s=0.02)
+    print(f"  {'  the same, one call every 20 ms (as the node)':<48} median {cold_med:.3f} ms  p99 {cold_p99:.3f} ms  "
+          f"(x{cold_med / big_med:.1f} back to back: the weights, {weight_mb(big):.1f} MB, leave the caches)")
 
 
 if __name__ == "__main__":

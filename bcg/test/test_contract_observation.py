@@ -82,3 +82,46 @@ def test_lafan_csv_motion_maps_joints_by_name(tmp_path):
     np.testing.assert_allclose(ref.joint_pos[:, 0], [0.15, 0.9])
     np.testing.assert_allclose(ref.joint_vel[0, 0], 0.3 * 30)
     np.testing.assert_allclose(ref.root_quat[0], [1, 0, 0, 0])
+
+
+def random_unit_quats(rng, shape):
+    q = rng.normal(size=shape + (4,))
+    return q / np.linalg.norm(q, axis=-1, keepdims=True)
+
+
+def test_rotation_terms_match_mujoco():
+    """projected_gravity = R_base^T (0, 0, -1) and ref_root_rot = the first two columns of
+    R_base^T R_ref, with the rotation matrices from MuJoCo's own mju_quat2Mat."""
+    mujoco = pytest.importorskip("mujoco")
+    rng = np.random.default_rng(3)
+    spec = tracking_spec(4, frames=(1, 2, 3))
+    for _ in range(10):
+        inp = inputs()
+        base, refs = random_unit_quats(rng, ()), random_unit_quats(rng, (3,))
+        inp = ObservationInputs(base, *(getattr(inp, f) for f in ("base_ang_vel", "joint_pos", "joint_vel",
+                                                                   "last_action", "default_joint_pos")),
+                                ReferenceFrames(inp.reference.joint_pos, inp.reference.joint_vel,
+                                                inp.reference.root_pos, refs))
+        obs = spec.build(inp)
+
+        def matrix(q):
+            m = np.zeros(9)
+            mujoco.mju_quat2Mat(m, q)
+            return m.reshape(3, 3)
+        rb = matrix(base)
+        np.testing.assert_allclose(obs[3:6], rb.T @ [0, 0, -1], atol=1e-6)
+        expected = [(rb.T @ matrix(q))[:, :2].T.ravel() for q in refs]
+        np.testing.assert_allclose(obs[-18:], np.concatenate(expected), atol=1e-6)
+
+
+@pytest.mark.parametrize("batch", [(), (5,)])
+def test_prepared_reference_builds_the_same_observation(batch):
+    """The node prepares the reference terms before the step (`prepare`); `build` with them gives
+    exactly what training's one-call `build` gives."""
+    spec = tracking_spec(4)
+    inp = inputs(quat=quat_about_x(0.7), batch=batch)
+    prepared = spec.prepare(inp.reference, inp.default_joint_pos)
+    without_reference = ObservationInputs(inp.base_quat, inp.base_ang_vel, inp.joint_pos, inp.joint_vel,
+                                          inp.last_action, inp.default_joint_pos)
+    np.testing.assert_array_equal(spec.build(without_reference, prepared), spec.build(inp))
+    assert [p is None for p in prepared] == [not t.frames for t in spec.terms]

@@ -15,7 +15,7 @@ from typing import Callable, List, Optional
 
 import numpy as np
 
-from bcg.contract import ObservationInputs, Policy, ReferenceFrames, ReferenceMotion
+from bcg.contract import ObservationInputs, Policy, ReferenceMotion
 
 from .joint_map import JointMap
 from .remote import pressed_keys
@@ -50,8 +50,9 @@ class Controller:
         """Increments at every transition (the whole command plan changes)."""
         self.targets_version = 0
         """Increments with every new set of policy targets (only the plan's targets change)."""
-        self._reference: Optional[ReferenceFrames] = None
-        """Reference samples for policy step `policy_steps` (None until prepared)."""
+        self._reference: Optional[tuple] = None
+        """The observation's prepared reference terms for policy step `policy_steps`
+        (`ObservationSpec.prepare`; None without a motion)."""
         self.prepare_next_step()
 
     # -- events ----------------------------------------------------------------------------
@@ -101,8 +102,9 @@ class Controller:
     def prepare_next_step(self) -> None:
         """Sample the reference motion for the next policy step (no-op without a motion)."""
         if self.motion is not None:
-            t = self.policy_steps * self.contract.control_period_s + self._frame_offsets_s
-            self._reference = self.motion.sample(t, self.motion_columns)
+            c = self.contract
+            t = self.policy_steps * c.control_period_s + self._frame_offsets_s
+            self._reference = c.observation.prepare(self.motion.sample(t, self.motion_columns), c.default_joint_pos)
 
     def observation(self) -> np.ndarray:
         """The observation (obs,) float32 from the latest LowState and the prepared reference."""
@@ -113,9 +115,8 @@ class Controller:
                                    base_ang_vel=imu["gyroscope"].astype(np.float64),
                                    joint_pos=motors["q"][slots].astype(np.float64),
                                    joint_vel=motors["dq"][slots].astype(np.float64),
-                                   last_action=self.last_action, default_joint_pos=c.default_joint_pos,
-                                   reference=self._reference)
-        return c.observation.build(inputs)
+                                   last_action=self.last_action, default_joint_pos=c.default_joint_pos)
+        return c.observation.build(inputs, self._reference)
 
     def policy_step(self, now: float) -> bool:
         """Run the policy once on the latest LowState (only in POLICY); True when targets changed."""

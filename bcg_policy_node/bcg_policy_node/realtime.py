@@ -10,9 +10,10 @@ Nothing here is required for correctness; it narrows timing jitter where the OS 
   clock for the rest: a timed wait wakes up tens to hundreds of microseconds late on a loaded
   machine, the spin makes the last stretch exact at the cost of `spin_s` of CPU per deadline.
 - `advance(deadline, period, now)`: the next deadline of a fixed-rate schedule.
+- `PolicySchedule`: which LowState runs each policy step.
 """
 import os
-from typing import Callable
+from typing import Callable, Optional
 
 Clock = Callable[[], float]
 
@@ -63,3 +64,45 @@ def advance(deadline: float, period: float, now: float) -> float:
     that is more than a period in the past (resynchronise instead of bursting to catch up)."""
     following = deadline + period
     return following if following >= now - period else now
+
+
+class PolicySchedule:
+    """Which LowState runs the policy: the one nearest each deadline of a fixed-rate schedule.
+
+    Deadlines are `period_s` apart (fixed phase), starting at the first step. LowState
+    comes on the robot's own schedule (500 Hz), so its arrivals sit on the deadlines, jittering
+    around them by tens of microseconds (the first deadline was an arrival). A LowState up to half
+    a LowState interval before a deadline is therefore on time: without that slack, every early
+    arrival would push its step one whole LowState interval (2 ms, a tenth of the policy period)
+    late. The interval is learnt from the arrivals (exponential average; gaps of a policy period
+    or more, i.e. dropouts, are left out).
+    """
+
+    SMOOTHING = 0.05
+    """Weight of each new inter-arrival time in the average."""
+
+    def __init__(self, period_s: float):
+        self.period_s = period_s
+        self.deadline: Optional[float] = None
+        """s, monotonic: the next step's deadline (None: the next LowState steps)."""
+        self.state_interval_s = 0.0
+        """s: average LowState inter-arrival time (0 until two have arrived)."""
+        self._last_arrival: Optional[float] = None
+
+    def arrival(self, now: float) -> bool:
+        """A LowState arrived at `now`; True when it should run the policy step."""
+        if self._last_arrival is not None:
+            gap = now - self._last_arrival
+            if 0 < gap < self.period_s:
+                self.state_interval_s = (gap if self.state_interval_s == 0
+                                         else self.state_interval_s + self.SMOOTHING * (gap - self.state_interval_s))
+        self._last_arrival = now
+        return self.deadline is None or now >= self.deadline - 0.5 * self.state_interval_s
+
+    def stepped(self, now: float) -> None:
+        """The step due at `now` ran: the next deadline is a period later, in phase with the previous
+        ones; after the first step or a whole period late (LowState stopped), a period from `now`."""
+        if self.deadline is None or now - self.deadline >= self.period_s:
+            self.deadline = now + self.period_s
+        else:
+            self.deadline += self.period_s

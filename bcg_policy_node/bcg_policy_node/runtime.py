@@ -3,7 +3,7 @@
 - receiver thread (this process): blocks on the transport's LowState reader; every sample goes
   through the safety checks and the remote, and its arrival time is published for the writer's
   staleness watchdog. The policy runs here, on a deadline schedule at the contract's period: on
-  the first LowState at or after each deadline (next deadline = previous + period) it builds the
+  the LowState nearest each deadline (`PolicySchedule`; next deadline = previous + period) it builds the
   observation, runs the policy, publishes the new targets and wakes the writer, which sends them
   at once (the "LowState received -> LowCmd written" latency the bench measures). Only then does
   it prepare the next step's reference-motion samples. Without LowState it checks staleness every
@@ -30,7 +30,7 @@ from typing import Optional
 from .command_plan import new_plan
 from .command_writer import WriterSettings, writer_main
 from .controller import Controller
-from .realtime import advance, request_cpu, request_fifo
+from .realtime import PolicySchedule, request_cpu, request_fifo
 from .shared_plan import SharedPlan
 from .state_machine import Phase, Transition
 from .timing_stats import TimingStats
@@ -91,6 +91,9 @@ class NodeRuntime:
         self.states_received = 0
         self.policy_step_time = TimingStats()
         """Observation + inference + targets of each policy step, s."""
+        self.policy_period_error = TimingStats()
+        """|time between two consecutive policy steps - the contract's period|, s."""
+        self._last_step: Optional[float] = None
         self.scheduling = {}
         """Which scheduling each time-critical thread got (notes for the log and the summary)."""
         self.writer_summary: Optional[dict] = None
@@ -190,8 +193,7 @@ class NodeRuntime:
         self.scheduling["receiver"] = f"{request_fifo(self.receiver_priority)}, {request_cpu(self.receiver_cpu)}"
         log.info("LowState receiver: %s", self.scheduling["receiver"])
         c = self.controller
-        period = c.contract.control_period_s
-        deadline = None
+        schedule = PolicySchedule(c.contract.control_period_s)
         while not self.done.is_set():
             state = self.reader.wait(IDLE_CHECK_S)
             now = time.monotonic()
@@ -202,14 +204,17 @@ class NodeRuntime:
                 else:
                     c.on_state(state, now)
                     self.states_received += 1
-                    if self.stop_at is None and (deadline is None or now >= deadline):
+                    if schedule.arrival(now) and self.stop_at is None:
                         t0 = time.perf_counter()
                         new_targets = c.policy_step(now)
                         if new_targets:
                             self.policy_step_time.add(time.perf_counter() - t0)
+                            if self._last_step is not None:
+                                self.policy_period_error.add(abs(now - self._last_step - schedule.period_s))
+                            self._last_step = now
                             self.plan["targets_seq"] += 1
                             self.plan["targets_state_time"] = now
-                        deadline = advance(now if deadline is None else deadline, period, now)
+                        schedule.stepped(now)
                 self._publish()
                 if new_targets:
                     self.shared.wake_writer()
@@ -246,5 +251,6 @@ class NodeRuntime:
         return {"commands_written": w.get("commands_written", 0), "policy_steps": c.policy_steps,
                 "states_received": self.states_received, "final_phase": c.machine.phase.value,
                 "latency": w.get("latency"), "writer_lateness": w.get("writer_lateness"),
-                "policy_step": self.policy_step_time.summary(), "writer_fault": w.get("writer_fault"),
+                "policy_step": self.policy_step_time.summary(),
+                "policy_period_error": self.policy_period_error.summary(), "writer_fault": w.get("writer_fault"),
                 "scheduling": self.scheduling}

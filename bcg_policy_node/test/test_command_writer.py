@@ -15,7 +15,7 @@ from bcg.transport import TransportConfig, Writer
 from bcg.wire import crc_ok, decode_lowcmd, encode_lowcmd
 from bcg_policy_node.command_plan import new_plan
 from bcg_policy_node.command_writer import NON_FINITE_REASON, PARENT_GONE_REASON, WriterLoop, WriterSettings
-from bcg_policy_node.realtime import advance, wait_until
+from bcg_policy_node.realtime import PolicySchedule, advance, wait_until
 from bcg_policy_node.shared_plan import SharedPlan
 
 KD_DAMP = 4.0
@@ -141,6 +141,34 @@ def test_deadline_schedule_keeps_its_phase_and_resynchronises_after_a_stall():
     assert advance(1.000, 0.002, now=1.0005) == pytest.approx(1.002)     # on time
     assert advance(1.000, 0.002, now=1.0035) == pytest.approx(1.002)     # late, within a period: keep the phase
     assert advance(1.000, 0.002, now=1.0500) == 1.0500                   # stalled: restart from now
+
+
+def run_schedule(arrivals, period=0.02):
+    schedule = PolicySchedule(period)
+    steps = []
+    for now in arrivals:
+        if schedule.arrival(now):
+            steps.append(now)
+            schedule.stepped(now)
+    return np.array(steps)
+
+
+def test_policy_steps_on_the_lowstate_nearest_each_deadline_despite_jitter():
+    """500 Hz LowState jittering by +-50 us around the deadlines (which were set from an arrival):
+    every policy interval stays within the jitter of 20 ms, none slips by a LowState interval."""
+    rng = np.random.default_rng(0)
+    arrivals = np.arange(2000) * 0.002 + rng.uniform(-50e-6, 50e-6, 2000)
+    arrivals[0] = 0.0
+    intervals = np.diff(run_schedule(arrivals))
+    assert intervals.size == 199
+    np.testing.assert_allclose(intervals, 0.02, atol=1.1e-4)
+
+
+def test_policy_schedule_resynchronises_after_a_lowstate_dropout():
+    arrivals = np.concatenate([np.arange(50) * 0.002, 0.5 + np.arange(50) * 0.002])   # 400 ms without LowState
+    steps = run_schedule(arrivals)
+    assert steps[steps < 0.1].tolist() == pytest.approx([0.0, 0.02, 0.04, 0.06, 0.08])
+    assert steps[steps >= 0.5].tolist() == pytest.approx([0.5, 0.52, 0.54, 0.56, 0.58])   # first arrival, then 20 ms
 
 
 def test_wait_until_blocks_then_spins_and_reports_wake_ups():

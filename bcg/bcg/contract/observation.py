@@ -63,6 +63,15 @@ def _xp(x):
     return np
 
 
+def _stack_last(xp, parts):
+    """xp.stack(parts, -1). numpy builds it with one array() call: np.stack spends ~7 us on the
+    scalars of a single observation, which the node builds on its latency path."""
+    if xp is np:
+        stacked = np.array(parts)
+        return stacked.transpose(tuple(range(1, stacked.ndim)) + (0,))
+    return xp.stack(parts, -1)
+
+
 def quat_rotate_inverse(q, v):
     """Rotate world vectors v (..., 3) into the frame of quaternions q (..., 4) (w, x, y, z)."""
     xp = _xp(v)
@@ -76,23 +85,30 @@ def quat_rotate_inverse(q, v):
     return v - 2.0 * w * uv + 2.0 * uuv
 
 
-def quat_conj_mul(a, b):
-    """conj(a) * b for quaternions (..., 4) (w, x, y, z): b expressed in a's frame."""
-    xp = _xp(b)
-    aw, ax, ay, az = a[..., 0], a[..., 1], a[..., 2], a[..., 3]
-    bw, bx, by, bz = b[..., 0], b[..., 1], b[..., 2], b[..., 3]
-    return xp.stack([aw * bw + ax * bx + ay * by + az * bz,
-                     aw * bx - ax * bw - ay * bz + az * by,
-                     aw * by + ax * bz - ay * bw - az * bx,
-                     aw * bz - ax * by + ay * bx - az * bw], -1)
+def projected_gravity(q):
+    """The world's down vector (0, 0, -1) in the frame of quaternions q (..., 4) (w, x, y, z): minus
+    the last row of q's rotation matrix, (..., 3). q must be a unit quaternion."""
+    xp = _xp(q)
+    w, x, y, z = q[..., 0], q[..., 1], q[..., 2], q[..., 3]
+    return _stack_last(xp, [2 * (w * y - x * z), -2 * (y * z + w * x), 2 * (x * x + y * y) - 1])
+
+
+def rotation_matrix(q):
+    """Rotation matrices (..., 3, 3) of unit quaternions q (..., 4) (w, x, y, z)."""
+    xp = _xp(q)
+    w, x, y, z = q[..., 0], q[..., 1], q[..., 2], q[..., 3]
+    return _stack_last(xp, [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y),
+                            2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x),
+                            2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)]
+                       ).reshape(tuple(q.shape[:-1]) + (3, 3))
 
 
 def rot6d(q):
     """First two columns of the rotation matrix of q (..., 4), flattened to (..., 6)."""
     xp = _xp(q)
     w, x, y, z = q[..., 0], q[..., 1], q[..., 2], q[..., 3]
-    return xp.stack([1 - 2 * (y * y + z * z), 2 * (x * y + w * z), 2 * (x * z - w * y),
-                     2 * (x * y - w * z), 1 - 2 * (x * x + z * z), 2 * (y * z + w * x)], -1)
+    return _stack_last(xp, [1 - 2 * (y * y + z * z), 2 * (x * y + w * z), 2 * (x * z - w * y),
+                            2 * (x * y - w * z), 1 - 2 * (x * x + z * z), 2 * (y * z + w * x)])
 
 
 def _flatten_frames(x):
@@ -100,46 +116,62 @@ def _flatten_frames(x):
     return x.reshape(tuple(x.shape[:-2]) + (-1,))
 
 
-def _gravity(inp: ObservationInputs):
-    xp = _xp(inp.base_quat)
-    down = xp.zeros_like(inp.base_quat[..., 1:4])
-    down[..., 2] = -1.0
-    return quat_rotate_inverse(inp.base_quat, down)
+def _reference_columns(ref: ReferenceFrames, default_joint_pos):
+    """The first two columns of each reference root rotation, as rows: (..., F, 2, 3)."""
+    q = ref.root_quat
+    return rot6d(q).reshape(tuple(q.shape[:-1]) + (2, 3))
 
 
-def _ref_root_rot(inp: ObservationInputs):
-    return _flatten_frames(rot6d(quat_conj_mul(inp.base_quat[..., None, :], inp.reference.root_quat)))
+def _ref_root_rot(inp: ObservationInputs, columns):
+    """rot6d of the reference root rotation in the base frame, R_base^T R_ref, per frame: (..., F * 6).
+
+    Row k of `columns @ R_base` is (R_base^T c_k)^T, c_k the reference's column k."""
+    return _flatten_frames(_flatten_frames(columns @ rotation_matrix(inp.base_quat)[..., None, :, :]))
+
+
+def _prepared(inp: ObservationInputs, prepared):
+    return prepared
 
 
 @dataclass(frozen=True)
 class TermKind:
-    """How one named term is computed and how big it is."""
+    """How one named term is computed and how big it is.
+
+    A reference term splits into `prepare` (the part that depends on the reference samples and the
+    default pose alone, which the node computes ahead of the policy step) and `compute`, which
+    combines the robot's state with that part. Training runs both back to back, through `build`."""
 
     per_frame_size: Callable[[int], int]
     """Size as a function of the number of joints n (per reference frame for reference terms)."""
-    compute: Callable[[ObservationInputs], Any]
-    """The term's value (..., size), before scaling."""
-    reference: bool = False
-    """True when the term samples the reference motion (needs `frames`)."""
+    compute: Callable[[ObservationInputs, Any], Any]
+    """The term's value (..., size), before scaling, from the inputs and the term's prepared part
+    (None for robot-state terms)."""
+    prepare: Optional[Callable[[ReferenceFrames, Any], Any]] = None
+    """Reference terms only: (reference samples, default pose (n,)) -> the prepared part."""
     description: str = ""
+
+    @property
+    def reference(self) -> bool:
+        """True when the term samples the reference motion (needs `frames`)."""
+        return self.prepare is not None
 
 
 TERMS: Dict[str, TermKind] = {
-    "base_ang_vel": TermKind(lambda n: 3, lambda i: i.base_ang_vel,
+    "base_ang_vel": TermKind(lambda n: 3, lambda i, _: i.base_ang_vel,
                              description="pelvis angular velocity, base frame, rad/s"),
-    "projected_gravity": TermKind(lambda n: 3, _gravity,
+    "projected_gravity": TermKind(lambda n: 3, lambda i, _: projected_gravity(i.base_quat),
                                   description="unit gravity vector in the base frame (z = -1 upright)"),
-    "joint_pos": TermKind(lambda n: n, lambda i: i.joint_pos - i.default_joint_pos,
+    "joint_pos": TermKind(lambda n: n, lambda i, _: i.joint_pos - i.default_joint_pos,
                           description="joint positions minus the default pose, rad"),
-    "joint_vel": TermKind(lambda n: n, lambda i: i.joint_vel, description="joint velocities, rad/s"),
-    "last_action": TermKind(lambda n: n, lambda i: i.last_action, description="previous raw action"),
-    "ref_joint_pos": TermKind(lambda n: n, lambda i: _flatten_frames(i.reference.joint_pos - i.default_joint_pos),
-                              reference=True, description="reference joint positions minus default, rad"),
-    "ref_joint_vel": TermKind(lambda n: n, lambda i: _flatten_frames(i.reference.joint_vel),
-                              reference=True, description="reference joint velocities, rad/s"),
-    "ref_root_height": TermKind(lambda n: 1, lambda i: i.reference.root_pos[..., 2],
-                                reference=True, description="reference root height, m"),
-    "ref_root_rot": TermKind(lambda n: 6, _ref_root_rot, reference=True,
+    "joint_vel": TermKind(lambda n: n, lambda i, _: i.joint_vel, description="joint velocities, rad/s"),
+    "last_action": TermKind(lambda n: n, lambda i, _: i.last_action, description="previous raw action"),
+    "ref_joint_pos": TermKind(lambda n: n, _prepared, lambda r, d: _flatten_frames(r.joint_pos - d),
+                              description="reference joint positions minus default, rad"),
+    "ref_joint_vel": TermKind(lambda n: n, _prepared, lambda r, d: _flatten_frames(r.joint_vel),
+                              description="reference joint velocities, rad/s"),
+    "ref_root_height": TermKind(lambda n: 1, _prepared, lambda r, d: r.root_pos[..., 2],
+                                description="reference root height, m"),
+    "ref_root_rot": TermKind(lambda n: 6, _ref_root_rot, _reference_columns,
                              description="reference root orientation in the base frame, 6-D rotation"),
 }
 """Every term a spec may name. Add a term here and both training and the node get it."""
@@ -236,12 +268,27 @@ class ObservationSpec:
             if not np.isfinite(t.scale):
                 raise ObservationSpecError(f"{where}: scale {t.scale} is not finite")
 
-    def build(self, inputs: ObservationInputs):
-        """The observation (..., size) as float32 (numpy) or the inputs' dtype (torch)."""
-        if self.needs_reference and inputs.reference is None:
-            raise ObservationSpecError("observation needs reference-motion terms but no motion was given")
+    def prepare(self, reference: ReferenceFrames, default_joint_pos) -> Tuple[Any, ...]:
+        """The reference terms' prepared parts (None for robot-state terms), for `build(..., prepared)`.
+
+        They depend on the reference samples and the default pose (n,) alone, so the node computes
+        them before the LowState of its next policy step arrives."""
+        return tuple(TERMS[t.name].prepare(reference, default_joint_pos) if TERMS[t.name].reference else None
+                     for t in self.terms)
+
+    def build(self, inputs: ObservationInputs, prepared: Optional[Tuple[Any, ...]] = None):
+        """The observation (..., size) as float32 (numpy) or the inputs' dtype (torch).
+
+        `prepared`: `prepare(...)` of the reference the inputs would carry (then `inputs.reference`
+        is not read); None: prepared here from `inputs.reference`."""
+        if prepared is None and self.needs_reference:
+            if inputs.reference is None:
+                raise ObservationSpecError("observation needs reference-motion terms but no motion was given")
+            prepared = self.prepare(inputs.reference, inputs.default_joint_pos)
+        elif prepared is None:
+            prepared = (None,) * len(self.terms)
         xp = _xp(inputs.joint_pos)
-        parts = [TERMS[t.name].compute(inputs) * t.scale for t in self.terms]
+        parts = [TERMS[t.name].compute(inputs, p) * t.scale for t, p in zip(self.terms, prepared)]
         out = xp.concatenate(parts, -1)
         return out.astype(np.float32) if xp is np else out
 
