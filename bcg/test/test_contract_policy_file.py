@@ -28,10 +28,11 @@ def linear(n_in, n_out, bias=0.0):
 
 
 def test_round_trip_keeps_every_field(tmp_path):
-    c = contract_for()
+    c = contract_for(simulator={"substeps": 4, "limit_damping": 0.5})
     path = write_policy(tmp_path / "p.onnx", linear(c.observation.size, 3, 0.5), c)
     back = read_contract(path)
     assert back.joint_names == c.joint_names and back.motion == "dance" and back.contact_stiffness == 300.0
+    assert back.simulator == {"substeps": 4, "limit_damping": 0.5}
     np.testing.assert_array_equal(back.kp, c.kp)
     assert back.observation == c.observation
     policy = load_policy(path)
@@ -75,6 +76,8 @@ def test_file_without_contract_is_refused(tmp_path):
     ("observation", "[{\"name\": \"joint_pos\", \"size\": 4}]", "observation term 'joint_pos': size 4, expected 3"),
     ("observation", "[{\"name\": \"teleport\", \"size\": 1}]", "unknown term"),
     ("joint_names", "not json", "joint_names: not valid JSON"),
+    ("simulator", "[4, 10]", "simulator: expected an object of setting name -> finite number"),
+    ("simulator", "{\"substeps\": \"four\"}", "simulator: expected an object"),
 ])
 def test_inconsistent_metadata_names_the_key(tmp_path, key, value, message):
     c = contract_for()
@@ -91,6 +94,14 @@ def test_missing_key_is_named(tmp_path):
     del meta["action_scale"]
     with pytest.raises(PolicyFileError, match="action_scale: metadata key missing"):
         load_policy(_stamp(tmp_path, linear(c.observation.size, 3), meta))
+
+
+def test_files_without_the_optional_keys_still_load(tmp_path):
+    c = contract_for(simulator={"substeps": 4}, description="old")
+    meta = c.to_metadata()
+    del meta["simulator"], meta["description"]
+    back = load_policy(_stamp(tmp_path, linear(c.observation.size, 3), meta)).contract
+    assert back.simulator == {} and back.description == ""
 
 
 @pytest.mark.parametrize("n_in, n_out, message", [(20, 3, "graph input"), (15, 4, "graph output")])

@@ -7,6 +7,7 @@ import pytest
 
 from bcg.contract import load_policy, stand_policy_path
 from bcg.robot import RobotDescription, SDK_JOINT_NAMES
+from bcg_train.diffsim import SimConfig
 from bcg_train.evaluation import MujocoPlant, WarpPlant, run_policy
 from bcg_train.evaluation.cli import main
 from bcg_train.motion.kinematics import RobotKinematics
@@ -35,7 +36,7 @@ def test_stand_policy_stays_up_in_both_simulators(robot, standing_csv, tmp_path)
     policy = load_policy(stand_policy_path(robot, tmp_path))
     clip = load_clip(standing_csv, RobotKinematics(robot), ResampleConfig(rate_hz=50.0))
     results = {name: run_policy(plant, policy, clip, seed=0, duration_s=1.0)
-               for name, plant in (("mujoco", MujocoPlant(robot)), ("warp", WarpPlant(300.0)))}
+               for name, plant in (("mujoco", MujocoPlant(robot)), ("warp", WarpPlant(SimConfig(kappa=300.0))))}
     for name, r in results.items():
         assert not r.fell and r.duration_s == pytest.approx(1.0), name
         assert r.tracking_error_cm < 3.0, (name, r.tracking_error_cm)
@@ -76,7 +77,7 @@ def test_a_diverging_simulation_counts_as_a_fall(robot, standing_csv, tmp_path):
 
     policy = load_policy(stand_policy_path(robot, tmp_path))
     clip = load_clip(standing_csv, RobotKinematics(robot), ResampleConfig(rate_hz=50.0))
-    r = run_policy(Diverging(300.0), policy, clip, seed=0, duration_s=1.0)
+    r = run_policy(Diverging(SimConfig(kappa=300.0)), policy, clip, seed=0, duration_s=1.0)
     assert r.fell and r.fall_time_s == pytest.approx(0.06) and r.duration_s == pytest.approx(0.04)
 
 
@@ -89,3 +90,17 @@ def test_a_dds_run_without_a_verdict_is_not_read_as_one(tmp_path, monkeypatch):
     monkeypatch.setattr(cli.subprocess, "run", lambda *a, **k: subprocess.CompletedProcess(a, 2))
     result = cli.run_dds(tmp_path / "p.onnx", tmp_path / "m.csv", 2, 1.0, tmp_path)
     assert result["runs"] == 0 and result["failed_runs"] == 2 and result["stayed_up"] == 0
+
+
+def test_warp_plant_runs_the_simulator_settings_the_contract_records():
+    cfg = SimConfig.from_contract(100.0, {"substeps": 2, "contact_iterations": 6.0, "limit_damping": 0.3})
+    assert (cfg.kappa, cfg.substeps, cfg.contact_iterations, cfg.limit_damping) == (100.0, 2, 6, 0.3)
+    assert isinstance(cfg.contact_iterations, int)
+    assert WarpPlant(cfg).model.config.substeps == 2
+    assert SimConfig.from_contract(300.0, {}) == SimConfig(kappa=300.0)          # an older contract: defaults
+    with pytest.raises(ValueError, match="records setting 'timestep'"):
+        SimConfig.from_contract(300.0, {"timestep": 0.001})
+    with pytest.raises(ValueError, match="substeps = 2.5 must be a whole number"):
+        SimConfig.from_contract(300.0, {"substeps": 2.5})
+    with pytest.raises(ValueError, match="contact_iterations must be an integer >= 1"):
+        SimConfig.from_contract(300.0, {"contact_iterations": 0})

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from bcg.contract import PolicyContract
-from bcg_train.diffsim import BundleConfig
+from bcg_train.diffsim import BundleConfig, SimConfig
 from bcg_train.env_api import DiffEnv
 from bcg_train.imitation import EnvConfigError, G1ImitationEnv, ImitationEnvConfig, make_env
 from bcg_train.train_config import ConfigError, TrainConfig, apply_overrides
@@ -34,6 +34,9 @@ def test_is_a_diff_env_with_consistent_sizes(env):
     contract = env.policy_contract()
     assert isinstance(contract, PolicyContract) and contract.observation.size == env.obs_dim
     assert contract.contact_stiffness == env.cfg.kappa and contract.motion == "jump"
+    assert contract.simulator["substeps"] == env.cfg.substeps
+    assert SimConfig.from_contract(contract.contact_stiffness, contract.simulator) == \
+        dataclasses.replace(env.model.config, bundle=SimConfig().bundle)     # evaluation runs the same physics
     step = env.step(torch.zeros(N, env.act_dim))
     assert step.add_sim.shape == step.add_ref.shape == (N, env.add_dim)
 

@@ -9,7 +9,8 @@ position target is `default_joint_pos + action_scale * action`, tracked with `jo
 (kp) and `joint_damping` (kd).
 """
 import json
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, field
 from typing import Dict, Mapping, Tuple
 
 import numpy as np
@@ -20,8 +21,11 @@ CONTRACT_VERSION = 1
 """Version of the metadata layout written by this module (key `bcg_contract`)."""
 
 KEYS = ("bcg_contract", "joint_names", "joint_stiffness", "joint_damping", "default_joint_pos",
-        "action_scale", "observation", "control_period_s", "contact_stiffness", "motion", "description")
-"""Every metadata key of the contract; all are required except `description`."""
+        "action_scale", "observation", "control_period_s", "contact_stiffness", "motion", "description",
+        "simulator")
+"""Every metadata key of the contract."""
+OPTIONAL_KEYS = {"description": "", "simulator": {}}
+"""Keys a file may lack, with the value they then take."""
 
 
 class ContractError(ValueError):
@@ -66,6 +70,10 @@ class PolicyContract:
     """Name of the reference motion it was trained to track ('' for none)."""
     description: str = ""
     """Free text (origin, training run)."""
+    simulator: Mapping[str, float] = field(default_factory=dict)
+    """The training simulator's other settings by name (bcg_train.diffsim `SimConfig` fields such as
+    substeps and contact_iterations), so that evaluation runs the physics the policy was trained in;
+    empty: not recorded."""
 
     def __post_init__(self):
         n = len(self.joint_names)
@@ -86,6 +94,12 @@ class PolicyContract:
             raise ContractError(f"contact_stiffness: {self.contact_stiffness!r} is not a finite number >= 0")
         if not isinstance(self.motion, str):
             raise ContractError(f"motion: expected a string, got {self.motion!r}")
+        if not isinstance(self.simulator, Mapping) or not all(
+                isinstance(k, str) and isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+                for k, v in self.simulator.items()):
+            raise ContractError(f"simulator: expected an object of setting name -> finite number, got "
+                                f"{self.simulator!r}")
+        object.__setattr__(self, "simulator", dict(self.simulator))
         try:
             self.observation.validate(n)
         except ObservationSpecError as e:
@@ -113,6 +127,7 @@ class PolicyContract:
             "contact_stiffness": float(self.contact_stiffness),
             "motion": self.motion,
             "description": self.description,
+            "simulator": self.simulator,
         }
         return {k: json.dumps(v) for k, v in values.items()}
 
@@ -125,8 +140,8 @@ class PolicyContract:
         values = {}
         for key in KEYS:
             if key not in props:
-                if key == "description":
-                    values[key] = ""
+                if key in OPTIONAL_KEYS:
+                    values[key] = OPTIONAL_KEYS[key]
                     continue
                 raise ContractError(f"{key}: metadata key missing")
             try:
@@ -149,4 +164,4 @@ class PolicyContract:
                    default_joint_pos=values["default_joint_pos"], action_scale=values["action_scale"],
                    observation=obs, control_period_s=float(values["control_period_s"]),
                    contact_stiffness=float(values["contact_stiffness"]), motion=values["motion"],
-                   description=str(values["description"]))
+                   description=str(values["description"]), simulator=values["simulator"])

@@ -1,5 +1,6 @@
 """Typed configuration of the differentiable simulator."""
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
+from typing import Dict, Mapping
 
 
 def _check_positive(owner: str, obj, names) -> None:
@@ -82,3 +83,28 @@ class SimConfig:
         _check_count("SimConfig", self, ("contact_iterations", "substeps"))
         _check_non_negative("SimConfig", self, ("frictionloss_scale", "limit_stiffness", "limit_damping"))
         self.bundle.validate()
+
+    def contract_settings(self) -> Dict[str, float]:
+        """What a policy contract records of this simulator (`PolicyContract.simulator`): every
+        setting but kappa (the contract's `contact_stiffness`) and bundling (gradients only)."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("kappa", "bundle")}
+
+    @classmethod
+    def from_contract(cls, kappa: float, settings: Mapping[str, float]) -> "SimConfig":
+        """The simulator a policy was trained in: `kappa` and its contract's `simulator` settings
+        (defaults for what it does not record). ValueError names a setting this simulator lacks or
+        a count that is not a whole number."""
+        known = {f.name: f.type for f in fields(cls) if f.name not in ("kappa", "bundle")}
+        values = {}
+        for name, value in settings.items():
+            if name not in known:
+                raise ValueError(f"simulator: the policy records setting {name!r}, which this simulator does not "
+                                 f"have (known: {', '.join(known)})")
+            if known[name] in (int, "int"):
+                if value != int(value):
+                    raise ValueError(f"simulator: {name} = {value!r} must be a whole number")
+                value = int(value)
+            values[name] = value
+        cfg = cls(kappa=kappa, **values)
+        cfg.validate()
+        return cfg

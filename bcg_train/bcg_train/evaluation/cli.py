@@ -24,6 +24,7 @@ from bcg.contract import PolicyFileError, load_policy
 from bcg.atomic_file import write_text_atomic
 from bcg.contract.motion import MotionFileError
 from bcg.robot import RobotDescription
+from bcg_train.diffsim import SimConfig
 from bcg_train.motion.kinematics import RobotKinematics
 from bcg_train.motion.library import BUILTIN_MOTIONS, load_clip, write_builtin_motions
 from bcg_train.motion.resample import ResampleConfig
@@ -103,12 +104,12 @@ def main(argv: Optional[List[str]] = None) -> int:
         kinematics = RobotKinematics(robot)
         clip = load_clip(motion, kinematics, ResampleConfig(rate_hz=1.0 / contract.control_period_s),
                          builtin_duration_s=args.duration)
+        sim_config = SimConfig.from_contract(contract.contact_stiffness or SimConfig.kappa, contract.simulator)
     except (PolicyFileError, MotionFileError, ValueError) as e:
         print(f"bcg-eval: {e}", file=sys.stderr)
         return 2
-    kappa = contract.contact_stiffness or 300.0
     runs = {"mujoco": [], "warp": []}
-    plants = {"mujoco": MujocoPlant(robot), "warp": WarpPlant(kappa, args.model)}
+    plants = {"mujoco": MujocoPlant(robot), "warp": WarpPlant(sim_config, args.model)}
     for seed in range(args.seeds):
         for name, plant in plants.items():
             r = run_policy(plant, policy, clip, seed, args.duration, args.noise)
@@ -124,8 +125,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         if motion in BUILTIN_MOTIONS:
             motion_file = write_builtin_motions(args.out / "motions", kinematics, [motion], args.duration)[0]
         dds = run_dds(args.policy, motion_file, args.seeds, min(args.duration, clip.duration_s), args.out)
-    result = {"policy": str(args.policy), "motion": motion, "kappa": kappa, "summary": row, "dds": dds,
+    result = {"policy": str(args.policy), "motion": motion, "kappa": sim_config.kappa,
+              "simulator": sim_config.contract_settings(), "summary": row, "dds": dds,
               "runs": {k: [asdict(r) for r in v] for k, v in runs.items()}}
     write_text_atomic(args.out / "eval.json", json.dumps(result, indent=2))
-    print(table(Path(motion).stem, kappa, row, dds))
+    print(table(Path(motion).stem, sim_config.kappa, row, dds))
     return 0

@@ -69,13 +69,13 @@ class MujocoPlant:
 
 
 class WarpPlant:
-    """The training simulator at the contract's contact stiffness with SimConfig's default substeps and
-    contact iterations (the contract does not record them; the presets use the defaults).
+    """The training simulator as a policy was trained in (`SimConfig.from_contract`: its contract's
+    contact stiffness and simulator settings; defaults for what an older contract does not record).
     `contact_fraction`: a sphere counts as in contact when its normal impulse exceeds this share of
     its part of the robot's weight impulse (m g h / nc); the smoothed contact pushes at any height."""
 
-    def __init__(self, kappa: float, model_path=None, contact_fraction: float = 1e-3):
-        self.model = Model.from_mujoco(model_path, SimConfig(kappa=kappa), device="cpu")
+    def __init__(self, config: SimConfig, model_path=None, contact_fraction: float = 1e-3):
+        self.model = Model.from_mujoco(model_path, config, device="cpu")
         self.robot = self.model.robot
         self.sim = Simulator(self.model, 1)
         self.s0, self.s1 = self.sim.state(), self.sim.state()

@@ -138,7 +138,7 @@ class G1ImitationEnv:
             joint_names=robot.joint_names, kp=robot.kp * cfg.kp_scale, kd=robot.kd * cfg.kd_scale,
             default_joint_pos=robot.default_q, action_scale=np.full(robot.num_joints, cfg.action_scale),
             observation=self.spec, control_period_s=cfg.control_period_s,
-            contact_stiffness=cfg.kappa, motion=self.motion_name,
+            contact_stiffness=cfg.kappa, motion=self.motion_name, simulator=self.model.config.contract_settings(),
             description=f"SHAC imitation policy for {self.motion_name} (kappa {cfg.kappa:g}, bundling "
                         f"{'on' if cfg.bundle.enabled else 'off'})")
 
