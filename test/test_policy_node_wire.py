@@ -223,6 +223,25 @@ def test_sigint_publishes_damping_for_the_shutdown_time_then_exits(robot, tmp_pa
 
 
 @pytest.mark.timeout(60)
+def test_a_second_signal_during_the_stop_changes_nothing(robot, tmp_path):
+    """SIGINT then SIGTERM at once (an impatient Ctrl-C, a supervisor): one stop, damping, exit 0."""
+    client = StateClient(55, robot)
+    proc = start_node(tmp_path, 55)
+    try:
+        assert client.wait_for(is_pd, 20), "the node never reached ramp/hold"
+        time.sleep(0.5)
+        t_int = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        proc.send_signal(signal.SIGTERM)
+        out, _ = proc.communicate(timeout=10)
+    finally:
+        client.close()
+    assert proc.returncode == 0, out
+    assert out.count("-> damping: stop requested (SIGINT)") == 1 and "SIGTERM" not in out, out
+    assert all(is_damping(c, robot.damping_kd) for t, c in client.commands if t > t_int + 0.05)
+
+
+@pytest.mark.timeout(60)
 def test_a_killed_policy_process_leaves_damping_for_the_shutdown_time(robot, tmp_path):
     """SIGKILL (a crash: no handler runs) in POLICY: the orphaned writer process notices, publishes
     damping for shutdown_damping (0.3 s in PARAMS), then ends by itself."""
@@ -241,3 +260,33 @@ def test_a_killed_policy_process_leaves_damping_for_the_shutdown_time(robot, tmp
     assert after and all(is_damping(c, robot.damping_kd) for _, c in after)
     assert after[-1][0] - t_kill >= 0.25                      # damping went on after the crash
     assert after[-1][0] - t_kill < 1.2                        # and the writer ended by itself
+
+
+def writer_process(pid: int) -> int:
+    """The node's LowCmd writer: its child started by multiprocessing's spawn."""
+    for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split():
+        if b"spawn_main" in Path(f"/proc/{child}/cmdline").read_bytes():
+            return int(child)
+    raise AssertionError(f"no LowCmd writer process under {pid}")
+
+
+@pytest.mark.timeout(60)
+def test_a_killed_writer_process_is_replaced_by_damping_from_the_policy_process(robot, tmp_path):
+    """SIGKILL on the LowCmd writer in POLICY: the policy process damps in its place through its
+    standby writer for shutdown_damping (0.3 s in PARAMS), then exits 1 naming the failure."""
+    client = StateClient(56, robot)
+    proc = start_node(tmp_path, 56)
+    try:
+        assert client.wait_for(is_pd, 20), "the node never reached ramp/hold"
+        time.sleep(0.5)
+        t_kill = time.monotonic()
+        os.kill(writer_process(proc.pid), signal.SIGKILL)
+        out, _ = proc.communicate(timeout=20)
+        time.sleep(0.1)
+    finally:
+        client.close()
+    assert proc.returncode == 1, out
+    assert "LowCmd writer process ended with exit code -9" in out and "-> damping: LowCmd writer process died" in out
+    after = [(t, c) for t, c in client.commands if t > t_kill + 0.05]
+    assert after and all(is_damping(c, robot.damping_kd) for _, c in after)
+    assert after[-1][0] - t_kill >= 0.25                      # damped for the shutdown time

@@ -10,7 +10,8 @@ The writer enforces on its own, latching damping and reporting the reason to the
 - LowState staleness: `state_time` (written by the policy process at each LowState) older than
   `stale_after_s`, whatever the policy process is doing;
 - a non-finite value about to go on the wire (it is never sent);
-- the policy process gone (parent pid changed): damping for `shutdown_damping_s`, then exit.
+- the policy process gone (parent pid changed): damping for `shutdown_damping_s`, then exit;
+- a write the middleware refuses (it raises): damping from then on, writes go on.
 When the plan lock is not free within half a write period (the policy process was preempted, or
 died, holding it), the writer goes on with its last copy of the plan, whose `state_time` then
 ages until the staleness check damps: it never waits on the policy process.
@@ -36,6 +37,7 @@ from .timing_stats import TimingStats
 
 NON_FINITE_REASON = "non-finite joint target (never sent)"
 PARENT_GONE_REASON = "policy process exited"
+WRITE_FAILED_REASON = "LowCmd write failed"
 
 
 @dataclass(frozen=True)
@@ -115,7 +117,11 @@ class WriterLoop:
                 self._latch(NON_FINITE_REASON)
                 if not self.composer.compose(plan, now, damping=True):
                     continue
-            self.writer.write(self.composer.cmd)
+            try:
+                self.writer.write(self.composer.cmd)
+            except Exception as e:      # the middleware refused it: damp from now on, keep writing
+                self._latch(f"{WRITE_FAILED_REASON} ({type(e).__name__}: {e})")
+                continue
             self.commands_written += 1
             seq = int(plan["targets_seq"])
             if seq != last_seq:

@@ -17,7 +17,7 @@ import numpy as np
 
 from bcg.contract import ObservationInputs, Policy, ReferenceMotion
 
-from .joint_map import JointMap
+from .joint_map import UNSET_MODE_MACHINE, JointMap
 from .remote import pressed_keys
 from .safety import SafetyLimits, check_action, check_stale, check_state
 from .state_machine import Phase, StateMachine, Transition
@@ -71,9 +71,12 @@ class Controller:
 
     def on_state(self, state: np.void, now: float) -> None:
         """A LowState arrived at `now`. Raises JointMapError when the robot variant cannot run the policy."""
-        if self.mode_machine is None:
+        if self.mode_machine is None:          # set only once the variant is known to fit: nothing is sent before
+            self.joints = JointMap.build(self.contract, self.robot, int(state["mode_machine"]))
             self.mode_machine = int(state["mode_machine"])
-            self.joints = JointMap.build(self.contract, self.robot, self.mode_machine)
+            if self.mode_machine == UNSET_MODE_MACHINE:
+                log.warning("LowState mode_machine is 0 (a simulator that leaves it unset?): driving the robot "
+                            "model %s as it is", self.robot.model_path)
         self.state, self.state_time = state, now
         reason = check_state(state, self.joints.valid_index, self.limits)
         if reason is not None:

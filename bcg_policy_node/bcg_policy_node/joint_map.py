@@ -2,7 +2,8 @@
 
 The 23-DoF model lacks six joints (its `valid_slots` say which); a locked-waist 29-DoF robot
 (mode_machine 6) drives the 29-DoF model but its waist roll / pitch slots are invalid. A policy
-that needs a joint the robot cannot drive is refused.
+that needs a joint the robot cannot drive is refused, and so is a robot whose `mode_machine` is
+unknown or does not match the model.
 """
 from dataclasses import dataclass
 
@@ -12,6 +13,12 @@ from bcg.robot import NUM_MOTOR_SLOTS, SDK_JOINT_NAMES
 
 LOCKED_SLOTS = {6: (SDK_JOINT_NAMES.index("waist_roll_joint"), SDK_JOINT_NAMES.index("waist_pitch_joint"))}
 """mode_machine -> SDK slots that variant locks although the 29-DoF model has them."""
+VARIANT_JOINTS = {4: 23, 5: 29, 6: 29}
+"""mode_machine -> joints of the robot model that G1 variant needs (4: 23-DoF, 5: 29-DoF rev 1.0,
+6: 29-DoF with locked waist). Any other value is refused: the node never commands a robot it
+does not know. Except 0, which no robot reports: Unitree's Python simulator leaves it unset (the
+model then stands for the robot)."""
+UNSET_MODE_MACHINE = 0
 
 
 class JointMapError(ValueError):
@@ -39,6 +46,16 @@ class JointMap:
     @classmethod
     def build(cls, contract, robot, mode_machine=None) -> "JointMap":
         """Map `contract` (PolicyContract) onto `robot` (RobotDescription); `mode_machine` from LowState."""
+        if mode_machine is not None and int(mode_machine) != UNSET_MODE_MACHINE:
+            joints = VARIANT_JOINTS.get(int(mode_machine))
+            if joints is None:
+                known = ", ".join(f"{k} ({v}-DoF{', locked waist' if k in LOCKED_SLOTS else ''})"
+                                  for k, v in VARIANT_JOINTS.items())
+                raise JointMapError(f"mode_machine {mode_machine}: not a G1 variant this node knows ({known})")
+            if joints != robot.num_joints:
+                raise JointMapError(f"mode_machine {mode_machine}: the robot is a {joints}-DoF G1 but the robot model "
+                                    f"{robot.model_path} has {robot.num_joints} joints; start the node with the "
+                                    f"{joints}-DoF model (--model)")
         valid = np.array(robot.valid_slots, bool).copy()
         valid[list(LOCKED_SLOTS.get(int(mode_machine) if mode_machine is not None else -1, ()))] = False
         missing = [j for j in contract.joint_names if j not in robot.joint_names]

@@ -17,6 +17,16 @@ from .runtime import EventLog, NodeRuntime
 from .setup_node import WRITER_NODE_NAME, StartupError, build_controller, transport_config
 
 log = logging.getLogger("bcg_policy_node")
+SIGNAL_POLL_S = 0.02
+"""s between the main thread's checks for a stop signal (damping starts at most this late)."""
+
+
+def record_stop_signals(requests: list) -> None:
+    """SIGINT / SIGTERM append their name to `requests` and do nothing else. A handler runs in the
+    main thread between two of its bytecodes, possibly while it holds the runtime's lock (in
+    `stop()` or `join()`): taking that lock in the handler could deadlock, a second signal included."""
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda s, f: requests.append(signal.Signals(s).name))
 
 
 def run(config, open_transport=None) -> int:
@@ -36,8 +46,8 @@ def run(config, open_transport=None) -> int:
     with (open_transport or (lambda: make_transport(transport_config(config))))() as transport:
         runtime = NodeRuntime(controller, transport, writer, check_state_crc=config.check_state_crc,
                               receiver_priority=config.realtime_priority, receiver_cpu=config.receiver_cpu)
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(sig, lambda s, f: runtime.stop(f"stop requested ({signal.Signals(s).name})"))
+        requests = []
+        record_stop_signals(requests)
         gc.collect()
         gc.freeze()              # everything built so far: never scanned again by the collector
         try:
@@ -45,8 +55,9 @@ def run(config, open_transport=None) -> int:
             log.info("policy %s: %d joints, %.0f Hz policy, %.0f Hz writer (own process), domain %d",
                      controller.policy.path, controller.contract.num_joints, controller.contract.control_hz,
                      config.writer_hz, config.domain)
-            while not runtime.wait(0.2):
-                pass
+            while not runtime.wait(SIGNAL_POLL_S):
+                if requests:
+                    runtime.stop(f"stop requested ({requests[0]})")
         except RuntimeError as e:         # the writer process could not start
             runtime.error = runtime.error or e
             log.error("%s", e)

@@ -11,7 +11,9 @@
 - LowCmd writer process (`command_writer`): the 500 Hz deadline schedule, in its own process so
   that the policy step never delays it; fed through the shared command plan (`shared_plan`).
 - monitor thread (this process): turns the writer's reports into controller faults (logged, phase
-  DAMPING) and notices when the writer ends.
+  DAMPING) and notices when the writer ends. When it ends without its summary (it crashed, or was
+  killed), this process damps in its place for `shutdown_damping` through a LowCmd writer of its
+  own, opened at start so that the robot has already matched it.
 
 `stop()` (stop, SIGINT, SIGTERM) switches to damping; the writer keeps writing it for
 `shutdown_damping` s, then ends, and so does the node.
@@ -27,7 +29,7 @@ import time
 from pathlib import Path
 from typing import Optional
 
-from .command_plan import new_plan
+from .command_plan import LowCmdComposer, new_plan
 from .command_writer import WriterSettings, writer_main
 from .controller import Controller
 from .realtime import PolicySchedule, request_cpu, request_fifo
@@ -42,6 +44,7 @@ WRITER_START_TIMEOUT_S = 60.0
 """s the writer process may take to start (a Python interpreter, numpy, the transport)."""
 WRITER_EXIT_GRACE_S = 3.0
 """s the writer gets to end on its own after its stop time before it is killed."""
+WRITER_DIED_REASON = "LowCmd writer process died"
 
 
 class EventLog:
@@ -78,6 +81,8 @@ class NodeRuntime:
                  receiver_priority: int = 0, receiver_cpu: int = -1):
         self.controller = controller
         self.reader = transport.lowstate_reader(check_crc=check_state_crc)
+        self.standby_writer = transport.lowcmd_writer()
+        """Writes nothing unless the writer process dies: then damping, for `shutdown_damping_s`."""
         self.writer_settings = dataclasses.replace(writer, parent_pid=os.getpid())
         self.receiver_priority, self.receiver_cpu = receiver_priority, receiver_cpu
         self.lock = threading.Lock()
@@ -243,7 +248,31 @@ class NodeRuntime:
             self._fail(RuntimeError(f"LowCmd writer process ended with exit code {self._process.exitcode}: "
                                     f"{self._writer_error or 'no summary'}"))
             log.error("%s", self.error)
+            self._damp_in_place_of_the_writer()
         self.done.set()
+
+    def _damp_in_place_of_the_writer(self) -> None:
+        """The writer process is gone: publish damping from this process at the writer's rate for
+        `shutdown_damping_s` (nothing when nothing was ever sent)."""
+        with self.lock:
+            c = self.controller
+            c.fault(time.monotonic(), WRITER_DIED_REASON)
+            c.write_plan(self.plan)
+            plan = self.plan.copy()
+        if not plan["active"]:
+            return
+        composer, period = LowCmdComposer(), 1.0 / self.writer_settings.writer_hz
+        deadline = time.monotonic()
+        end = deadline + self.writer_settings.shutdown_damping_s
+        log.warning("damping from the policy process for %g s", self.writer_settings.shutdown_damping_s)
+        while deadline <= end:
+            composer.compose(plan, deadline, damping=True)
+            try:
+                self.standby_writer.write(composer.cmd)
+            except Exception as e:      # keep trying: damping is all that is left
+                log.error("damping LowCmd not sent: %s: %s", type(e).__name__, e)
+            deadline += period
+            time.sleep(max(0.0, deadline - time.monotonic()))
 
     def summary(self) -> dict:
         w = self.writer_summary or {}

@@ -14,7 +14,8 @@ import pytest
 from bcg.transport import TransportConfig, Writer
 from bcg.wire import crc_ok, decode_lowcmd, encode_lowcmd
 from bcg_policy_node.command_plan import new_plan
-from bcg_policy_node.command_writer import NON_FINITE_REASON, PARENT_GONE_REASON, WriterLoop, WriterSettings
+from bcg_policy_node.command_writer import (NON_FINITE_REASON, PARENT_GONE_REASON, WRITE_FAILED_REASON, WriterLoop,
+                                            WriterSettings)
 from bcg_policy_node.realtime import PolicySchedule, advance, wait_until
 from bcg_policy_node.shared_plan import SharedPlan
 
@@ -42,13 +43,23 @@ def hold_plan(now):
     return plan
 
 
+class RefusesThirdWrite(Recording):
+    """The middleware raises on the third write (e.g. a DDS return code < 0)."""
+
+    def write(self, rec):
+        self.calls = getattr(self, "calls", 0) + 1
+        if self.calls == 3:
+            raise OSError("DDS_RETCODE_ERROR")
+        super().write(rec)
+
+
 class RunningWriter:
     """A WriterLoop in a thread on a shared plan; `faults` are what it reported."""
 
-    def __init__(self, plan, parent_pid=None, shutdown_damping_s=0.05, report=None):
+    def __init__(self, plan, parent_pid=None, shutdown_damping_s=0.05, report=None, writer=None):
         self.shared = SharedPlan.create(multiprocessing.get_context("spawn"))
         self.shared.publish(plan)
-        self.writer, self.faults, self.summary = Recording(), [], None
+        self.writer, self.faults, self.summary = writer or Recording(), [], None
         settings = WriterSettings(TransportConfig(), writer_hz=500.0, spin_s=0.0,
                                   shutdown_damping_s=shutdown_damping_s,
                                   parent_pid=os.getppid() if parent_pid is None else parent_pid)
@@ -114,6 +125,17 @@ def test_non_finite_targets_are_never_sent():
     assert w.wait_for(is_damping)
     w.stop(plan)
     assert w.faults == [NON_FINITE_REASON] and all(is_damping(c) for c in w.writer.commands)
+
+
+def test_a_refused_write_latches_damping_and_writing_goes_on():
+    plan = hold_plan(time.monotonic() + 3600)
+    w = RunningWriter(plan, writer=RefusesThirdWrite())
+    assert w.wait_for(is_damping)
+    time.sleep(0.02)
+    w.stop(plan)
+    assert w.faults == [f"{WRITE_FAILED_REASON} (OSError: DDS_RETCODE_ERROR)"]
+    assert not is_damping(w.writer.commands[0]) and all(is_damping(c) for c in w.writer.commands[2:])
+    assert len(w.writer.commands) >= 5
 
 
 @pytest.mark.timeout(30)

@@ -130,6 +130,33 @@ def test_23dof_and_locked_waist_mask_their_slots(robot):
         JointMap.build(stand_contract(robot), robot, mode_machine=6)
 
 
+@pytest.mark.parametrize("mode_machine, message", [
+    (4, "mode_machine 4: the robot is a 23-DoF G1 but the robot model .* has 29 joints"),
+    (99, r"mode_machine 99: not a G1 variant this node knows \(4 \(23-DoF\), 5 \(29-DoF\), 6 \(29-DoF, locked"),
+])
+def test_a_robot_variant_that_does_not_fit_the_model_is_refused_before_anything_is_sent(robot, stand, mode_machine,
+                                                                                         message):
+    c = make_controller(robot, stand, autostart=True)
+    s = standing_state(robot)
+    s["mode_machine"] = mode_machine
+    with pytest.raises(JointMapError, match=message):
+        c.on_state(s, 0.0)
+    plan = new_plan()
+    c.write_plan(plan)
+    assert c.mode_machine is None and not plan["active"]            # the writer sends nothing
+
+
+def test_a_simulator_that_leaves_mode_machine_unset_drives_the_model(robot, stand):
+    c = make_controller(robot, stand, autostart=True)
+    s = standing_state(robot)
+    s["mode_machine"] = 0                                              # Unitree's Python simulator
+    c.on_state(s, 0.0)
+    c.tick(0.01)
+    plan = new_plan()
+    c.write_plan(plan)
+    assert plan["active"] and plan["mode_machine"] == 0 and plan["mode"][:29].all()
+
+
 # -- controller: what goes on the wire -------------------------------------------------------
 def make_controller(robot, policy, **machine):
     return Controller(policy, robot, SafetyLimits(), StateMachine(**machine), damping_kd=3.0)

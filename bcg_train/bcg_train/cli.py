@@ -2,10 +2,12 @@
 
     bcg-train --preset cpu-smoke [--algo shac|ppo] [--motion FILE|run|jump|fight|dance] [--kappa K]
               [--no-bundle] [--device cpu|cuda:0] [--run-dir DIR] [--set shac.iterations=50 ...]
-    bcg-train --resume RUN_DIR_OR_CHECKPOINT [--device cuda:0]
+    bcg-train --resume RUN_DIR_OR_CHECKPOINT [--device cuda:0] [--iterations N]
 
 A run folder gets metrics.csv, tensorboard/, checkpoints/, curves/ and config.yaml. A resumed run
-continues with the checkpoint's own settings (preset, motion, kappa, bundling) in its own folder.
+continues with the checkpoint's own settings (preset, motion, kappa, bundling) in its own folder;
+`--iterations N` extends it to N iterations in all (the learning rates, which decay linearly over
+the run, then decay over the new total: they rise at the resume).
 The environment comes from `bcg_train.imitation.make_env(preset, motion, kappa, bundle, device)`,
 which builds `preset.num_envs(bundle)` environments seeded from `preset.runner.seed`.
 """
@@ -79,7 +81,16 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--run-dir", type=Path, help="run folder (default: <runner.log_dir>/<time>_<algo>_<motion>_k<K>_<bcg|nobundle>)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a preset value (repeatable)")
     p.add_argument("--resume", type=Path, help="continue a run: its folder or a checkpoint file")
+    p.add_argument("--iterations", type=int, help="with --resume: extend the run to this many iterations in all")
     return p
+
+
+def extend(cfg: TrainConfig, iterations: int, done: int) -> None:
+    """Set the run's algorithm to `iterations` in all; ConfigError unless that is more than `done`."""
+    if iterations <= done:
+        raise ConfigError(f"--iterations: {iterations} is not more than the {done} the checkpoint has done")
+    getattr(cfg, cfg.algorithm).iterations = iterations
+    cfg.validate()
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -87,16 +98,22 @@ def main(argv: Optional[List[str]] = None) -> int:
     try:
         if args.resume is not None:
             if args.preset or args.algo or args.set or args.kappa is not None or args.no_bundle or args.run_dir:
-                raise ConfigError("--resume: continues with the checkpoint's own settings; give only --device")
+                raise ConfigError("--resume: continues with the checkpoint's own settings; give only --device "
+                                  "and --iterations")
             path = find_checkpoint(args.resume)
             state = load_checkpoint(path)
             cfg, run_info = config_from_dict(state["config"]), dict(state["run_info"])
+            if args.iterations is not None:
+                extend(cfg, args.iterations, int(state["iteration"]))
             run_info["device"] = args.device or run_info["device"]
             runner = build_runner(cfg, run_info, path.parent.parent)
             runner.resume(path)
         else:
             if not args.preset:
                 raise ConfigError("--preset: required (or --resume)")
+            if args.iterations is not None:
+                raise ConfigError(f"--iterations: extends a resumed run; for a new one use "
+                                  f"--set <algorithm>.iterations={args.iterations}")
             cfg = apply_overrides(load_preset(args.preset), parse_assignments(args.set))
             if args.algo:
                 cfg.algorithm = args.algo

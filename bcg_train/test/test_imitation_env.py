@@ -143,6 +143,13 @@ def test_state_round_trip_continues_bit_exactly_with_open_bundling_windows():
     resumed = [resumed_env.step(a).obs.detach() for a in actions[4:]]
     for x, y in zip(continued, resumed):
         assert torch.equal(x, y)
+    # a checkpoint from before deferred cancellations and clamp counts (none pending here) still resumes
+    assert len(saved["bundler"]["cancelled"]) == 0
+    older = {k: v for k, v in saved["bundler"].items() if k != "cancelled"}
+    older["stats"] = {k: v for k, v in older["stats"].items() if k != "clamped_perturbations"}
+    older_env = make(bundle=True, termination_body_error=100.0)
+    older_env.load_state_dict({**saved, "bundler": older})
+    assert torch.equal(older_env.step(actions[4]).obs.detach(), continued[0])
 
 
 def test_make_env_follows_the_preset():

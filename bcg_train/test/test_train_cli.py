@@ -35,7 +35,15 @@ def test_train_then_resume_from_the_command_line(toy_factory, tmp_path, capsys):
     assert (run / "checkpoints" / "iter_000002.pt").is_file()
     assert len((run / "metrics.csv").read_text().strip().splitlines()) == 1 + 2
 
+    assert cli.main(["--resume", str(run), "--iterations", "2"]) == cli.EXIT_USAGE   # nothing to extend
+    assert "not more than the 2" in capsys.readouterr().err
+    assert cli.main(["--resume", str(run), "--iterations", "3"]) == 0                # a longer run
+    assert (run / "checkpoints" / "iter_000003.pt").is_file()
+    assert len((run / "metrics.csv").read_text().strip().splitlines()) == 1 + 3
+
 
 def test_resume_refuses_new_settings(tmp_path, capsys):
     assert cli.main(["--resume", str(tmp_path), "--kappa", "50"]) == cli.EXIT_USAGE
     assert "checkpoint's own settings" in capsys.readouterr().err
+    assert cli.main(["--preset", "cpu-smoke", "--iterations", "5"]) == cli.EXIT_USAGE
+    assert "--set <algorithm>.iterations=5" in capsys.readouterr().err

@@ -94,13 +94,15 @@ class Bundler:
                 "branch": {} if bi is None else {k: v.numpy() for k, v in zip(_FIELDS, _fields(bi))}}
 
     def load_state_dict(self, state: dict) -> None:
-        """Restore `state_dict()` (same model and number of environments)."""
+        """Restore `state_dict()` (same model and number of environments). States saved before
+        cancellations were deferred, or before perturbation clamps were counted, have neither: none
+        pending, none counted."""
         self.slot_env = [int(e) for e in np.asarray(state["slot_env"])]
         self.left = np.asarray(state["left"], dtype=int).copy()
         self.flags = np.asarray(state["flags"], dtype=np.int32).reshape(-1, 2).copy()
         self._events = int(state["events"])
         self.stats = BundleStats(**state["stats"])
-        self.cancelled = [int(e) for e in np.asarray(state["cancelled"])]
+        self.cancelled = [int(e) for e in np.asarray(state.get("cancelled", ()), dtype=np.int64)]
         self.branch_in = None
         if state["branch"]:
             self.branch_in = self._state(len(self.slot_env) * self.cfg.branches)
