@@ -5,7 +5,7 @@ A parameter YAML holds `<node_name>:` (or `/<node_name>:`, or `/**:` for every n
 """
 from dataclasses import fields
 from pathlib import Path
-from typing import Any, Dict, Mapping, Union
+from typing import Any, Dict, List, Mapping, Sequence, Union
 
 import yaml
 
@@ -52,3 +52,17 @@ def coerce_parameters(values: Mapping[str, Any], config_cls, node_name: str) -> 
                                  f"got {type(value).__name__}")
         out[key] = value
     return out
+
+
+def without_ros_arguments(argv: Sequence[str]) -> List[str]:
+    """`argv` without its ROS 2 sections: each runs from `--ros-args` to a lone `--` or the end (what
+    rclpy's `remove_ros_args` does, without rclpy). The rest is the program's own flags."""
+    own, in_ros = [], False
+    for arg in argv:
+        if arg == "--ros-args":
+            in_ros = True
+        elif in_ros and arg == "--":
+            in_ros = False
+        elif not in_ros:
+            own.append(arg)
+    return own

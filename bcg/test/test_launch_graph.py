@@ -65,6 +65,24 @@ def test_a_dying_service_stops_the_rest_with_nonzero_exit():
     assert any("svc exited with 4" in line for line in log)
 
 
+@pytest.mark.parametrize("code", [0, 3])
+def test_a_graph_without_a_main_process_ends_as_its_service_does(code):
+    """g1_run: the policy node alone; as under ros2 launch (`Lifecycle`), its exit code is the launch's."""
+    rc, _, log = supervise([sh("node", f"sleep 0.1; exit {code}")])
+    assert rc == code and "node exited with %d" % code in log
+
+
+def test_a_service_that_ignores_sigint_is_terminated_and_fails_the_launch(monkeypatch):
+    from bcg.launch_graph import supervisor
+    monkeypatch.setattr(supervisor, "STOP_GRACE_S", 0.3)
+    stubborn = sh("svc", "trap '' INT; while true; do sleep 0.05; done")
+    start = time.monotonic()
+    rc, _, log = supervise([sh("main", "sleep 0.2", "main"), stubborn, sh("final", "echo never", "final")])
+    assert rc == 1 and time.monotonic() - start < 10
+    assert f"svc exited with {-signal.SIGTERM}" in log
+    assert any("while being stopped" in line for line in log)
+
+
 def test_sigint_stops_everything():
     sup = Supervisor([sh("a", "sleep 30", "main"), sh("b", "sleep 30")], out=io.StringIO(), log=lambda m: None)
     threading.Timer(0.3, lambda: sup._interrupt(signal.SIGINT, None)).start()

@@ -15,6 +15,7 @@ import logging
 import sys
 from typing import List, Optional
 
+from bcg.ros_params import without_ros_arguments
 from bcg.transport import resolve_kind
 
 from .config import ConfigError, load_config
@@ -25,7 +26,9 @@ EXIT_REFUSED = 2
 log = logging.getLogger("bcg_policy_node")
 
 
-def parse_args(argv: Optional[List[str]]):
+def parse_args(argv: List[str]):
+    """The node's own flags; a ROS 2 section (`--ros-args ...`, as launch_ros adds) is left to rclpy and
+    anything else unknown is an error (exit 2), on both paths: a mistyped flag never goes unnoticed."""
     p = argparse.ArgumentParser(prog="bcg-policy-node", description=__doc__.split("\n")[0])
     p.add_argument("--policy", help="ONNX policy file (default: the built-in zero-action stand policy)")
     p.add_argument("--motion", help="reference motion (.csv / .npz)")
@@ -37,8 +40,7 @@ def parse_args(argv: Optional[List[str]]):
     p.add_argument("--model", help="G1 MuJoCo XML (default $BCG_G1_MODEL)")
     p.add_argument("--transport", choices=("auto", "ros2", "dds"))
     p.add_argument("--events", help="JSON-lines file of phase transitions and safety events")
-    args, unknown = p.parse_known_args(argv)
-    return args, unknown
+    return p.parse_args(without_ros_arguments(argv))
 
 
 def overrides(args) -> dict:
@@ -47,7 +49,8 @@ def overrides(args) -> dict:
 
 def main(argv: Optional[List[str]] = None) -> int:
     logging.basicConfig(level=logging.INFO, format="[policy_node] %(levelname)s %(message)s")
-    args, unknown = parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = parse_args(argv)
     try:
         config = load_config(args.params, overrides(args))
     except ConfigError as e:
@@ -55,10 +58,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         return EXIT_REFUSED
     if resolve_kind(config.transport) == "ros2":
         from .ros_node import ros_main
-        return ros_main(config, sys.argv[1:] if argv is None else argv)
-    if unknown:
-        log.error("unknown arguments: %s", " ".join(unknown))
-        return EXIT_REFUSED
+        return ros_main(config, argv)
+    if without_ros_arguments(argv) != argv:
+        log.warning("ROS 2 arguments ignored (direct DDS, no ROS 2): %s", " ".join(argv))
     from .run_node import run     # the heavy imports (onnxruntime, mujoco) only once the arguments are good
     return run(config)
 

@@ -4,9 +4,11 @@ Only this module imports rclpy. Parameters are declared from `PolicyNodeConfig` 
 files' `parameters=[config/policy_node.yaml]` apply), command-line flags override them, and LowState
 comes through `bcg.transport.ros2` on this node (`/lowstate`, unitree_hg types); LowCmd goes out from
 the writer process, on a node of its own (`WRITER_NODE_NAME`). The ROS 2 context is opened on the
-`domain` of the command line (or of its --params file), not ROS_DOMAIN_ID: a `domain` ROS parameter
-that disagrees is refused rather than silently ignored (a simulation must never reach the robot's
-domain).
+`domain` of the command line (or of its --params file), not ROS_DOMAIN_ID, and Cyclone on its
+`interface`: a `domain` or `interface` ROS parameter that disagrees is refused rather than silently
+ignored (a simulation must never reach the robot's domain). Parameters are declared with dynamic
+typing, so that YAML's `2` for a float parameter is checked and converted by `coerce`, as the
+direct-DDS entry point does, instead of failing inside rclpy.
 """
 import dataclasses
 import threading
@@ -20,6 +22,7 @@ from .setup_node import transport_config
 
 def ros_main(cli_config: PolicyNodeConfig, argv) -> int:
     import rclpy
+    from rcl_interfaces.msg import ParameterDescriptor
     from rclpy.executors import SingleThreadedExecutor
     from rclpy.signals import SignalHandlerOptions
 
@@ -34,14 +37,17 @@ def ros_main(cli_config: PolicyNodeConfig, argv) -> int:
         defaults = PolicyNodeConfig()
         values = {}
         for f in dataclasses.fields(PolicyNodeConfig):
-            declared = node.declare_parameter(f.name, getattr(defaults, f.name)).value
+            declared = node.declare_parameter(f.name, getattr(defaults, f.name),
+                                              ParameterDescriptor(dynamic_typing=True)).value
             cli = getattr(cli_config, f.name)
             values[f.name] = cli if cli != getattr(defaults, f.name) else declared
         try:
             config = PolicyNodeConfig(**coerce(values))
-            if config.domain != cli_config.domain:
-                raise ConfigError(f"{NODE_NAME} parameter `domain` = {config.domain} differs from the domain "
-                                  f"{cli_config.domain} the node was started on (command line / --params); give it there")
+            for key in ("domain", "interface"):
+                if getattr(config, key) != getattr(cli_config, key):
+                    raise ConfigError(f"{NODE_NAME} parameter `{key}` = {getattr(config, key)!r} differs from the "
+                                      f"{key} {getattr(cli_config, key)!r} the node was started on (command line / "
+                                      "--params); give it there")
         except ConfigError as e:
             log.error("refusing to start: %s", e)
             return EXIT_REFUSED

@@ -267,3 +267,16 @@ def test_reference_motion_advances_one_control_period_per_policy_step(robot, tmp
 def test_timing_parameters_are_checked_by_name(key, value, message):
     with pytest.raises(ConfigError, match=f"`{key}` = {value}: .*{message}"):
         PolicyNodeConfig(**{key: value})
+
+
+def test_command_line_leaves_ros_sections_to_rclpy_and_refuses_anything_unknown(capsys):
+    from bcg.ros_params import without_ros_arguments
+    from bcg_policy_node.main import main, parse_args
+    launched = ["--policy", "a.onnx", "--domain", "0", "--ros-args", "-r", "__node:=policy_node",
+                "--params-file", "/tmp/launch_params", "--", "--autostart"]   # as launch_ros appends it
+    assert without_ros_arguments(launched) == ["--policy", "a.onnx", "--domain", "0", "--autostart"]
+    args = parse_args(launched)
+    assert (args.policy, args.domain, args.autostart) == ("a.onnx", 0, True)
+    with pytest.raises(SystemExit) as e:
+        main(["--polcy", "a.onnx"])                                         # a typo is never ignored
+    assert e.value.code == 2 and "unrecognized arguments: --polcy" in capsys.readouterr().err

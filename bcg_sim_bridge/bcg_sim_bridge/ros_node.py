@@ -14,6 +14,7 @@ import threading
 from typing import Any, Dict, List, Optional
 
 import rclpy
+from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.utilities import remove_ros_args
@@ -32,7 +33,8 @@ class SimBridgeNode(Node):
     def __init__(self, flags: Dict[str, Any], domain: int):
         super().__init__(NODE_NAME)
         for f in dataclasses.fields(BridgeConfig):
-            self.declare_parameter(f.name, NODE_DEFAULTS.get(f.name, f.default))
+            self.declare_parameter(f.name, NODE_DEFAULTS.get(f.name, f.default),
+                                   ParameterDescriptor(dynamic_typing=True))   # types: checked by load_config
         values = {f.name: self.get_parameter(f.name).value for f in dataclasses.fields(BridgeConfig)}
         self.config = load_config(overrides={**values, **flags})
         if self.config.domain != domain:

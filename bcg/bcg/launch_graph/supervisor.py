@@ -1,10 +1,11 @@
 """Runs a `LaunchGraph` as supervised child processes (the `bcg launch` way, no ROS 2 needed).
 
-Lifecycle (see `graph.py` for the roles): services and the main process start together; a service
-or main process failing stops the others and the launch exits non-zero; the main process ending
-cleanly stops the services (SIGINT, so the policy node sends its damping) and then runs the final
-processes, whose exit code is the launch's. SIGINT / SIGTERM to the supervisor stops everything.
-Each child's output is copied line by line, prefixed with its name.
+Services and the main process start together; at each exit `lifecycle.Lifecycle` decides what
+happens (the rules, shared with the launch_ros files, are in its docstring): stop the services
+(SIGINT, so the policy node sends its damping), start the final processes, or end the launch,
+failed (the exit code of the process that failed, 1 if it was killed) or not (0). SIGINT /
+SIGTERM to the supervisor stops everything (exit 130). Each child's output is copied line by
+line, prefixed with its name.
 """
 import os
 import shutil
@@ -13,9 +14,10 @@ import subprocess
 import sys
 import threading
 import time
-from typing import List, Optional
+from typing import Dict, List, Optional
 
 from .graph import ProcessSpec
+from .lifecycle import Lifecycle
 
 STOP_GRACE_S = 5.0
 """Seconds a child gets after SIGINT before SIGTERM, and again before SIGKILL."""
@@ -64,6 +66,10 @@ def stop_all(children: List[Child], grace_s: float = STOP_GRACE_S) -> None:
 
 
 class Supervisor:
+    """Runs the graph's processes and applies `Lifecycle`'s decision at each exit, as the launch_ros
+    files do: the same rules, so `bcg launch` and `ros2 launch` end the same way with the same code.
+    A process asked to stop (SIGINT) gets `STOP_GRACE_S` before SIGTERM, and again before SIGKILL."""
+
     def __init__(self, processes: List[ProcessSpec], out=None, log=None, poll_s: float = 0.05):
         self.processes, self.out = processes, out or sys.stdout
         self.log = log or (lambda msg: print(f"[bcg launch] {msg}", file=sys.stderr, flush=True))
@@ -82,51 +88,48 @@ class Supervisor:
             for s, h in old.items():
                 signal.signal(s, h)
 
-    def _start(self, specs) -> List[Child]:
-        children = []
+    def _start(self, specs) -> Dict[str, Child]:
+        children = {}
         for spec in specs:
             self.log(f"starting {spec.name}: {spec.console} {' '.join(spec.arguments)}")
-            children.append(Child(spec, self.out))
+            children[spec.name] = Child(spec, self.out)
         return children
 
     def _run(self) -> int:
-        first = [p for p in self.processes if p.role != "final"]
-        finals = [p for p in self.processes if p.role == "final"]
-        children = self._start(first)
-        code = self._watch(children)
-        if code is not None:
-            return code
-        for spec in finals:
-            (child,) = self._start([spec])
-            code = self._watch([child], final=True)
-            if code:
-                return code
-        return 0
-
-    def _watch(self, children: List[Child], final: bool = False) -> Optional[int]:
-        """Wait for the end of this stage: None when the main process ended cleanly, else an exit code."""
+        life = Lifecycle(self.processes)
+        specs = {p.name: p for p in self.processes}
+        children = self._start([p for p in self.processes if p.role != "final"])
+        escalations: Dict[str, list] = {}
+        """name -> [time of the next signal, the signals left] for the processes asked to stop."""
         while True:
+            running = [c for c in children.values() if c.poll() is None]
             if self.interrupted:
-                self.log(f"{self.interrupted}: stopping {', '.join(c.spec.name for c in children)}")
-                stop_all(children)
+                self.log(f"{self.interrupted}: stopping {', '.join(c.spec.name for c in running) or 'nothing'}")
+                stop_all(running)
                 return EXIT_INTERRUPTED
-            for c in children:
-                rc = c.poll()
+            for name, child in list(children.items()):
+                rc = child.poll()
                 if rc is None:
                     continue
-                if final:
-                    c.pump.join(timeout=1.0)
-                    self.log(f"{c.spec.name} exited with {rc}")
-                    return rc
-                if c.spec.role == "main" and rc == 0:
-                    self.log(f"{c.spec.name} finished; stopping the others")
-                    stop_all([o for o in children if o is not c])
-                    failed = {o.spec.name: o.poll() for o in children if o is not c and o.poll() not in (0, -2)}
-                    if failed:
-                        self.log(f"exited non-zero while stopping: {failed}")
-                        return 1
-                    return None
-                self.log(f"{c.spec.name} exited with {rc} (role {c.spec.role}); stopping the others")
-                stop_all([o for o in children if o is not c])
-                return rc if rc > 0 else 1
+                del children[name]
+                escalations.pop(name, None)
+                child.pump.join(timeout=1.0)
+                self.log(f"{name} exited with {rc}")
+                decision = life.exited(name, rc)
+                if decision.failure or decision.shutdown:
+                    rest = list(children.values())
+                    self.log(("launch failed: " if decision.failure else "launch done: ") +
+                             (decision.failure or decision.shutdown) +
+                             (f"; stopping {', '.join(children)}" if rest else ""))
+                    stop_all(rest)
+                    return (rc if rc > 0 else 1) if decision.failure else 0
+                for other in decision.signal:
+                    children[other].signal(signal.SIGINT)
+                    escalations[other] = [time.monotonic() + STOP_GRACE_S, [signal.SIGTERM, signal.SIGKILL]]
+                children.update(self._start([specs[n] for n in decision.start]))
+            now = time.monotonic()
+            for name, (due, left) in escalations.items():
+                if now >= due and left:
+                    children[name].signal(left.pop(0))
+                    escalations[name][0] = now + STOP_GRACE_S
             time.sleep(self.poll_s)

@@ -89,8 +89,10 @@ class Ros2Transport(Transport):
         if node is None:
             apply_cyclone_config(config)
             self._context = Context()
-            rclpy.init(context=self._context, domain_id=int(config.domain_id),
-                       signal_handler_options=SignalHandlerOptions.NO)   # signals belong to the caller
+            # args=[]: the process's command line belongs to its main node (a launch file's
+            # `-r __node:=...` would otherwise give this node the same name); signals to the caller
+            rclpy.init(args=[], context=self._context, domain_id=int(config.domain_id),
+                       signal_handler_options=SignalHandlerOptions.NO)
             node = rclpy.create_node(config.node_name, context=self._context)
             self._executor = SingleThreadedExecutor(context=self._context)
             self._executor.add_node(node)
