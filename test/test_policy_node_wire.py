@@ -106,6 +106,14 @@ def is_pd(cmd):
     return cmd["motor_cmd"]["kp"][:29].min() > 0
 
 
+def reach_policy(client) -> float:
+    """Wait for the node's PD commands (ramp), then past the ramp (0.2 s) and hold (0.1 s) into
+    POLICY; returns the time."""
+    assert client.wait_for(is_pd, 20), "the node never reached ramp/hold"
+    time.sleep(0.5)
+    return time.monotonic()
+
+
 def set_gyro_nan(s): s["imu_state"]["gyroscope"][0] = np.nan
 def set_dq(s): s["motor_state"]["dq"][3] = 40.0
 def set_upside_down(s): s["imu_state"]["quaternion"] = [0, 1, 0, 0]
@@ -141,9 +149,7 @@ def test_bad_input_on_the_wire_leads_to_damping(robot, tmp_path, case):
         if corrupt == "nan_policy":
             assert client.wait_for(lambda c: is_damping(c, robot.damping_kd), 20), "never damped"
         else:
-            assert client.wait_for(is_pd, 20), "the node never reached ramp/hold"
-            time.sleep(0.5)                                   # ramp 0.2 s + hold 0.1 s: now in POLICY
-            t_bad = time.monotonic()
+            t_bad = reach_policy(client)
             if corrupt is None:
                 client.paused = True
             else:
@@ -185,8 +191,7 @@ def test_a_frozen_policy_process_is_damped_by_its_writer(robot, tmp_path):
     client = StateClient(59, robot)
     proc = start_node(tmp_path, 59)
     try:
-        assert client.wait_for(is_pd, 20), "the node never reached ramp/hold"
-        time.sleep(0.5)
+        reach_policy(client)
         os.kill(proc.pid, signal.SIGSTOP)
         try:
             assert client.wait_for(lambda c: is_damping(c, robot.damping_kd), 10), "the writer never damped"
@@ -202,15 +207,17 @@ def test_a_frozen_policy_process_is_damped_by_its_writer(robot, tmp_path):
 
 
 @pytest.mark.timeout(60)
-def test_sigint_publishes_damping_for_the_shutdown_time_then_exits(robot, tmp_path):
-    """shutdown_damping is 0.3 s in PARAMS: after SIGINT only damping goes out, for that long."""
-    client = StateClient(58, robot)
-    proc = start_node(tmp_path, 58)
+@pytest.mark.parametrize("signals", [(signal.SIGINT,), (signal.SIGINT, signal.SIGTERM)], ids=["sigint", "sigint+sigterm"])
+def test_sigint_publishes_damping_for_the_shutdown_time_then_exits(robot, tmp_path, signals):
+    """shutdown_damping is 0.3 s in PARAMS: after SIGINT only damping goes out, for that long. A
+    second signal at once (an impatient Ctrl-C, a supervisor) changes nothing: one stop, exit 0."""
+    domain = 58 if len(signals) == 1 else 55
+    client = StateClient(domain, robot)
+    proc = start_node(tmp_path, domain)
     try:
-        assert client.wait_for(is_pd, 20), "the node never reached ramp/hold"
-        time.sleep(0.5)
-        t_int = time.monotonic()
-        proc.send_signal(signal.SIGINT)
+        t_int = reach_policy(client)
+        for sig in signals:
+            proc.send_signal(sig)
         out, _ = proc.communicate(timeout=10)
         time.sleep(0.1)
     finally:
@@ -219,26 +226,7 @@ def test_sigint_publishes_damping_for_the_shutdown_time_then_exits(robot, tmp_pa
     after = [(t, c) for t, c in client.commands if t > t_int + 0.05]
     assert after and all(is_damping(c, robot.damping_kd) for _, c in after)
     assert after[-1][0] - t_int >= 0.25                      # still damping a whole 0.3 s later
-    assert "-> damping: stop requested (SIGINT)" in out
-
-
-@pytest.mark.timeout(60)
-def test_a_second_signal_during_the_stop_changes_nothing(robot, tmp_path):
-    """SIGINT then SIGTERM at once (an impatient Ctrl-C, a supervisor): one stop, damping, exit 0."""
-    client = StateClient(55, robot)
-    proc = start_node(tmp_path, 55)
-    try:
-        assert client.wait_for(is_pd, 20), "the node never reached ramp/hold"
-        time.sleep(0.5)
-        t_int = time.monotonic()
-        proc.send_signal(signal.SIGINT)
-        proc.send_signal(signal.SIGTERM)
-        out, _ = proc.communicate(timeout=10)
-    finally:
-        client.close()
-    assert proc.returncode == 0, out
     assert out.count("-> damping: stop requested (SIGINT)") == 1 and "SIGTERM" not in out, out
-    assert all(is_damping(c, robot.damping_kd) for t, c in client.commands if t > t_int + 0.05)
 
 
 @pytest.mark.timeout(60)
@@ -248,15 +236,15 @@ def test_a_killed_policy_process_leaves_damping_for_the_shutdown_time(robot, tmp
     client = StateClient(57, robot)
     proc = start_node(tmp_path, 57)
     try:
-        assert client.wait_for(is_pd, 20), "the node never reached ramp/hold"
-        time.sleep(0.5)
-        t_kill = time.monotonic()
+        t_kill = reach_policy(client)
         proc.kill()
         proc.communicate(timeout=10)
         time.sleep(1.5)
     finally:
         client.close()
-    after = [(t, c) for t, c in client.commands if t > t_kill + 0.05]
+    # the writer is re-parented, and sees it, only once the kernel has torn the killed process down:
+    # 40-60 ms measured with the machine busy (its LowState staleness limit, 60 ms, bounds it too)
+    after = [(t, c) for t, c in client.commands if t > t_kill + 0.1]
     assert after and all(is_damping(c, robot.damping_kd) for _, c in after)
     assert after[-1][0] - t_kill >= 0.25                      # damping went on after the crash
     assert after[-1][0] - t_kill < 1.2                        # and the writer ended by itself
@@ -277,9 +265,7 @@ def test_a_killed_writer_process_is_replaced_by_damping_from_the_policy_process(
     client = StateClient(56, robot)
     proc = start_node(tmp_path, 56)
     try:
-        assert client.wait_for(is_pd, 20), "the node never reached ramp/hold"
-        time.sleep(0.5)
-        t_kill = time.monotonic()
+        t_kill = reach_policy(client)
         os.kill(writer_process(proc.pid), signal.SIGKILL)
         out, _ = proc.communicate(timeout=20)
         time.sleep(0.1)
@@ -287,6 +273,6 @@ def test_a_killed_writer_process_is_replaced_by_damping_from_the_policy_process(
         client.close()
     assert proc.returncode == 1, out
     assert "LowCmd writer process ended with exit code -9" in out and "-> damping: LowCmd writer process died" in out
-    after = [(t, c) for t, c in client.commands if t > t_kill + 0.05]
+    after = [(t, c) for t, c in client.commands if t > t_kill + 0.1]     # its pipe closes once it is torn down
     assert after and all(is_damping(c, robot.damping_kd) for _, c in after)
     assert after[-1][0] - t_kill >= 0.25                      # damped for the shutdown time
