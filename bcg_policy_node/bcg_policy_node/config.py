@@ -62,7 +62,8 @@ class PolicyNodeConfig:
     max_temperature: float = 90.0
     """deg C, motor temperature limit (>= triggers damping)."""
     motor_fault_mask: int = 0xFFFFFFFF
-    """Bits of MotorState.motorstate that count as a motor fault."""
+    """Bits of MotorState.motorstate that count as a motor fault (`safety.MOTOR_FAULT_BITS` names the
+    documented 16; all 32 by default, the undocumented ones included). The damping log names the bits."""
     damping_kd: float = -1.0
     """N m s/rad in damping (kp = 0); negative: the robot description's damping_kd."""
     shutdown_damping: float = 1.0

@@ -23,6 +23,25 @@ class SafetyLimits:
     """LowState older than this many policy periods is a fault."""
 
 
+MOTOR_FAULT_BITS = {
+    0x1: "overcurrent", 0x2: "transient overvoltage", 0x4: "sustained overvoltage", 0x8: "transient undervoltage",
+    0x10: "chip overheating", 0x20: "MOS overheating", 0x40: "MOS temperature anomaly", 0x80: "shell overheating",
+    0x100: "shell temperature anomaly", 0x200: "winding overheating", 0x400: "rotor encoder 1 error",
+    0x800: "rotor encoder 2 error", 0x1000: "output encoder error", 0x2000: "calibration / boot data error",
+    0x4000: "abnormal reset", 0x8000: "motor locked"}
+"""What each bit of MotorState.motorstate means (Unitree's G1 developer documentation, "common mistakes
+and definitions": motor status information). Higher bits are undocumented; the default fault mask
+counts them too."""
+
+
+def motor_fault_names(bits: int) -> str:
+    """The documented meanings of `bits`, e.g. 'chip overheating, motor locked' ('undocumented bits' for the rest)."""
+    names = [name for bit, name in MOTOR_FAULT_BITS.items() if bits & bit]
+    if bits & ~0xFFFF:
+        names.append("undocumented bits")
+    return ", ".join(names)
+
+
 def _slot_name(slot: int) -> str:
     return SDK_JOINT_NAMES[slot] if slot < len(SDK_JOINT_NAMES) else f"slot {slot}"
 
@@ -65,7 +84,8 @@ def check_state(state: np.void, valid: np.ndarray, limits: SafetyLimits) -> Opti
     faults = np.flatnonzero(motors["motorstate"][valid] & np.uint32(limits.motor_fault_mask))
     if faults.size:
         slot = valid[faults[0]]
-        return f"motor fault bits 0x{int(motors['motorstate'][slot]):08x} on {_slot_name(slot)}"
+        bits = int(motors["motorstate"][slot])
+        return f"motor fault bits 0x{bits:08x} ({motor_fault_names(bits)}) on {_slot_name(slot)}"
     return None
 
 

@@ -82,7 +82,10 @@ VALID = np.arange(29)
     (lambda s: s["motor_state"]["dq"].__setitem__(9, -36.0), "|dq| = 36.0 rad/s on right_knee_joint exceeds 35"),
     (lambda s: s["imu_state"].__setitem__("quaternion", [0, 1, 0, 0]), "base upside down"),
     (lambda s: s["motor_state"]["temperature"].__setitem__(4, [50, 90]), "motor temperature 90 C on left_ankle_pitch"),
-    (lambda s: s["motor_state"]["motorstate"].__setitem__(20, 0x10), "motor fault bits 0x00000010 on left_wrist_pitch"),
+    (lambda s: s["motor_state"]["motorstate"].__setitem__(20, 0x10), "motor fault bits 0x00000010 (chip overheating) "
+                                                                       "on left_wrist_pitch"),
+    (lambda s: s["motor_state"]["motorstate"].__setitem__(0, 0x18001), "0x00018001 (overcurrent, motor locked, "
+                                                                        "undocumented bits) on left_hip_pitch"),
 ])
 def test_each_state_fault_is_named(robot, corrupt, reason):
     s = standing_state(robot)
