@@ -35,6 +35,7 @@ from bcg.robot import SDK_JOINT_NAMES, RobotDescription
 from bcg.transport import TransportConfig, make_transport
 from bcg.wire import new_lowstate
 from bcg_policy_node.config import PolicyNodeConfig
+from bcg_policy_node.setup_node import build_controller
 
 FRAMES = tuple(range(1, 22))
 GOALS_MS = {"latency": 1.0, "writer_lateness": 0.3}
@@ -58,20 +59,35 @@ def standing_motion(robot, path: Path, seconds: float = 60.0) -> None:
     np.savetxt(path, rows, delimiter=",", fmt="%.5f")
 
 
-def inference_ms(policy, n=5000, gap_s=0.0):
-    """Median and p99 (ms) of one inference: back to back (`gap_s` 0, caches warm), or one call every
-    `gap_s` seconds as in the node, whose caches the rest of the machine has used in between."""
-    obs = np.random.default_rng(0).normal(size=policy.contract.observation.size).astype(np.float32)
+def call_ms(f, n=5000, gap_s=0.0):
+    """Median and p99 (ms) of one call of `f()`: back to back (`gap_s` 0, caches warm), or one call
+    every `gap_s` seconds as in the node, whose caches the rest of the machine has used in between."""
     for _ in range(200):
-        policy(obs)
+        f()
     times = []
     for _ in range(n):
         if gap_s:
             time.sleep(gap_s)
         t0 = time.perf_counter()
-        policy(obs)
+        f()
         times.append(time.perf_counter() - t0)
     return 1e3 * np.median(times), 1e3 * np.percentile(times, 99)
+
+
+def inference_ms(policy, n=5000, gap_s=0.0):
+    obs = np.random.default_rng(0).normal(size=policy.contract.observation.size).astype(np.float32)
+    return call_ms(lambda: policy(obs), n, gap_s)
+
+
+def observation_ms(robot, policy: Path, motion: Path):
+    """The node's own observation build (`Controller.observation`) for the bench policy, warm."""
+    controller = build_controller(PolicyNodeConfig(policy=str(policy), motion=str(motion)))
+    state = new_lowstate()
+    state["mode_machine"] = robot.mode_machine
+    state["imu_state"]["quaternion"] = [1, 0, 0, 0]
+    state["motor_state"]["q"][robot.motor_slots] = robot.default_q
+    controller.on_state(state, 0.0)
+    return call_ms(controller.observation)
 
 
 def weight_mb(policy) -> float:
@@ -187,6 +203,8 @@ def main():
     ref_med, ref_p99 = inference_ms(small)
     print(f"  {'onnxruntime 849 -> [512, 256, 128] -> 29 MLP':<48} median {big_med:.3f} ms  p99 {big_p99:.3f} ms  "
           f"(x{big_med / ref_med:.1f} the reference 93 -> [256, 256] -> 29 MLP: median {ref_med:.3f} ms)")
+    obs_med, obs_p99 = observation_ms(robot, big.path, motion)
+    print(f"  {'node observation build (849 values, warm)':<48} median {obs_med:.3f} ms  p99 {obs_p99:.3f} ms")
     cold_med, cold_p99 = inference_ms(big, n=300, gap_s=0.02)
     print(f"  {'  the same, one call every 20 ms (as the node)':<48} median {cold_med:.3f} ms  p99 {cold_p99:.3f} ms  "
           f"(x{cold_med / big_med:.1f} back to back: the weights, {weight_mb(big):.1f} MB, leave the caches)")
