@@ -9,11 +9,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bcg.robot import NUM_MOTOR_SLOTS, SDK_JOINT_NAMES
+from bcg.robot import MODE_MACHINE, NUM_MOTOR_SLOTS, SDK_JOINT_NAMES
 
 LOCKED_SLOTS = {6: (SDK_JOINT_NAMES.index("waist_roll_joint"), SDK_JOINT_NAMES.index("waist_pitch_joint"))}
 """mode_machine -> SDK slots that variant locks although the 29-DoF model has them."""
-VARIANT_JOINTS = {4: 23, 5: 29, 6: 29}
+VARIANT_JOINTS = dict(sorted([(mode, joints) for joints, mode in MODE_MACHINE.items()] +
+                             [(mode, 29) for mode in LOCKED_SLOTS]))
 """mode_machine -> joints of the robot model that G1 variant needs (4: 23-DoF, 5: 29-DoF rev 1.0,
 6: 29-DoF with locked waist). Any other value is refused: the node never commands a robot it
 does not know. Except 0, which no robot reports: Unitree's Python simulator leaves it unset (the
