@@ -17,7 +17,8 @@ import rclpy
 from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
-from rclpy.utilities import remove_ros_args
+
+from bcg.ros_params import without_ros_arguments
 
 from .config import NODE_NAME, BridgeConfig, ConfigError, load_config, transport_config
 from .display import prepare_rendering
@@ -47,7 +48,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     from bcg.transport.ros2 import apply_cyclone_config
     try:
-        params_file, flags = parse_flags(remove_ros_args(args=argv))
+        params_file, flags = parse_flags(without_ros_arguments(argv))
         cli = load_config(params_file, flags)
     except ConfigError as e:
         print(f"sim_bridge: error: {e}", file=sys.stderr)
