@@ -7,7 +7,7 @@ drop, physics step h = 0.005 s (the simulator: dt 0.02 s with 4 substeps; MuJoCo
 - forward: environment-substeps per second, `--envs` environments in one batch (requires_grad
   False) vs `--mujoco-envs` MjData stepped one after another with mj_step on one core.
 - backward: one 32-step window (`--window`) recorded on a wp.Tape (requires_grad True), then
-  tape.backward with d loss / d q_final = 1, on warm buffers (Simulator.begin_window); printed as
+  tape.backward with d loss / d q_final = 1, on warm buffers (`sim.segment.cut()` between windows); printed as
   (taped forward + backward) over the taped forward (the forward a training window runs anyway; the
   last line's ratio) and over the plain forward (requires_grad False) of the same window.
 - tape memory per environment-substep: the wp.arrays alive after the taped forward that were not
@@ -33,12 +33,13 @@ import mujoco  # noqa: E402
 import numpy as np  # noqa: E402
 import warp as wp  # noqa: E402
 
-import validate_diffsim as vd  # noqa: E402  (sibling script: the shared scenario)
 from bcg_train.diffsim import Model, SimConfig, Simulator, Tape  # noqa: E402
+from bcg_train.diffsim import mujoco_reference as vd  # noqa: E402  (the shared scenario)
 
 wp.config.log_level = wp.LOG_WARNING
 DT = 0.02
 SUBSTEPS = 4
+CONFIG = SimConfig(kappa=300.0, substeps=SUBSTEPS)
 
 
 def standing_setup(sim: Simulator):
@@ -51,7 +52,7 @@ def standing_setup(sim: Simulator):
 
 def warp_forward_rate(model: Model, envs: int, steps: int) -> float:
     """Environment-substeps per second of the batched forward step (best of 3 runs of `steps`)."""
-    sim = Simulator(model, envs)
+    sim = Simulator(model, envs, CONFIG)
     s1 = sim.state()
     best = np.inf
     for _ in range(3):
@@ -99,15 +100,15 @@ def _live_arrays() -> dict:
 
 def taped_windows(model: Model, envs: int, window: int, repeats: int):
     """Taped forward + backward over `window` steps, `repeats` + 1 times on one Simulator (the first
-    window allocates the buffers, the others reuse them via begin_window). Returns the best warm
+    window allocates the buffers, the others reuse them after `sim.segment.cut()`). Returns the best warm
     (t_forward, t_backward), the first window's tape bytes, mempool growth or None, and whether
     every gradient was finite and non-zero."""
-    sim = Simulator(model, envs, requires_grad=True)
+    sim = Simulator(model, envs, CONFIG, requires_grad=True)
     dev = model.device
     pool = wp.get_device(dev).is_cuda and wp.is_mempool_enabled(dev)
     best, tape_bytes, pool_bytes, ok = (np.inf, np.inf), None, None, True
     for rep in range(repeats + 1):
-        sim.begin_window()
+        sim.segment.cut()
         s0, ctrl = standing_setup(sim)
         seed = wp.ones_like(s0.q, requires_grad=False)
         gc.collect()
@@ -120,7 +121,7 @@ def taped_windows(model: Model, envs: int, window: int, repeats: int):
         with tape:
             for _ in range(window):
                 states.append(sim.state())
-                sim.step(states[-2], states[-1], ctrl, DT, tape=tape)
+                sim.step(states[-2], states[-1], ctrl, DT)
         wp.synchronize_device(dev)
         t1 = time.perf_counter()
         if rep == 0:
@@ -131,7 +132,6 @@ def taped_windows(model: Model, envs: int, window: int, repeats: int):
         t2 = time.perf_counter()
         grad = ctrl.q_target.grad.numpy()
         ok = ok and bool(np.isfinite(grad).all() and np.abs(grad).max() > 0)
-        tape.reset()
         if rep > 0 and (t1 - t0) + (t2 - t1) < sum(best):
             best = (t1 - t0, t2 - t1)
     return best[0], best[1], tape_bytes, pool_bytes, ok
@@ -148,7 +148,7 @@ def main():
     parser.add_argument("--model", default=None, help="MuJoCo XML (default: $BCG_G1_MODEL)")
     args = parser.parse_args()
     wp.init()
-    model = Model.from_mujoco(args.model, SimConfig(kappa=300.0, substeps=SUBSTEPS), device=args.device)
+    model = Model.from_mujoco(args.model, device=args.device)
     print(f"device {args.device}: {wp.get_device(args.device).name}; envs {args.envs}; h {DT / SUBSTEPS} s")
 
     warp_rate = warp_forward_rate(model, args.envs, args.steps)

@@ -46,6 +46,7 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import argparse  # noqa: E402
 import csv  # noqa: E402
+import functools  # noqa: E402
 import io  # noqa: E402
 import time  # noqa: E402
 from dataclasses import asdict, dataclass, replace  # noqa: E402
@@ -77,10 +78,10 @@ STAND_HEIGHT = 0.757        # m, pelvis start of the stand settling
 SETTLE_STEPS = 50           # control steps of the stand settling
 ACTION_NOISE = 0.05         # rad
 TRIM = 0.05                 # fraction of outlying environments dropped by the trimmed variance
-DEFAULT_BUNDLE = BundleConfig(enabled=True, branches=10, window_steps=2, sigma_p=0.01, sigma_v=0.02,
+DEFAULT_BUNDLE = BundleConfig(enabled=True, branches=10, span_steps=2, sigma_p=0.01, sigma_v=0.02,
                               threshold=400.0, nominal_forward=False, seed=0)
 ABLATIONS = (("B=1", {"branches": 1}), ("B=4", {"branches": 4}), ("B=10 (default)", {}),
-             ("B=20", {"branches": 20}), ("H=1", {"window_steps": 1}), ("H=4", {"window_steps": 4}),
+             ("B=20", {"branches": 20}), ("H=1", {"span_steps": 1}), ("H=4", {"span_steps": 4}),
              ("sigma_p=0.5cm", {"sigma_p": 0.005}), ("sigma_p=2cm", {"sigma_p": 0.02}),
              ("nominal-forward", {"nominal_forward": True}))
 
@@ -108,10 +109,10 @@ def pd_gains(model: Model) -> Tuple[torch.Tensor, torch.Tensor]:
     return torch.tensor(model.robot.kp * KP_SCALE), torch.tensor(model.robot.kd * KD_SCALE)
 
 
-def settled_stand(model: Model) -> Tuple[np.ndarray, np.ndarray]:
+def settled_stand(model: Model, config: SimConfig) -> Tuple[np.ndarray, np.ndarray]:
     """(q (nq,), qd (nv,)) after SETTLE_STEPS of PD on the default pose from STAND_HEIGHT, simulated
-    (no gradients) by `model` (the plain one: bundling off)."""
-    sim = Simulator(model, 1)
+    (no gradients) with `config` (the plain one: bundling off)."""
+    sim = Simulator(model, 1, config)
     kp, kd = pd_gains(model)
     s0, s1 = sim.state().assign(model.default_qpos(STAND_HEIGHT), np.zeros(model.nv)), sim.state()
     ctrl = sim.control().set_pd(q_target=model.robot.default_q, kp=kp.numpy(), kd=kd.numpy())
@@ -121,9 +122,9 @@ def settled_stand(model: Model) -> Tuple[np.ndarray, np.ndarray]:
     return s0.q.numpy()[0], s0.qd.numpy()[0]
 
 
-def stand_scenario(model: Model, envs: int, seed: int) -> Scenario:
-    """The settled default pose (`model`: plain) for every env; per-env action noise N(0, ACTION_NOISE^2)."""
-    q, qd = settled_stand(model)
+def stand_scenario(model: Model, config: SimConfig, envs: int, seed: int) -> Scenario:
+    """The settled default pose (`config`: plain) for every env; per-env action noise N(0, ACTION_NOISE^2)."""
+    q, qd = settled_stand(model, config)
     rng = np.random.default_rng(seed)
     t = HORIZON + 1
     return Scenario("stand", np.tile(q, (envs, 1)), np.tile(qd, (envs, 1)),
@@ -231,9 +232,9 @@ class WindowResult:
     param_grads: np.ndarray     # (E, P) d loss_e / d theta_e
     action_grads: np.ndarray    # (E, T, nj) d loss_e / d a_{e,t}
     loss: np.ndarray            # (E,)
-    in_window: np.ndarray       # (T,) fraction of env-substeps of step t inside a bundling window
-    windows: int                # bundling windows opened (0 without bundling)
-    triggered_fraction: float   # env-substeps inside a window over all env-substeps
+    in_bundle: np.ndarray       # (T,) fraction of env-substeps of step t inside a bundle
+    bundles: int                # bundles opened (0 without bundling)
+    triggered_fraction: float   # env-substeps inside a bundle over all env-substeps
     branch_substeps: int
     env_substeps: int
     seconds: float              # wall-clock of the taped forward + backward
@@ -248,9 +249,10 @@ class StudyWindow:
     """A simulator (grad mode) and a per-env policy for one scenario; `run` does one 32-step SHAC window
     from the scenario's initial states: taped forward through the torch bridge, then backward."""
 
-    def __init__(self, model: Model, scenario: Scenario):
-        self.model, self.scenario = model, scenario
-        self.sim = Simulator(model, scenario.envs, requires_grad=True)
+    def __init__(self, config: SimConfig, scenario: Scenario):
+        model = g1_model()
+        self.model, self.config, self.scenario = model, config, scenario
+        self.sim = Simulator(model, scenario.envs, config, requires_grad=True)
         self.policy = PerEnvPolicy(scenario.envs, model.nj)
         self.kp, self.kd = pd_gains(model)
         self.jq = torch.as_tensor(model.joint_dof.numpy() + 1)
@@ -259,38 +261,44 @@ class StudyWindow:
                         for name in ("q0", "qd0", "ref_joint", "ref_height", "clock", "noise")}
 
     def run(self) -> WindowResult:
-        """Windows and counters start afresh; buffers of the previous run are reused."""
+        """Bundles and counters start afresh; buffers of the previous run are reused."""
         sim, tn, envs = self.sim, self.tensors, self.scenario.envs
-        sim.begin_window()
+        sim.segment.cut()
         if sim.bundler is not None:
             sim.bundler.reset()
         self.policy.zero_grad()
         start = time.perf_counter()
         q, qd = tn["q0"], tn["qd0"]
         loss = torch.zeros(envs, dtype=torch.float64)
-        actions, in_window = [], np.zeros(HORIZON)
+        actions, in_bundle = [], np.zeros(HORIZON)
         for t in range(HORIZON):
             obs = observation(q, qd, tn["ref_joint"][:, t], tn["clock"][:, t], self.jq, self.jv)
             a = ACTION_SCALE * self.policy(obs)
             a.retain_grad()
             actions.append(a)
-            before = sim.bundle_stats.window_env_substeps if sim.bundler else 0
+            before = sim.bundle_stats.bundled_env_substeps if sim.bundler else 0
             q, qd = step(sim, q, qd, tn["ref_joint"][:, t + 1] + a + tn["noise"][:, t], DT, self.kp, self.kd)
             if sim.bundler:
-                in_window[t] = (sim.bundle_stats.window_env_substeps - before) / (envs * self.model.config.substeps)
+                in_bundle[t] = (sim.bundle_stats.bundled_env_substeps - before) / (envs * self.config.substeps)
             loss = loss - GAMMA ** t * reward(q, tn["ref_joint"][:, t + 1], tn["ref_height"][:, t + 1], self.jq)
         loss.sum().backward()
         seconds = time.perf_counter() - start
         st = sim.bundle_stats
         return WindowResult(self.policy.flat_grad(), torch.stack([a.grad for a in actions], dim=1).numpy(),
-                            loss.detach().numpy(), in_window, st.windows if st else 0,
+                            loss.detach().numpy(), in_bundle, st.bundles if st else 0,
                             st.triggered_fraction if st else 0.0, st.branch_substeps if st else 0,
-                            st.env_substeps if st else envs * HORIZON * self.model.config.substeps, seconds)
+                            st.env_substeps if st else envs * HORIZON * self.config.substeps, seconds)
 
 
-def study_model(kappa: float, bundle: Optional[BundleConfig]) -> Model:
-    """The simulator model at `kappa`, with `bundle` (None: bundling off)."""
-    return Model.from_mujoco(config=SimConfig(kappa=kappa, bundle=bundle or BundleConfig()), device="cpu")
+@functools.lru_cache(maxsize=None)
+def g1_model() -> Model:
+    """The G1 Model every run of the study shares (built once)."""
+    return Model.from_mujoco(device="cpu")
+
+
+def study_config(kappa: float, bundle: Optional[BundleConfig]) -> SimConfig:
+    """The simulator settings at `kappa`, with `bundle` (None: bundling off)."""
+    return SimConfig(kappa=kappa, bundle=bundle or BundleConfig())
 
 
 # -- statistics ------------------------------------------------------------------------------------
@@ -365,7 +373,7 @@ class VarianceRow:
     var_params_trimmed: float
     ratio_params_trimmed: float
     mean_loss: float
-    windows: int
+    bundles: int
     triggered_fraction: float
     branch_substeps: int
     env_substeps: int
@@ -388,47 +396,47 @@ def variance_row(table: str, scenario: str, kappa: float, config: str, res: Wind
                        top_env_share_params=top_env_share(res.param_grads),
                        var_params_trimmed=trimmed, ratio_params_trimmed=trimmed_sum_variance(ref.param_grads) / trimmed,
                        mean_loss=float(res.loss.mean()),
-                       windows=res.windows, triggered_fraction=res.triggered_fraction,
+                       bundles=res.bundles, triggered_fraction=res.triggered_fraction,
                        branch_substeps=res.branch_substeps, env_substeps=res.env_substeps, seconds=res.seconds, **out)
 
 
 @dataclass
 class StepProfile:
     """Where in the window the action-gradient variance sits: per step t, sum over joints of
-    Var_e[d loss_e / d a_{e,t,j}] (T,), and the fraction of env-substeps inside a window (T,)."""
+    Var_e[d loss_e / d a_{e,t,j}] (T,), and the fraction of env-substeps inside a bundle (T,)."""
 
     scenario: str
     kappa: float
     config: str
     variance: np.ndarray
-    in_window: np.ndarray
+    in_bundle: np.ndarray
 
 
 def step_profile(scenario: str, kappa: float, config: str, res: WindowResult) -> StepProfile:
-    return StepProfile(scenario, kappa, config, res.action_grads.var(axis=0, ddof=1).sum(axis=1), res.in_window)
+    return StepProfile(scenario, kappa, config, res.action_grads.var(axis=0, ddof=1).sum(axis=1), res.in_bundle)
 
 
 # -- the study -------------------------------------------------------------------------------------
-ScenarioFactory = Callable[[Model], Scenario]
+ScenarioFactory = Callable[[SimConfig], Scenario]
 
 
 def compare(table: str, kappa: float, make_scenario: ScenarioFactory, configs: Sequence[Tuple[str, BundleConfig]],
             counts: np.ndarray, log: Callable[[str], None]) -> Tuple[List[VarianceRow], List[StepProfile]]:
     """No bundling and each bundled configuration on the same scenario (same envs, states, noise)."""
-    plain_model = study_model(kappa, None)
-    scenario = make_scenario(plain_model)
-    ref = StudyWindow(plain_model, scenario).run()
+    plain = study_config(kappa, None)
+    scenario = make_scenario(plain)
+    ref = StudyWindow(plain, scenario).run()
     ref.check_finite(f"{scenario.name} kappa {kappa:g} no bundle")
     rows = [variance_row(table, scenario.name, kappa, "no bundle", ref, ref, counts)]
     profiles = [step_profile(scenario.name, kappa, "no bundle", ref)]
     for name, cfg in configs:
-        res = StudyWindow(study_model(kappa, cfg), scenario).run()
+        res = StudyWindow(study_config(kappa, cfg), scenario).run()
         res.check_finite(f"{scenario.name} kappa {kappa:g} {name}")
         rows.append(variance_row(table, scenario.name, kappa, name, res, ref, counts))
         profiles.append(step_profile(scenario.name, kappa, name, res))
     for r in rows:
         log(f"  {r.table:8s} {r.scenario:10s} kappa {r.kappa:6g} {r.config:16s} var_params {r.var_params:10.4g} "
-            f"var_actions {r.var_actions:10.4g} ratio {r.ratio_params:7.3g} windows {r.windows:4d} "
+            f"var_actions {r.var_actions:10.4g} ratio {r.ratio_params:7.3g} bundles {r.bundles:4d} "
             f"triggered {r.triggered_fraction:.3f} ({r.seconds:.1f} s)")
     return rows, profiles
 
@@ -446,7 +454,7 @@ class CostRow:
     ratio: float
     row_floor: float        # 1 + branch_substeps / env_substeps: the ratio if cost were proportional to rows
     triggered_fraction: float
-    windows: int
+    bundles: int
     branch_substeps: int
     env_substeps: int
 
@@ -454,8 +462,8 @@ class CostRow:
 def window_cost(scenario: Scenario, kappa: float, repeats: int) -> CostRow:
     """Bundling (DEFAULT_BUNDLE) against none, runs interleaved after one warm-up of each; counters of
     the last bundled run."""
-    plain = StudyWindow(study_model(kappa, None), scenario)
-    bundled = StudyWindow(study_model(kappa, DEFAULT_BUNDLE), scenario)
+    plain = StudyWindow(study_config(kappa, None), scenario)
+    bundled = StudyWindow(study_config(kappa, DEFAULT_BUNDLE), scenario)
     plain.run(), bundled.run()
     times = {"plain": [], "bundle": []}
     for _ in range(repeats):
@@ -465,7 +473,7 @@ def window_cost(scenario: Scenario, kappa: float, repeats: int) -> CostRow:
     p, b = float(np.median(times["plain"])), float(np.median(times["bundle"]))
     floor = 1 + last.branch_substeps / last.env_substeps
     return CostRow(scenario.name, kappa, scenario.envs, repeats, p, b, b / p, floor, last.triggered_fraction,
-                   last.windows, last.branch_substeps, last.env_substeps)
+                   last.bundles, last.branch_substeps, last.env_substeps)
 
 
 @dataclass
@@ -488,16 +496,17 @@ QUICK = StudySettings(envs=24, kappas=(50.0, 300.0), bootstrap=300, ablation_sce
 
 
 def scenario_factories(envs: int, seed: int) -> Dict[str, ScenarioFactory]:
-    """name -> (plain model -> Scenario); the jump clip is synthesised once."""
+    """name -> (plain simulator settings -> Scenario); the jump clip is synthesised once."""
     cache = {}
+    model = g1_model()
 
-    def jump(model, tight):
+    def jump(tight):
         if "clip" not in cache:
             cache["clip"] = jump_clip(model)
         return jump_scenario(model, *cache["clip"], envs, seed, tight)
-    return {"stand": lambda m: stand_scenario(m, envs, seed),
-            "jump": lambda m: jump(m, False),
-            "jump_tight": lambda m: jump(m, True)}
+    return {"stand": lambda config: stand_scenario(model, config, envs, seed),
+            "jump": lambda config: jump(False),
+            "jump_tight": lambda config: jump(True)}
 
 
 @dataclass
@@ -532,8 +541,8 @@ def run_study(settings: StudySettings, log: Callable[[str], None] = print) -> St
     pointmass = run_pointmass(settings, rng)
     log("window cost at kappa 300")
     cost_factories = scenario_factories(settings.cost_envs, settings.seed)
-    model = study_model(300.0, None)
-    cost = [window_cost(cost_factories[name](model), 300.0, settings.cost_repeats) for name in ("jump", "stand")]
+    plain = study_config(300.0, None)
+    cost = [window_cost(cost_factories[name](plain), 300.0, settings.cost_repeats) for name in ("jump", "stand")]
     for c in cost:
         log(f"  {c.scenario}: plain {c.plain_median_s:.2f} s, bundle {c.bundle_median_s:.2f} s, ratio {c.ratio:.2f}, "
             f"triggered {c.triggered_fraction:.3f}, branch substeps {c.branch_substeps}")
@@ -578,14 +587,14 @@ def ci(value: float, lo: float, hi: float) -> str:
 
 
 def variance_table(rows: Sequence[VarianceRow], first: str) -> List[str]:
-    lines = [f"| {first} | var params [95% CI] | var actions [95% CI] | ratio params | ratio actions | windows | "
+    lines = [f"| {first} | var params [95% CI] | var actions [95% CI] | ratio params | ratio actions | bundles | "
              "triggered | top env share | var params, trimmed (ratio) | mean loss |", "|---" * 10 + "|"]
     for r in rows:
         label = r.config if first == "config" else f"{r.scenario}, k={r.kappa:g}, {r.config}"
         lines.append(f"| {label} | {ci(r.var_params, r.var_params_lo, r.var_params_hi)} | "
                      f"{ci(r.var_actions, r.var_actions_lo, r.var_actions_hi)} | "
                      f"{ci(r.ratio_params, r.ratio_params_lo, r.ratio_params_hi)} | "
-                     f"{ci(r.ratio_actions, r.ratio_actions_lo, r.ratio_actions_hi)} | {r.windows} | "
+                     f"{ci(r.ratio_actions, r.ratio_actions_lo, r.ratio_actions_hi)} | {r.bundles} | "
                      f"{r.triggered_fraction:.3f} | {r.top_env_share_params:.2f} | "
                      f"{r.var_params_trimmed:.3g} ({r.ratio_params_trimmed:.3g}) | {r.mean_loss:.2f} |")
     return lines
@@ -619,9 +628,9 @@ def markdown(results: StudyResults, command: str) -> str:
             f"[{goal.ratio_params_lo:.3g}, {goal.ratio_params_hi:.3g}]; goal >= 10 (met when the interval's lower end "
             f"is): {'met' if goal.ratio_params_lo >= 10 else 'not met'}.**", ""]
     stand = [r for r in results.main if r.scenario == "stand" and r.config == "bundle"]
-    out += ["Stand windows opened per kappa (bundled runs): "
-            + ", ".join(f"k={r.kappa:g}: {r.windows} (triggered {r.triggered_fraction:.3f})" for r in stand) + ".", ""]
-    out += ["Per-step action-gradient variance (sum over joints) and the fraction of env-substeps in a window: "
+    out += ["Stand bundles opened per kappa (bundled runs): "
+            + ", ".join(f"k={r.kappa:g}: {r.bundles} (triggered {r.triggered_fraction:.3f})" for r in stand) + ".", ""]
+    out += ["Per-step action-gradient variance (sum over joints) and the fraction of env-substeps in a bundle: "
             "`variance_profile.png`; variance against kappa: `variance_vs_kappa.png`.", ""]
     for name in s.ablation_scenarios:
         out += [f"## Ablations at kappa 300, {name}", ""]
@@ -653,10 +662,10 @@ def markdown(results: StudyResults, command: str) -> str:
             "'row floor' = 1 + branch substeps / env substeps, the ratio if the cost were proportional to the rows "
             "simulated.", "",
             "| scenario | envs | repeats | plain [s] | bundled [s] | ratio (goal <= 1.5) | row floor | triggered | "
-            "windows | branch substeps | env substeps |", "|---" * 11 + "|"]
+            "bundles | branch substeps | env substeps |", "|---" * 11 + "|"]
     for c in results.cost:
         out.append(f"| {c.scenario} | {c.envs} | {c.repeats} | {c.plain_median_s:.3f} | {c.bundle_median_s:.3f} | "
-                   f"{c.ratio:.2f} | {c.row_floor:.2f} | {c.triggered_fraction:.3f} | {c.windows} | "
+                   f"{c.ratio:.2f} | {c.row_floor:.2f} | {c.triggered_fraction:.3f} | {c.bundles} | "
                    f"{c.branch_substeps} | {c.env_substeps} |")
     return "\n".join(out) + "\n"
 
@@ -693,8 +702,8 @@ def plot_profiles(results: StudyResults, path: Path) -> None:
             if (p.scenario, p.kappa) == (name, kappa):
                 ax.plot(p.variance, label=p.config)
                 if p.config == "bundle":
-                    twin.fill_between(np.arange(HORIZON), p.in_window, color="grey", alpha=0.25, step="mid")
-        twin.set(ylim=(0, 1), ylabel="fraction in a window (grey)")
+                    twin.fill_between(np.arange(HORIZON), p.in_bundle, color="grey", alpha=0.25, step="mid")
+        twin.set(ylim=(0, 1), ylabel="fraction in a bundle (grey)")
         ax.set(yscale="log", xlabel="control step t", ylabel="sum_j Var_e[dL/da_t,j]", title=f"{name}, kappa {kappa:g}")
         ax.legend()
     save_figure(fig, path)

@@ -10,6 +10,9 @@ from bcg.atomic_file import write_atomic
 
 PathLike = Union[str, Path]
 CHECKPOINT_GLOB = "iter_*.pt"
+CHECKPOINT_FORMAT = 2
+"""Layout of the checkpoint dict. 2: the simulator's settings under `env.sim` of the config, the
+simulator's own state under the env's `simulator` key (1: env.kappa, env.bundle, ... and `bundler`)."""
 
 
 class CheckpointError(ValueError):
@@ -21,8 +24,8 @@ def checkpoint_name(iteration: int) -> str:
 
 
 def save_atomic(state: dict, path: PathLike) -> Path:
-    """torch.save `state` to `path` atomically (see `write_atomic`)."""
-    return write_atomic(path, lambda f: torch.save(state, f))
+    """torch.save `state`, stamped with CHECKPOINT_FORMAT, to `path` atomically (see `write_atomic`)."""
+    return write_atomic(path, lambda f: torch.save({**state, "format": CHECKPOINT_FORMAT}, f))
 
 
 def find_checkpoint(path: PathLike) -> Path:
@@ -47,6 +50,10 @@ def load_checkpoint(path: PathLike) -> dict:
         raise CheckpointError(f"checkpoint {path}: cannot be read ({type(e).__name__}: {e})") from None
     if not isinstance(state, dict) or "iteration" not in state:
         raise CheckpointError(f"checkpoint {path}: not a bcg_train checkpoint")
+    if state.get("format") != CHECKPOINT_FORMAT:
+        raise CheckpointError(f"checkpoint {path}: format {state.get('format')}, this bcg_train reads format "
+                              f"{CHECKPOINT_FORMAT} (see bcg_train.checkpoint.CHECKPOINT_FORMAT); resume or export it "
+                              f"with the bcg_train version that wrote it")
     return state
 
 

@@ -1,21 +1,22 @@
 """`bcg-train`: train a G1 imitation policy (SHAC through the differentiable simulator, or the PPO baseline).
 
     bcg-train --preset cpu-smoke [--algo shac|ppo] [--motion FILE|run|jump|fight|dance] [--kappa K]
-              [--no-bundle] [--device cpu|cuda:0] [--run-dir DIR] [--set shac.iterations=50 ...]
+              [--no-bundle] [--device cpu|cuda:0] [--run-dir DIR] [--set env.sim.substeps=8 ...]
     bcg-train --resume RUN_DIR_OR_CHECKPOINT [--device cuda:0] [--iterations N]
 
-A run folder gets metrics.csv, tensorboard/, checkpoints/, curves/ and config.yaml. A resumed run
-continues with the checkpoint's own settings (preset, motion, kappa, bundling) in its own folder;
+`--kappa K` and `--no-bundle` are short for `--set env.sim.kappa=K` and
+`--set env.sim.bundle.enabled=false`: every setting lives in the config, and a run's config.yaml and
+checkpoints record it. A run folder gets metrics.csv, tensorboard/, checkpoints/, curves/ and
+config.yaml. A resumed run continues with the checkpoint's own settings in its own folder;
 `--iterations N` extends it to N iterations in all (the learning rates, which decay linearly over
-the run, then decay over the new total: they rise at the resume).
-The environment comes from `bcg_train.imitation.make_env(preset, motion, kappa, bundle, device)`,
-which builds `preset.num_envs(bundle)` environments seeded from `preset.runner.seed`.
+the run, then decay over the new total: they rise at the resume). The environment is
+`cfg.num_envs()` G1 imitation environments seeded from `cfg.runner.seed` (`build_env`).
 """
 import argparse
 import sys
 import time
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence
 
 import torch
 import yaml
@@ -23,6 +24,7 @@ import yaml
 from bcg.atomic_file import write_text_atomic
 
 from .checkpoint import CheckpointError, find_checkpoint, load_checkpoint
+from .env_api import DiffEnv
 from .motion.library import BUILTIN_MOTIONS
 from .runner import Runner, make_algorithm
 from .train_config import ALGORITHMS, ConfigError, TrainConfig, apply_overrides, config_from_dict, load_preset
@@ -30,10 +32,11 @@ from .train_config import ALGORITHMS, ConfigError, TrainConfig, apply_overrides,
 EXIT_USAGE = 2
 
 
-def load_env_factory() -> Callable:
-    """`make_env` of the G1 imitation environment (imported on use: it loads Warp and MuJoCo)."""
-    from .imitation import make_env
-    return make_env
+def build_env(cfg: TrainConfig, motion: str, device: str) -> DiffEnv:
+    """`cfg.num_envs()` G1 imitation environments on `motion`, seeded from `cfg.runner.seed` (the
+    import is here: it loads Warp and MuJoCo, which nothing else of the command line needs)."""
+    from .imitation.env import G1ImitationEnv
+    return G1ImitationEnv(cfg.env, motion, cfg.num_envs(), device, seed=cfg.runner.seed)
 
 
 def parse_assignments(items: Sequence[str]) -> Dict:
@@ -53,21 +56,26 @@ def parse_assignments(items: Sequence[str]) -> Dict:
 
 def default_run_dir(cfg: TrainConfig, run_info: Dict) -> Path:
     motion = Path(str(run_info["motion"])).stem
-    kappa = "default" if run_info["kappa"] is None else f"{run_info['kappa']:g}"
-    bundle = "bcg" if run_info["bundle"] else "nobundle"
-    return Path(cfg.runner.log_dir) / f"{time.strftime('%Y%m%d-%H%M%S')}_{cfg.algorithm}_{motion}_k{kappa}_{bundle}"
+    bundle = "bcg" if cfg.bundle else "nobundle"
+    return Path(cfg.runner.log_dir) / (f"{time.strftime('%Y%m%d-%H%M%S')}_{cfg.algorithm}_{motion}"
+                                       f"_k{cfg.env.sim.kappa:g}_{bundle}")
 
 
 def build_runner(cfg: TrainConfig, run_info: Dict, run_dir: Path) -> Runner:
-    make_env = load_env_factory()
     if cfg.runner.torch_threads:
         torch.set_num_threads(cfg.runner.torch_threads)
-    env = make_env(preset=cfg, motion=run_info["motion"], kappa=run_info["kappa"], bundle=run_info["bundle"],
-                   device=run_info["device"])
-    if env.num_envs != cfg.num_envs(run_info["bundle"]):
-        raise ConfigError(f"num_envs: the environment has {env.num_envs} envs, the preset asks for "
-                          f"{cfg.num_envs(run_info['bundle'])}")
+    env = build_env(cfg, run_info["motion"], run_info["device"])
     return Runner(make_algorithm(env, cfg), cfg, run_dir, run_info)
+
+
+def shorthand_overrides(args: argparse.Namespace) -> Dict:
+    """--kappa and --no-bundle as the config overrides they stand for."""
+    sim: Dict = {}
+    if args.kappa is not None:
+        sim["kappa"] = args.kappa
+    if args.no_bundle:
+        sim["bundle"] = {"enabled": False}
+    return {"env": {"sim": sim}} if sim else {}
 
 
 def parser() -> argparse.ArgumentParser:
@@ -75,22 +83,25 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--preset", help="config/train/<NAME>.yaml (paper, cpu-small, cpu-smoke) or a YAML file")
     p.add_argument("--algo", choices=ALGORITHMS, help="override the preset's algorithm")
     p.add_argument("--motion", default="run", help=f"reference motion: a file or one of {', '.join(BUILTIN_MOTIONS)}")
-    p.add_argument("--kappa", type=float, help="contact stiffness k (1/m); default: the environment's")
-    p.add_argument("--no-bundle", action="store_true", help="train without bundled contact gradients")
+    p.add_argument("--kappa", type=float, help="contact stiffness k (1/m), short for --set env.sim.kappa=K")
+    p.add_argument("--no-bundle", action="store_true",
+                   help="train without bundled contact gradients, short for --set env.sim.bundle.enabled=false")
     p.add_argument("--device", help="torch/Warp device, e.g. cpu or cuda:0 (default cpu; on resume: the checkpoint's)")
-    p.add_argument("--run-dir", type=Path, help="run folder (default: <runner.log_dir>/<time>_<algo>_<motion>_k<K>_<bcg|nobundle>)")
+    p.add_argument("--run-dir", type=Path,
+                   help="run folder (default: <runner.log_dir>/<time>_<algo>_<motion>_k<K>_<bcg|nobundle>)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a preset value (repeatable)")
     p.add_argument("--resume", type=Path, help="continue a run: its folder or a checkpoint file")
     p.add_argument("--iterations", type=int, help="with --resume: extend the run to this many iterations in all")
     return p
 
 
-def extend(cfg: TrainConfig, iterations: int, done: int) -> None:
-    """Set the run's algorithm to `iterations` in all; ConfigError unless that is more than `done`."""
+def extend(cfg: TrainConfig, iterations: int, done: int) -> TrainConfig:
+    """`cfg` with its algorithm run to `iterations` in all; ConfigError unless that is more than `done`."""
     if iterations <= done:
         raise ConfigError(f"--iterations: {iterations} is not more than the {done} the checkpoint has done")
-    getattr(cfg, cfg.algorithm).iterations = iterations
+    cfg = cfg.with_iterations(iterations)
     cfg.validate()
+    return cfg
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -104,7 +115,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             state = load_checkpoint(path)
             cfg, run_info = config_from_dict(state["config"]), dict(state["run_info"])
             if args.iterations is not None:
-                extend(cfg, args.iterations, int(state["iteration"]))
+                cfg = extend(cfg, args.iterations, int(state["iteration"]))
             run_info["device"] = args.device or run_info["device"]
             runner = build_runner(cfg, run_info, path.parent.parent)
             runner.resume(path)
@@ -115,11 +126,11 @@ def main(argv: Optional[List[str]] = None) -> int:
                 raise ConfigError(f"--iterations: extends a resumed run; for a new one use "
                                   f"--set <algorithm>.iterations={args.iterations}")
             cfg = apply_overrides(load_preset(args.preset), parse_assignments(args.set))
+            cfg = apply_overrides(cfg, shorthand_overrides(args))
             if args.algo:
                 cfg.algorithm = args.algo
             cfg.validate()
-            run_info = {"motion": args.motion, "kappa": args.kappa, "bundle": not args.no_bundle,
-                        "device": args.device or "cpu", "preset": args.preset}
+            run_info = {"motion": args.motion, "device": args.device or "cpu", "preset": args.preset}
             run_dir = args.run_dir or default_run_dir(cfg, run_info)
             runner = build_runner(cfg, run_info, run_dir)
             run_dir.mkdir(parents=True, exist_ok=True)

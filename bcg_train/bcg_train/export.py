@@ -18,7 +18,7 @@ import os
 import sys
 import warnings
 from pathlib import Path
-from typing import Callable, Dict, Optional, Sequence, Tuple
+from typing import Optional, Sequence, Tuple
 
 import numpy as np
 import onnx
@@ -28,7 +28,7 @@ from torch import nn
 from bcg.contract import ContractError, PolicyContract, PolicyFileError, write_policy
 
 from .checkpoint import CheckpointError, find_checkpoint, load_checkpoint
-from .train_config import ConfigError, TrainConfig, config_from_dict
+from .train_config import ALGORITHMS, ConfigError, config_from_dict
 
 OPSET = 17
 INPUT_NAME, OUTPUT_NAME = "obs", "actions"
@@ -40,11 +40,6 @@ TOLERANCE = 1e-4
 
 class ExportError(RuntimeError):
     """The checkpoint cannot be exported, or the exported file disagrees with torch."""
-
-
-def _policy_builders() -> Dict[str, Callable[[dict, TrainConfig, int, int], nn.Module]]:
-    from .algo import ppo, shac
-    return {"shac": shac.deployable_policy, "ppo": ppo.deployable_policy}
 
 
 def to_onnx(policy: nn.Module, obs_dim: int) -> onnx.ModelProto:
@@ -79,7 +74,7 @@ def export_checkpoint(checkpoint: Path, out: Path, description: Optional[str] = 
     except (ConfigError, ContractError) as e:
         raise ExportError(f"checkpoint {path}: {e}") from None
     dims = state["dims"]
-    policy = _policy_builders()[state["algorithm_name"]](state["algorithm"], cfg, dims["obs"], dims["act"])
+    policy = ALGORITHMS[state["algorithm_name"]].policy(state["algorithm"], cfg, dims["obs"], dims["act"])
     text = description or (f"{state['algorithm_name']} iteration {state['iteration']} of {path.parent.parent.name} "
                            f"(motion {contract.motion}, kappa {contract.contact_stiffness:g} 1/m)")
     contract = dataclasses.replace(contract, description=text)

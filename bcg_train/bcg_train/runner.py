@@ -16,13 +16,12 @@ from typing import Dict, Optional, Protocol
 import torch
 from torch import nn
 
+from . import curves
 from .checkpoint import checkpoint_name, load_checkpoint, prune_checkpoints, save_atomic
 from .env_api import DiffEnv
-from .train_config import TrainConfig
+from .train_config import ALGORITHMS, TrainConfig
 from .train_log import ITERATION, MetricsLog, Progress
-from . import curves
 
-CHECKPOINT_FORMAT = 1
 CHECKPOINT_DIR = "checkpoints"
 CURVES_DIR = "curves"
 
@@ -43,10 +42,8 @@ class Algorithm(Protocol):
 
 def make_algorithm(env: DiffEnv, cfg: TrainConfig) -> Algorithm:
     """The configured algorithm on `env`, its networks initialised from `cfg.runner.seed`."""
-    from .algo.ppo import Ppo
-    from .algo.shac import Shac
     torch.manual_seed(cfg.runner.seed)
-    return {"shac": Shac, "ppo": Ppo}[cfg.algorithm](env, cfg, cfg.runner.seed)
+    return ALGORITHMS[cfg.algorithm].build(env, cfg)
 
 
 def rng_state() -> dict:
@@ -113,7 +110,7 @@ class Runner:
 
     def checkpoint(self) -> dict:
         env = self.algorithm.env
-        return {"format": CHECKPOINT_FORMAT, "iteration": self.iteration, "wall_clock_s": self.wall_clock_s,
+        return {"iteration": self.iteration, "wall_clock_s": self.wall_clock_s,
                 "algorithm_name": self.algorithm.name, "config": self.cfg.to_dict(), "run_info": self.run_info,
                 "dims": {"obs": env.obs_dim, "act": env.act_dim, "add": env.add_dim},
                 "contract": env.policy_contract().to_metadata(),

@@ -36,7 +36,7 @@ def test_pointmass_bundled_estimate_is_unbiased_for_the_smoothed_gradient_and_it
 
 @pytest.fixture(scope="module")
 def two_env_jump():
-    model = bs.study_model(300.0, None)
+    model = bs.g1_model()
     clip, landing = bs.jump_clip(model)
     return model, bs.jump_scenario(model, clip, landing, envs=2, seed=1)
 
@@ -48,11 +48,11 @@ def one_env(scenario: bs.Scenario, e: int) -> bs.Scenario:
 
 def test_per_env_gradients_equal_a_direct_per_env_computation(two_env_jump):
     model, scenario = two_env_jump
-    both = bs.StudyWindow(model, scenario).run()
+    both = bs.StudyWindow(bs.study_config(300.0, None), scenario).run()
     both.check_finite("two envs")
     assert both.param_grads.shape == (2, 10333) and both.action_grads.shape == (2, bs.HORIZON, model.nj)
     for e in range(2):
-        alone = bs.StudyWindow(model, one_env(scenario, e)).run()
+        alone = bs.StudyWindow(bs.study_config(300.0, None), one_env(scenario, e)).run()
         np.testing.assert_allclose(both.param_grads[e], alone.param_grads[0], rtol=1e-9, atol=1e-12)
         np.testing.assert_allclose(both.action_grads[e], alone.action_grads[0], rtol=1e-9, atol=1e-12)
     var = bs.sum_variance(both.param_grads)
@@ -63,8 +63,8 @@ def test_per_env_gradients_equal_a_direct_per_env_computation(two_env_jump):
     np.testing.assert_allclose(bs.bootstrap_sum_variance(both.param_grads, counts), direct, rtol=1e-9, atol=1e-12)
 
 
-def test_bundled_window_triggers_on_the_landing_and_gives_finite_gradients(two_env_jump):
+def test_a_bundle_triggers_on_the_landing_and_gives_finite_gradients(two_env_jump):
     model, scenario = two_env_jump
-    res = bs.StudyWindow(bs.study_model(300.0, replace(bs.DEFAULT_BUNDLE, branches=3)), scenario).run()
+    res = bs.StudyWindow(bs.study_config(300.0, replace(bs.DEFAULT_BUNDLE, branches=3)), scenario).run()
     res.check_finite("bundled")
-    assert res.windows >= 2 and res.branch_substeps > 0 and res.in_window.max() > 0
+    assert res.bundles >= 2 and res.branch_substeps > 0 and res.in_bundle.max() > 0

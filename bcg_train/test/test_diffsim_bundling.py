@@ -6,7 +6,9 @@ import numpy as np
 import pytest
 import warp as wp
 
+from bcg.config_check import ConfigError
 from bcg_train.diffsim import BundleConfig, Model, SimConfig, Simulator, Tape
+from bcg_train.diffsim.bundling import kernels as bk
 
 DT = 0.02
 DROP = 0.10           # m above standing height
@@ -15,35 +17,39 @@ STANDING = 0.757      # m, pelvis height with the feet on the floor
 RNG = np.random.default_rng(3)
 
 
-def make_model(**bundle):
-    return Model.from_mujoco(config=SimConfig(kappa=300.0, bundle=BundleConfig(**bundle)), device="cpu")
+MODEL = Model.from_mujoco(device="cpu")
+
+
+def sim_config(**bundle) -> SimConfig:
+    """kappa 300 with these bundle settings (bundling off when none are given)."""
+    return SimConfig(kappa=300.0, bundle=BundleConfig(**bundle))
 
 
 def initial_state(model, n, dropped=None, roll=0.0):
     """(q (n, nq), qd (n, nv)): dropped envs start DROP high falling at FALL_SPEED, the others stand."""
     dropped = np.ones(n, bool) if dropped is None else np.asarray(dropped)
-    q = np.tile(model.default_qpos(STANDING), (n, 1))
-    qd = np.zeros((n, model.nv))
+    q = np.tile(MODEL.default_qpos(STANDING), (n, 1))
+    qd = np.zeros((n, MODEL.nv))
     q[dropped, 2] += DROP
     qd[dropped, 2] = -FALL_SPEED
     q[:, 3:7] = [np.cos(roll / 2), np.sin(roll / 2), 0.0, 0.0]
     return q, qd
 
 
-def rollout(model, steps, q0, qd0, actions, requires_grad=False, weights=None, setup=None):
+def rollout(config, steps, q0, qd0, actions, requires_grad=False, weights=None, setup=None):
     """Final (q, qd), the gradient of weights . q_final wrt the actions (when weights is given), stats."""
     n = q0.shape[0]
-    sim = Simulator(model, n, requires_grad=requires_grad)
+    sim = Simulator(MODEL, n, config, requires_grad=requires_grad)
     if setup is not None:
         setup(sim)
-    r = model.robot
+    r = MODEL.robot
     s = sim.state().assign(q0, qd0)
     ctrl = sim.control().set_pd(q_target=actions, kp=r.kp * 10, kd=r.kd * 3)
     tape = Tape()
     with tape:
         for _ in range(steps):
             s1 = sim.state()
-            sim.step(s, s1, ctrl, DT, tape=tape if requires_grad else None)
+            sim.step(s, s1, ctrl, DT)
             s = s1
     grad = None
     if weights is not None:
@@ -54,17 +60,17 @@ def rollout(model, steps, q0, qd0, actions, requires_grad=False, weights=None, s
 
 @pytest.fixture(scope="module")
 def plain():
-    return make_model()
+    return sim_config()
 
 
 def test_one_unperturbed_branch_is_bit_identical_to_the_plain_simulator(plain):
-    one = make_model(enabled=True, branches=1, sigma_p=0.0, sigma_v=0.0)
-    q0, qd0 = initial_state(plain, 2)
-    a = np.tile(plain.robot.default_q, (2, 1))
-    w = RNG.normal(size=(2, plain.nq))
+    one = sim_config(enabled=True, branches=1, sigma_p=0.0, sigma_v=0.0)
+    q0, qd0 = initial_state(MODEL, 2)
+    a = np.tile(MODEL.robot.default_q, (2, 1))
+    w = RNG.normal(size=(2, MODEL.nq))
     q_p, qd_p, g_p, _ = rollout(plain, 6, q0, qd0, a, True, w)
     q_b, qd_b, g_b, stats = rollout(one, 6, q0, qd0, a, True, w)
-    assert stats.windows >= 2 and stats.branch_substeps > 0
+    assert stats.bundles >= 2 and stats.branch_substeps > 0
     np.testing.assert_array_equal(q_b, q_p)
     np.testing.assert_array_equal(qd_b, qd_p)
     np.testing.assert_allclose(g_b, g_p, rtol=1e-10, atol=1e-12)
@@ -72,10 +78,10 @@ def test_one_unperturbed_branch_is_bit_identical_to_the_plain_simulator(plain):
 
 def test_bundled_gradient_equals_finite_differences_of_the_bundled_map(frozen_noise):
     """Perturbations are constants of the bundled map: recorded once, replayed in the FD runs."""
-    model = make_model(enabled=True, branches=4)
-    q0, qd0 = initial_state(model, 2)
-    a0 = np.tile(model.robot.default_q, (2, 1)) + RNG.normal(0, 0.02, (2, model.nj))
-    w = RNG.normal(size=(2, model.nq))
+    config = sim_config(enabled=True, branches=4)
+    q0, qd0 = initial_state(MODEL, 2)
+    a0 = np.tile(MODEL.robot.default_q, (2, 1)) + RNG.normal(0, 0.02, (2, MODEL.nj))
+    w = RNG.normal(size=(2, MODEL.nq))
     log = []
 
     def record(sim):
@@ -84,122 +90,122 @@ def test_bundled_gradient_equals_finite_differences_of_the_bundled_map(frozen_no
     def replay(sim):
         frozen_noise(sim, log, False)
 
-    _, _, grad, stats = rollout(model, 6, q0, qd0, a0, True, w, setup=record)
-    assert stats.windows == 2 and stats.window_env_substeps == 2 * 8
+    _, _, grad, stats = rollout(config, 6, q0, qd0, a0, True, w, setup=record)
+    assert stats.bundles == 2 and stats.bundled_env_substeps == 2 * 8
     eps = 1e-6
     for _ in range(2):
         u = RNG.normal(size=a0.shape)
         u /= np.linalg.norm(u)
-        plus = rollout(model, 6, q0, qd0, a0 + eps * u, setup=replay)[0]
-        minus = rollout(model, 6, q0, qd0, a0 - eps * u, setup=replay)[0]
+        plus = rollout(config, 6, q0, qd0, a0 + eps * u, setup=replay)[0]
+        minus = rollout(config, 6, q0, qd0, a0 - eps * u, setup=replay)[0]
         fd = np.sum((plus - minus) * w) / (2 * eps)
         assert abs(np.sum(grad * u) - fd) < 1e-4 * abs(fd), (np.sum(grad * u), fd)
 
 
 def test_branches_exist_only_for_triggered_environments():
-    model = make_model(enabled=True, branches=5)
+    config = sim_config(enabled=True, branches=5)
     dropped = np.array([True, False, False, True, False, False])
-    q0, qd0 = initial_state(model, 6, dropped)
-    q, _, _, stats = rollout(model, 5, q0, qd0, np.tile(model.robot.default_q, (6, 1)))
-    substeps = 5 * model.config.substeps
+    q0, qd0 = initial_state(MODEL, 6, dropped)
+    q, _, _, stats = rollout(config, 5, q0, qd0, np.tile(MODEL.robot.default_q, (6, 1)))
+    substeps = 5 * config.substeps
     assert stats.env_substeps == 6 * substeps
-    assert stats.windows == 2
-    assert stats.window_env_substeps == 2 * 8
+    assert stats.bundles == 2
+    assert stats.bundled_env_substeps == 2 * 8
     assert stats.branch_substeps == 2 * 8 * 5 + stats.reperturbations
     assert stats.triggered_fraction == pytest.approx(16 / (6 * substeps))
     assert np.isfinite(q).all()
 
 
-def test_new_contact_inside_a_window_reperturbs_that_leg():
-    """Rolled 4 degrees: one foot lands first and opens the window, the other lands inside it."""
-    model = make_model(enabled=True, branches=3)
-    q0, qd0 = initial_state(model, 1, roll=np.radians(4.0))
+def test_new_contact_inside_a_bundle_reperturbs_that_leg():
+    """Rolled 4 degrees: one foot lands first and opens the bundle, the other lands inside it."""
+    config = sim_config(enabled=True, branches=3)
+    q0, qd0 = initial_state(MODEL, 1, roll=np.radians(4.0))
     recorded = []
 
     def record(sim):
         sim.bundler.recorded = recorded
 
-    _, _, _, stats = rollout(model, 4, q0, qd0, model.robot.default_q[None], setup=record)
-    assert stats.windows >= 1 and stats.reperturbations >= 1
-    legs = model.leg_dof.numpy()
+    _, _, _, stats = rollout(config, 4, q0, qd0, MODEL.robot.default_q[None], setup=record)
+    assert stats.bundles >= 1 and stats.reperturbations >= 1
+    legs = MODEL.leg_dof.numpy()
     first_leg = legs[:6] if np.abs(recorded[0][0][:, legs[:6]]).sum() > 0 else legs[6:]
     other_leg = legs[6:] if first_leg is legs[:6] else legs[:6]
     dq_first, _ = recorded[0]
-    assert np.abs(dq_first[:, other_leg]).sum() == 0.0     # the window opened on one leg only
+    assert np.abs(dq_first[:, other_leg]).sum() == 0.0     # the bundle opened on one leg only
     later = np.concatenate([dq for dq, _ in recorded[1:]])
     assert np.abs(later[:, other_leg]).max() > 0.0           # the other leg was perturbed on landing
     assert np.abs(later).max() <= 0.1 + 1e-12
 
 
 def test_nominal_forward_keeps_the_plain_trajectory_with_bundled_gradients(plain):
-    model = make_model(enabled=True, branches=4, nominal_forward=True)
-    q0, qd0 = initial_state(model, 2)
-    a = np.tile(model.robot.default_q, (2, 1))
-    w = RNG.normal(size=(2, model.nq))
+    config = sim_config(enabled=True, branches=4, nominal_forward=True)
+    q0, qd0 = initial_state(MODEL, 2)
+    a = np.tile(MODEL.robot.default_q, (2, 1))
+    w = RNG.normal(size=(2, MODEL.nq))
     q_p, _, g_p, _ = rollout(plain, 5, q0, qd0, a, True, w)
-    q_n, _, g_n, stats = rollout(model, 5, q0, qd0, a, True, w)
-    assert stats.windows == 2
+    q_n, _, g_n, stats = rollout(config, 5, q0, qd0, a, True, w)
+    assert stats.bundles == 2
     np.testing.assert_allclose(q_n, q_p, rtol=0, atol=1e-12)
     assert np.abs(g_n - g_p).max() > 1e-3 * np.abs(g_p).max()
 
 
 def test_perturbations_are_seeded():
-    q0, qd0 = initial_state(make_model(), 1)
-    a = make_model().robot.default_q[None]
-    runs = [rollout(make_model(enabled=True, branches=3, seed=s), 4, q0, qd0, a)[0] for s in (1, 1, 2)]
+    q0, qd0 = initial_state(MODEL, 1)
+    a = MODEL.robot.default_q[None]
+    runs = [rollout(sim_config(enabled=True, branches=3, seed=s), 4, q0, qd0, a)[0] for s in (1, 1, 2)]
     np.testing.assert_array_equal(runs[0], runs[1])
     assert np.abs(runs[0] - runs[2]).max() > 1e-6
 
 
-def test_a_cancelled_window_closes_and_its_env_follows_its_own_state(plain):
-    """Cancelled (e.g. reset) between steps: the environment then steps from the state it is given,
-    exactly as the plain simulator does (the other window's gradients: the next test)."""
-    model = make_model(enabled=True, branches=2)
-    q0, qd0 = initial_state(model, 2)
-    sim = Simulator(model, 2)
+def test_a_restarted_env_closes_its_bundle_and_follows_its_own_state(plain):
+    """Restarted (e.g. reset) between steps: the environment then steps from the state it is given,
+    exactly as the plain simulator does (the other bundle's gradients: the next test)."""
+    config = sim_config(enabled=True, branches=2)
+    q0, qd0 = initial_state(MODEL, 2)
+    sim = Simulator(MODEL, 2, config)
     s0, s1 = sim.state().assign(q0, qd0), sim.state()
-    ctrl = sim.control().set_pd(q_target=model.robot.default_q, kp=model.robot.kp * 10, kd=model.robot.kd * 3)
-    while len(sim.bundler.slot_env) < 2:
+    ctrl = sim.control().set_pd(q_target=MODEL.robot.default_q, kp=MODEL.robot.kp * 10, kd=MODEL.robot.kd * 3)
+    while len(sim.bundler.bundle_env) < 2:
         sim.step(s0, s1, ctrl, DT)
         s0, s1 = s1, s0
-    sim.cancel_bundles([0])
-    standing = np.tile(model.default_qpos(STANDING + 0.002), (2, 1))
+    sim.segment.restart([0])
+    standing = np.tile(MODEL.default_qpos(STANDING + 0.002), (2, 1))
     q = s0.q.numpy()
     q[0] = standing[0]
     qd = s0.qd.numpy()
     qd[0] = 0.0
     s0.assign(q, qd)
     sim.step(s0, s1, ctrl, DT)
-    assert 0 not in sim.bundler.slot_env
-    ref = Simulator(plain, 1)
+    assert 0 not in sim.bundler.bundle_env
+    ref = Simulator(MODEL, 1, plain)
     r0, r1 = ref.state().assign(standing[:1]), ref.state()
-    ref.step(r0, r1, ref.control().set_pd(q_target=model.robot.default_q, kp=model.robot.kp * 10,
-                                          kd=model.robot.kd * 3), DT)
+    ref.step(r0, r1, ref.control().set_pd(q_target=MODEL.robot.default_q, kp=MODEL.robot.kp * 10,
+                                          kd=MODEL.robot.kd * 3), DT)
     np.testing.assert_array_equal(s1.q.numpy()[0], r1.q.numpy()[0])
 
 
-def test_cancelling_one_window_keeps_the_other_windows_gradients(frozen_noise):
-    """Per-step tapes (torch bridge), one window cancelled between steps: the other environment's
+def test_restarting_one_env_keeps_the_other_bundles_gradients(frozen_noise):
+    """Per-step tapes (torch bridge), one environment restarted between steps: the other environment's
     gradient w.r.t. the actions still equals finite differences of the bundled map."""
     import torch
 
     from bcg_train.diffsim.torch_bridge import step
-    model = make_model(enabled=True, branches=3)
-    r = model.robot
+    config = sim_config(enabled=True, branches=3)
+    r = MODEL.robot
     kp, kd = torch.tensor(r.kp * 10), torch.tensor(r.kd * 3)
-    q0, qd0 = (torch.tensor(x) for x in initial_state(model, 2))
-    a0 = torch.tensor(np.tile(r.default_q, (2, 1))) + 0.02 * torch.tensor(RNG.normal(size=(2, model.nj)))
+    q0, qd0 = (torch.tensor(x) for x in initial_state(MODEL, 2))
+    a0 = torch.tensor(np.tile(r.default_q, (2, 1))) + 0.02 * torch.tensor(RNG.normal(size=(2, MODEL.nj)))
     log = []
 
     def env1_height(a, record):
-        sim = Simulator(model, 2, requires_grad=True)
+        sim = Simulator(MODEL, 2, config, requires_grad=True)
         frozen_noise(sim, log, record)
         q, qd = q0, qd0
         for t in range(6):
             q, qd = step(sim, q, qd, a, DT, kp, kd)
             if t == 3:
-                assert len(sim.bundler.slot_env) == 2
-                sim.cancel_bundles([0])
+                assert len(sim.bundler.bundle_env) == 2
+                sim.segment.restart([0])
         return q[1].sum()
 
     a = a0.clone().requires_grad_(True)
@@ -213,11 +219,11 @@ def test_cancelling_one_window_keeps_the_other_windows_gradients(frozen_noise):
     assert abs((a.grad * u).sum() - fd) < 1e-4 * abs(fd), ((a.grad * u).sum().item(), fd.item())
 
 
-@pytest.mark.parametrize("field, value", [("branches", 0), ("window_steps", 1.5), ("threshold", -1.0),
+@pytest.mark.parametrize("field, value", [("branches", 0), ("span_steps", 1.5), ("threshold", -1.0),
                                           ("sigma_p", -0.01), ("damping", 0.0)])
 def test_bad_bundle_config_names_the_field(field, value):
-    with pytest.raises(ValueError, match=f"BundleConfig.{field}"):
-        make_model(enabled=True, **{field: value})
+    with pytest.raises(ConfigError, match=f"^bundle.{field}: "):
+        Simulator(MODEL, 1, sim_config(enabled=True, **{field: value}))
 
 
 def test_foot_perturbation_moves_the_foot_by_the_sampled_cartesian_noise():
@@ -227,39 +233,35 @@ def test_foot_perturbation_moves_the_foot_by_the_sampled_cartesian_noise():
     degree), and only the leg's hinge joints move."""
     import mujoco
 
-    from bcg_train.diffsim import bundle_kernels as bk
-    from bcg_train.diffsim.simulator import _Scratch
-
-    model = make_model()
     rows, sigma_p = 600, 0.005
-    q = np.tile(model.default_qpos(STANDING), (rows, 1))
-    q[:, 7:] += 0.1 * np.sin(np.arange(model.nq - 7))      # a generic bent pose, same for every row
-    sim = Simulator(model, rows)
-    sc = _Scratch.allocate(model, rows, False)
+    q = np.tile(MODEL.default_qpos(STANDING), (rows, 1))
+    q[:, 7:] += 0.1 * np.sin(np.arange(MODEL.nq - 7))      # a generic bent pose, same for every row
+    sim = Simulator(MODEL, rows)
+    sc = sim.physics.scratch(rows, False)
     s = sim.state().assign(q)
-    sim._dynamics(s, sim.control(), 0.005, sc)
+    sim.physics.run(s, sim.state(), sim.control(), 0.005, sc, None)   # fills the kinematics in sc
     legs = np.zeros((rows, 2), np.int32)
     legs[:, 0] = 1
-    dq = wp.zeros((rows, model.nv), dtype=wp.float64)
+    dq = wp.zeros((rows, MODEL.nv), dtype=wp.float64)
     dqd = wp.zeros_like(dq)
     clamped = wp.zeros(1, dtype=int)
     wp.launch(bk.foot_perturbation, dim=(rows, 2), inputs=[
-        model.device_arrays, s.q, sc.xrot, sc.xpos, sc.s_ang, sc.s_lin,
+        sim.physics.kernel_model, s.q, sc.xrot, sc.xpos, sc.s_ang, sc.s_lin,
         wp.array(np.arange(rows, dtype=np.int32), dtype=int), wp.array(legs, dtype=int), 11,
         wp.float64(sigma_p), wp.float64(0.02), wp.float64(1e-4), wp.float64(1.0), wp.float64(5.0)],
         outputs=[dq, dqd, clamped])
     assert clamped.numpy()[0] == 0
     dq = dq.numpy()
-    left = model.leg_dof.numpy()[:6]
+    left = MODEL.leg_dof.numpy()[:6]
     assert np.abs(np.delete(dq, left, axis=1)).max() == 0.0
-    m = mujoco.MjModel.from_xml_path(str(model.robot.model_path))
+    m = mujoco.MjModel.from_xml_path(str(MODEL.robot.model_path))
     d = mujoco.MjData(m)
-    spheres = model.robot.foot_geoms["left"]
+    spheres = MODEL.robot.foot_geoms["left"]
 
     foot_body = m.geom_bodyid[spheres[0]]
 
     def foot(qv):
-        d.qpos[model.mj_qpos_adr] = qv
+        d.qpos[MODEL.mj_qpos_adr] = qv
         mujoco.mj_kinematics(m, d)
         return np.mean([d.geom_xpos[g] - [0, 0, m.geom_size[g, 0]] for g in spheres], axis=0), d.xmat[foot_body].reshape(3, 3).copy()
 

@@ -9,17 +9,20 @@ import numpy as np
 import pytest
 import warp as wp
 
-from bcg_train.diffsim import Model, SimConfig, Simulator, contact_solver
-from bcg_train.diffsim.simulator import _Scratch
-from bcg_train.diffsim.sparse_ldl import SparseLDL
+from bcg_train.diffsim import Model, SimConfig, Simulator, State
+from bcg_train.diffsim.solvers import contact_pgs
+from bcg_train.diffsim.solvers.sparse_ldl import SparseLDL
 
 RNG = np.random.default_rng(7)
 N = 2
 
 
+CONFIG = SimConfig(kappa=50.0)
+
+
 @pytest.fixture(scope="module")
 def model():
-    return Model.from_mujoco(config=SimConfig(kappa=50.0), device="cpu")
+    return Model.from_mujoco(device="cpu")
 
 
 def standing_q(model, n=N, lift=0.0):
@@ -51,16 +54,16 @@ def _weighted(y, w):
 
 
 def _dynamics_loss(model, output, w):
-    """Loss w . scratch.<output> after `Simulator._dynamics` at x = [q | qd] (zero control)."""
-    sim = Simulator(model, N, requires_grad=True)
+    """Loss w . scratch.<output> after `Substep.dynamics` at x = [q | qd] (zero control)."""
+    sim = Simulator(model, N, CONFIG, requires_grad=True)
 
     def loss(x, grad):
         s = sim.state()
         s.q, s.qd = _arr(x[:, :model.nq], grad), _arr(x[:, model.nq:], grad)
-        sc = _Scratch.allocate(model, N, grad)
+        sc = sim.physics.scratch(N, grad)
         tape = wp.Tape()
         with tape:
-            sim._dynamics(s, sim.control(), 0.005, sc)
+            sim.physics.dynamics(s, sim.control(), 0.005, sc, tape if grad else None)
         y = getattr(sc, output)
         if grad:
             tape.backward(grads={y: wp.array(w, dtype=wp.float64)})
@@ -83,17 +86,21 @@ def test_bias_force_gradient(model):
 
 
 def _mass_matrix(model, q):
-    sim = Simulator(model, N)
+    sim = Simulator(model, N, CONFIG)
     s = sim.state().assign(q)
-    sc = _Scratch.allocate(model, N, False)
-    sim._dynamics(s, sim.control(), 0.005, sc)
-    return sc.a.numpy(), sc
+    sc = sim.physics.scratch(N, False)
+    sim.physics.dynamics(s, sim.control(), 0.005, sc, None)
+    return sc.a.numpy(), sc, sim.physics
+
+
+def _ldl(physics, grad):
+    return SparseLDL(physics.kernel_model, "cpu", N, physics.model.npair, requires_grad=grad)
 
 
 def test_sparse_solve_gradient(model):
     """x = (A + diag)^-1 b with the robot's mass matrix: gradient wrt A, diag and b."""
     nv, npair = model.nv, model.npair
-    a0, _ = _mass_matrix(model, standing_q(model))
+    a0, _, physics = _mass_matrix(model, standing_q(model))
     w = RNG.normal(size=(N, nv))
 
     def loss(x, grad):
@@ -101,7 +108,7 @@ def test_sparse_solve_gradient(model):
         diag = _arr(x[:, npair:npair + nv], grad)
         b = _arr(x[:, npair + nv:], grad)
         xs = _arr(np.zeros((N, nv)), grad)
-        ldl = SparseLDL(model, N, requires_grad=grad)
+        ldl = _ldl(physics, grad)
         tape = wp.Tape()
         with tape:
             ldl.factor(a, diag, tape if grad else None)
@@ -120,7 +127,7 @@ def test_sparse_solve_gradient(model):
 def test_delassus_gradient(model):
     """G = J (A + diag)^-1 J^T on the foot chains: gradient wrt A, diag and the Jacobian entries."""
     nv, npair, ncd, nr = model.nv, model.npair, model.ncd, model.ndof_contact
-    a0, sc = _mass_matrix(model, standing_q(model))
+    a0, sc, physics = _mass_matrix(model, standing_q(model))
     jt0 = sc.jt.numpy() if np.abs(sc.jt.numpy()).sum() > 0 else RNG.normal(size=(N, ncd, 3))
     w = RNG.normal(size=(N, nr, nr))
 
@@ -130,7 +137,7 @@ def test_delassus_gradient(model):
         jt = _arr(x[:, npair + nv:].reshape(N, ncd, 3), grad, wp.vec3d)
         y = wp.zeros((N, ncd), dtype=wp.vec3d)
         g = _arr(np.zeros((N, nr, nr)), grad)
-        ldl = SparseLDL(model, N, requires_grad=grad)
+        ldl = _ldl(physics, grad)
         tape = wp.Tape()
         with tape:
             ldl.factor(a, diag, tape if grad else None)
@@ -149,10 +156,9 @@ def test_delassus_gradient(model):
 def test_delassus_matches_dense_formula(model):
     """G from the chain formula equals J A^-1 J^T computed densely with numpy."""
     q = standing_q(model)
-    a, sc = _mass_matrix(model, q)
-    sim = Simulator(model, N)
-    s_out = sim.state()
-    sim._contact(sim.state().assign(q), s_out, 0.005, sc, None)
+    a, sc, physics = _mass_matrix(model, q)
+    s_out = State.zeros(model, N)
+    physics.contact(State.zeros(model, N).assign(q), s_out, 0.005, sc, None)
     pi, pj = model.pair_i.numpy(), model.pair_j.numpy()
     jt = sc.jt.numpy()
     start, dof = model.contact_dof_start.numpy(), model.contact_dof_d.numpy()
@@ -174,15 +180,14 @@ def test_projected_gauss_seidel_gradient(model):
     nc, nr = model.nc, model.ndof_contact
     q = standing_q(model)
     q[:, 2] -= 0.004
-    _, sc = _mass_matrix(model, q)
-    sim = Simulator(model, N)
-    s_out = sim.state()
-    sim._contact(sim.state().assign(q), s_out, 0.005, sc, None)
+    _, sc, physics = _mass_matrix(model, q)
+    s_out = State.zeros(model, N)
+    physics.contact(State.zeros(model, N).assign(q), s_out, 0.005, sc, None)
     v0 = RNG.normal(0, 0.05, (N, nr))
     v0[:, 0::3] = -0.05
     v0[:, 3] = 0.02                 # one sphere separating
     w = RNG.normal(size=(N, nc, 3))
-    iters = model.config.contact_iterations
+    iters = CONFIG.contact_iterations
 
     def loss(x, grad):
         g = _arr(x[:, :nr * nr].reshape(N, nr, nr), grad)
@@ -194,7 +199,7 @@ def test_projected_gauss_seidel_gradient(model):
         z_hist = wp.zeros((N, iters, nr), dtype=wp.float64)
         tape = wp.Tape()
         with tape:
-            contact_solver.solve(model, g, v, s, sp, hist, z_hist, impulse, tape if grad else None)
+            contact_pgs.solve(physics.kernel_model, g, v, s, sp, hist, z_hist, impulse, tape if grad else None)
         value = _weighted(impulse, w)
         if grad:
             tape.backward(grads={impulse: wp.array(w, dtype=wp.vec3d)})
@@ -207,8 +212,8 @@ def test_projected_gauss_seidel_gradient(model):
     assert abs(p) > 1e-3 and err < 1e-5, err
 
 
-def _step_loss(model, n_steps, dt, what, w_q, w_qd, q0, qd0, ctrl_kp, ctrl_kd, q_target):
-    sim = Simulator(model, N, requires_grad=True)
+def _step_loss(model, config, n_steps, dt, what, w_q, w_qd, q0, qd0, ctrl_kp, ctrl_kd, q_target):
+    sim = Simulator(model, N, config, requires_grad=True)
 
     def loss(x, grad):
         s0 = sim.state()
@@ -225,7 +230,7 @@ def _step_loss(model, n_steps, dt, what, w_q, w_qd, q0, qd0, ctrl_kp, ctrl_kd, q
             s = s0
             for _ in range(n_steps):
                 s_next = sim.state()
-                sim.step(s, s_next, ctrl, dt, tape=tape)
+                sim.step(s, s_next, ctrl, dt)
                 s = s_next
         value = float(np.sum(s.q.numpy() * w_q) + np.sum(s.qd.numpy() * w_qd))
         if not grad:
@@ -241,18 +246,18 @@ def _step_loss(model, n_steps, dt, what, w_q, w_qd, q0, qd0, ctrl_kp, ctrl_kd, q
 def test_contact_impulse_solve_gradient(model):
     """Impulses of the whole smoothed contact solve (dynamics, Delassus, projected iterations) wrt the
     pre-contact velocities, feet on the ground."""
-    sim = Simulator(model, N, requires_grad=True)
+    sim = Simulator(model, N, CONFIG, requires_grad=True)
     w = RNG.normal(size=(N, model.nc, 3))
     q = standing_q(model)
 
     def loss(qdx, grad):
         s_in, s_out = sim.state(), sim.state()
         s_in.q, s_in.qd = _arr(q, grad), _arr(qdx, grad)
-        sc = _Scratch.allocate(model, N, grad)
+        sc = sim.physics.scratch(N, grad)
         tape = wp.Tape()
         with tape:
-            sim._dynamics(s_in, sim.control(), 0.005, sc)
-            sim._contact(s_in, s_out, 0.005, sc, tape if grad else None)
+            sim.physics.dynamics(s_in, sim.control(), 0.005, sc, tape if grad else None)
+            sim.physics.contact(s_in, s_out, 0.005, sc, tape if grad else None)
         value = _weighted(s_out.contact_impulse, w)
         if grad:
             tape.backward(grads={s_out.contact_impulse: wp.array(w, dtype=wp.vec3d)})
@@ -266,12 +271,11 @@ def test_contact_impulse_solve_gradient(model):
     assert err < 1e-4, err
 
 
-def test_full_substep_gradient():
-    model = Model.from_mujoco(config=SimConfig(kappa=50.0, substeps=1), device="cpu")
+def test_full_substep_gradient(model):
     r = model.robot
     w_q = RNG.normal(size=(N, model.nq))
     w_qd = RNG.normal(size=(N, model.nv))
-    loss = _step_loss(model, 1, 0.005, "state", w_q, w_qd, None, None, r.kp * 10, r.kd * 3, np.tile(r.default_q, (N, 1)))
+    loss = _step_loss(model, SimConfig(kappa=50.0, substeps=1), 1, 0.005, "state", w_q, w_qd, None, None, r.kp * 10, r.kd * 3, np.tile(r.default_q, (N, 1)))
     x0 = np.concatenate([standing_q(model), RNG.normal(0, 0.05, (N, model.nv))], axis=1)
     x0[:, model.nq + 2] = -0.2
     err, _ = directional_check(loss, x0)
@@ -283,7 +287,7 @@ def test_rollout_20_steps_kappa50_gradient_wrt_actions(model):
     w_q = RNG.normal(size=(N, model.nq))
     w_qd = RNG.normal(size=(N, model.nv)) * 0.1
     q0 = standing_q(model, lift=0.01)
-    loss = _step_loss(model, 20, 0.02, "action", w_q, w_qd, q0, np.zeros((N, model.nv)), r.kp * 10, r.kd * 3, None)
+    loss = _step_loss(model, CONFIG, 20, 0.02, "action", w_q, w_qd, q0, np.zeros((N, model.nv)), r.kp * 10, r.kd * 3, None)
     a0 = np.tile(r.default_q, (N, 1)) + RNG.normal(0, 0.05, (N, model.nj))
     err, _ = directional_check(loss, a0.ravel().reshape(N, model.nj), eps=1e-6)
     assert err < 1e-3, err

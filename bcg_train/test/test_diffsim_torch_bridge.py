@@ -1,6 +1,7 @@
 """A torch loss over simulated states backpropagates into actions and initial states, and the
 gradient matches central finite differences."""
 import numpy as np
+import pytest
 import torch
 
 from bcg_train.diffsim import Model, SimConfig, Simulator
@@ -8,8 +9,8 @@ from bcg_train.diffsim.torch_bridge import step
 
 
 def test_torch_loss_backpropagates_into_actions_and_initial_state():
-    model = Model.from_mujoco(config=SimConfig(kappa=50.0), device="cpu")
-    sim = Simulator(model, 2, requires_grad=True)
+    model = Model.from_mujoco(device="cpu")
+    sim = Simulator(model, 2, SimConfig(kappa=50.0), requires_grad=True)
     r = model.robot
     kp = torch.tensor(r.kp * 10)
     kd = torch.tensor(r.kd * 3)
@@ -44,12 +45,13 @@ def test_torch_loss_backpropagates_into_actions_and_initial_state():
     assert abs(an - fd) / abs(fd) < 1e-4, (an.item(), fd.item())
 
 
-def test_bundled_window_gradients_cross_steps_through_the_torch_bridge(frozen_noise):
-    """A bundling window spans control steps; its branches are simulator state torch never sees. The
+def test_bundle_gradients_cross_steps_through_the_torch_bridge(frozen_noise):
+    """A bundle spans control steps; its branches are simulator state torch never sees. The
     torch gradient through 5 steps of a hard landing equals finite differences of the same bundled
     map (perturbations recorded once, replayed)."""
     from bcg_train.diffsim import BundleConfig
-    model = Model.from_mujoco(config=SimConfig(kappa=300.0, bundle=BundleConfig(enabled=True, branches=3)), device="cpu")
+    model = Model.from_mujoco(device="cpu")
+    config = SimConfig(kappa=300.0, bundle=BundleConfig(enabled=True, branches=3))
     r = model.robot
     kp, kd = torch.tensor(r.kp * 10), torch.tensor(r.kd * 3)
     q0 = torch.tensor(np.tile(model.default_qpos(0.857), (2, 1)))
@@ -61,12 +63,12 @@ def test_bundled_window_gradients_cross_steps_through_the_torch_bridge(frozen_no
     log = []
 
     def loss_fn(a, record):
-        sim = Simulator(model, 2, requires_grad=True)
+        sim = Simulator(model, 2, config, requires_grad=True)
         frozen_noise(sim, log, record)
         q, qd = q0, qd0
         for _ in range(5):
             q, qd = step(sim, q, qd, a, 0.02, kp, kd)
-        assert sim.bundle_stats.windows == 2
+        assert sim.bundle_stats.bundles == 2
         return (w * q).sum()
 
     a = a0.clone().requires_grad_(True)
@@ -84,7 +86,7 @@ def test_body_frames_match_mujoco_and_finite_differences():
     import mujoco
 
     from bcg_train.diffsim.torch_bridge import body_frames
-    model = Model.from_mujoco(config=SimConfig(), device="cpu")
+    model = Model.from_mujoco(device="cpu")
     sim = Simulator(model, 2)
     gen = torch.Generator().manual_seed(2)
     q = torch.tensor(np.tile(model.default_qpos(0.8), (2, 1)))
@@ -112,3 +114,37 @@ def test_body_frames_match_mujoco_and_finite_differences():
             return (w * p).sum() + (wq * r).sum()
         fd = (f(q + eps * u) - f(q - eps * u)) / (2 * eps)
     assert abs((q.grad * u).sum() - fd) < 1e-6 * abs(fd)
+
+
+def test_a_gradient_simulator_records_on_the_active_tape_and_refuses_to_step_without_one():
+    """The silent zero-gradient path is gone: stepping inside `with wp.Tape():` (no tape argument
+    exists) gives the same gradient as the torch bridge, and stepping with no tape active raises."""
+    import warp as wp
+
+    from bcg_train.diffsim import TapeRequiredError
+    from bcg_train.diffsim.torch_bridge import step
+
+    model = Model.from_mujoco(device="cpu")
+    config = SimConfig(kappa=300.0)
+    r = model.robot
+    q0 = np.tile(model.default_qpos(0.77), (2, 1))
+    target = np.tile(r.default_q, (2, 1)) + 0.05
+    sim = Simulator(model, 2, config, requires_grad=True)
+    s0, s1 = sim.state().assign(q0), sim.state()
+    ctrl = sim.control().set_pd(q_target=target, kp=r.kp, kd=r.kd)
+    tape = wp.Tape()
+    with tape:
+        sim.step(s0, s1, ctrl, 0.02)
+    tape.backward(grads={s1.q: wp.array(np.ones(s1.q.shape), dtype=wp.float64)})
+    warp_grad = ctrl.q_target.grad.numpy()
+
+    a = torch.tensor(target, requires_grad=True)
+    q, _ = step(Simulator(model, 2, config, requires_grad=True), torch.tensor(q0),
+                torch.zeros(2, model.nv, dtype=torch.float64), a,
+                0.02, torch.tensor(r.kp), torch.tensor(r.kd))
+    q.sum().backward()
+    assert np.abs(warp_grad).max() > 1e-3
+    np.testing.assert_allclose(warp_grad, a.grad.numpy(), rtol=1e-12, atol=1e-15)
+
+    with pytest.raises(TapeRequiredError, match="active Warp tape"):
+        sim.step(s0, sim.state(), ctrl, 0.02)

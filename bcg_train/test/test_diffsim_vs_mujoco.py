@@ -1,6 +1,5 @@
-"""The Warp G1 simulator against MuJoCo on the same XML (the comparisons of bench/validate_diffsim.py,
-shortened), plus a 23-DoF build and the non-finite state check."""
-import importlib.util
+"""The Warp G1 simulator against MuJoCo on the same XML (the comparisons of
+bcg_train.diffsim.mujoco_reference, shortened), plus a 23-DoF build and the non-finite state check."""
 from pathlib import Path
 
 import numpy as np
@@ -8,18 +7,19 @@ import pytest
 
 from bcg.robot import resolve_model_path
 from bcg_train.diffsim import Model, NonFiniteStateError, SimConfig, Simulator
-
-_VALIDATE = Path(__file__).resolve().parents[2] / "bench" / "validate_diffsim.py"
-_spec = importlib.util.spec_from_file_location("bench_validate_diffsim", _VALIDATE)
-vd = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(vd)
+from bcg_train.diffsim import mujoco_reference as vd
 
 DROP_SECONDS = 1.0
 
 
 @pytest.fixture(scope="module")
-def mujoco_drop():
-    return vd.mujoco_drop(DROP_SECONDS, Model.from_mujoco(None, SimConfig(), device="cpu"))
+def model():
+    return Model.from_mujoco(None, device="cpu")
+
+
+@pytest.fixture(scope="module")
+def mujoco_drop(model):
+    return vd.mujoco_drop(DROP_SECONDS, model)
 
 
 def test_no_contact_trajectories_match_mujoco():
@@ -29,19 +29,19 @@ def test_no_contact_trajectories_match_mujoco():
     assert r.max_base_error < 1e-3, r.max_base_error
 
 
-def test_drop_kappa_300_stays_up_close_to_mujoco(mujoco_drop):
-    w = vd.warp_drop(300.0, DROP_SECONDS)
+def test_drop_kappa_300_stays_up_close_to_mujoco(model, mujoco_drop):
+    w = vd.warp_drop(SimConfig(kappa=300.0), DROP_SECONDS, model)
     assert w.base_height.min() > 0.7
     diff = w.base_height[-1] - mujoco_drop.base_height[-1]
     assert abs(diff) < 0.010, f"final pelvis height Warp - MuJoCo = {diff * 1000:.2f} mm"
     assert w.num_contacts[-1] == 8 and mujoco_drop.num_contacts[-1] == 8
 
 
-def test_stiffer_contact_sits_closer_to_mujoco(mujoco_drop):
+def test_stiffer_contact_sits_closer_to_mujoco(model, mujoco_drop):
     reference = mujoco_drop.settled(mujoco_drop.contact_height)
     gap = {}
     for kappa in (50.0, 1000.0):
-        trace = vd.warp_drop(kappa, DROP_SECONDS)
+        trace = vd.warp_drop(SimConfig(kappa=kappa), DROP_SECONDS, model)
         gap[kappa] = abs(trace.settled(trace.contact_height) - reference)
     assert gap[1000.0] < gap[50.0], gap
 
@@ -50,7 +50,7 @@ def test_23dof_model_builds_and_steps():
     path = Path(resolve_model_path()).parent / "scene_23dof.xml"
     if not path.exists():
         pytest.skip(f"no 23-DoF model next to the 29-DoF one: {path}")
-    model = Model.from_mujoco(path, SimConfig(), device="cpu")
+    model = Model.from_mujoco(path, device="cpu")
     assert model.nj == 23 and model.nv == 29 and model.nq == 30 and model.nc == 8
     sim = Simulator(model, 2)
     s0, s1 = sim.state(), sim.state()
@@ -66,8 +66,7 @@ def test_23dof_model_builds_and_steps():
     np.testing.assert_allclose(q[0], q[1])
 
 
-def test_nan_initial_state_is_reported_with_its_environment():
-    model = Model.from_mujoco(None, SimConfig(), device="cpu")
+def test_nan_initial_state_is_reported_with_its_environment(model):
     sim = Simulator(model, 3)
     s0, s1 = sim.state(), sim.state()
     qd = np.zeros((3, model.nv))

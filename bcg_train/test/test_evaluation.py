@@ -96,11 +96,11 @@ def test_warp_plant_runs_the_simulator_settings_the_contract_records():
     cfg = SimConfig.from_contract(100.0, {"substeps": 2, "contact_iterations": 6.0, "limit_damping": 0.3})
     assert (cfg.kappa, cfg.substeps, cfg.contact_iterations, cfg.limit_damping) == (100.0, 2, 6, 0.3)
     assert isinstance(cfg.contact_iterations, int)
-    assert WarpPlant(cfg).model.config.substeps == 2
+    assert WarpPlant(cfg).sim.config.substeps == 2
     assert SimConfig.from_contract(300.0, {}) == SimConfig(kappa=300.0)          # an older contract: defaults
     with pytest.raises(ValueError, match="records setting 'timestep'"):
         SimConfig.from_contract(300.0, {"timestep": 0.001})
-    with pytest.raises(ValueError, match="substeps = 2.5 must be a whole number"):
+    with pytest.raises(ValueError, match="simulator.substeps: must be a whole number, got 2.5"):
         SimConfig.from_contract(300.0, {"substeps": 2.5})
-    with pytest.raises(ValueError, match="contact_iterations must be an integer >= 1"):
+    with pytest.raises(ValueError, match="simulator.contact_iterations: must be an integer >= 1"):
         SimConfig.from_contract(300.0, {"contact_iterations": 0})

@@ -8,16 +8,20 @@ import pytest
 import torch
 
 from bcg.contract import PolicyContract
+from bcg.config_check import ConfigError
+from bcg_train.cli import build_env
 from bcg_train.diffsim import BundleConfig, SimConfig
 from bcg_train.env_api import DiffEnv
-from bcg_train.imitation import EnvConfigError, G1ImitationEnv, ImitationEnvConfig, make_env
-from bcg_train.train_config import ConfigError, TrainConfig, apply_overrides
+from bcg_train.imitation.config import ImitationEnvConfig
+from bcg_train.imitation.env import G1ImitationEnv
+from bcg_train.train_config import TrainConfig, apply_overrides
 
 N = 3
 
 
 def make(bundle=False, **changes):
-    cfg = dataclasses.replace(ImitationEnvConfig(bundle=BundleConfig(enabled=bundle, branches=2)), **changes)
+    cfg = dataclasses.replace(ImitationEnvConfig(sim=SimConfig(bundle=BundleConfig(enabled=bundle, branches=2))),
+                              **changes)
     return G1ImitationEnv(cfg, "jump", N, "cpu", seed=5)
 
 
@@ -33,10 +37,10 @@ def test_is_a_diff_env_with_consistent_sizes(env):
     assert env.obs_dim == env.spec.size and env.act_dim == 29
     contract = env.policy_contract()
     assert isinstance(contract, PolicyContract) and contract.observation.size == env.obs_dim
-    assert contract.contact_stiffness == env.cfg.kappa and contract.motion == "jump"
-    assert contract.simulator["substeps"] == env.cfg.substeps
+    assert contract.contact_stiffness == env.cfg.sim.kappa and contract.motion == "jump"
+    assert contract.simulator["substeps"] == env.cfg.sim.substeps
     assert SimConfig.from_contract(contract.contact_stiffness, contract.simulator) == \
-        dataclasses.replace(env.model.config, bundle=SimConfig().bundle)     # evaluation runs the same physics
+        dataclasses.replace(env.cfg.sim, bundle=SimConfig().bundle)     # evaluation runs the same physics
     step = env.step(torch.zeros(N, env.act_dim))
     assert step.add_sim.shape == step.add_ref.shape == (N, env.add_dim)
 
@@ -82,15 +86,15 @@ def test_window_is_differentiable_and_matches_finite_differences(env):
     assert abs((a.grad * u).sum() - fd) < 2e-3 * abs(fd), ((a.grad * u).sum().item(), fd.item())
 
 
-def test_windows_reuse_the_simulator_buffers(env):
-    """Memory stays bounded over a run: each window's taped substeps reuse the previous window's buffers."""
+def test_segments_reuse_the_simulator_buffers(env):
+    """Memory stays bounded over a run: each segment's taped substeps reuse the previous segment's buffers."""
     env.reset()
     for _ in range(3):
         a = torch.full((N, env.act_dim), 0.1, requires_grad=True)
         loss = sum(env.step(a).add_sim.sum() for _ in range(4))
         loss.backward()
         env.cut_graph()
-    assert len(env.sim._window.items) == 4 * env.cfg.substeps
+    assert len(env.sim.segment._taped) == 4 * env.cfg.sim.substeps
 
 
 def test_no_grad_steps_take_the_plain_simulator_with_the_same_physics(env):
@@ -124,8 +128,8 @@ def test_time_limit_truncates_without_failure():
     assert not first.truncated.any() and second.truncated.all() and not second.terminated.any()
 
 
-def test_state_round_trip_continues_bit_exactly_with_open_bundling_windows():
-    """Saved while bundling windows are open (the robots dropped 10 cm onto the floor)."""
+def test_state_round_trip_continues_bit_exactly_with_open_bundles():
+    """Saved while bundles are open (the robots dropped 10 cm onto the floor)."""
     env = make(bundle=True, termination_body_error=100.0)
     env.reset()
     env.q = torch.as_tensor(np.tile(env.model.default_qpos(0.857), (N, 1)))
@@ -136,65 +140,65 @@ def test_state_round_trip_continues_bit_exactly_with_open_bundling_windows():
         env.step(actions[t])
         env.cut_graph()
     saved = env.state_dict()
-    assert len(saved["bundler"]["slot_env"]) > 0
+    assert len(saved["simulator"]["bundle_env"]) > 0
     continued = [env.step(a).obs.detach() for a in actions[4:]]
     resumed_env = make(bundle=True, termination_body_error=100.0)
     resumed_env.load_state_dict(saved)
     resumed = [resumed_env.step(a).obs.detach() for a in actions[4:]]
     for x, y in zip(continued, resumed):
         assert torch.equal(x, y)
-    # a checkpoint from before deferred cancellations and clamp counts (none pending here) still resumes
-    assert len(saved["bundler"]["cancelled"]) == 0
-    older = {k: v for k, v in saved["bundler"].items() if k != "cancelled"}
-    older["stats"] = {k: v for k, v in older["stats"].items() if k != "clamped_perturbations"}
-    older_env = make(bundle=True, termination_body_error=100.0)
-    older_env.load_state_dict({**saved, "bundler": older})
-    assert torch.equal(older_env.step(actions[4]).obs.detach(), continued[0])
 
 
-def test_make_env_follows_the_preset():
+def test_build_env_follows_the_preset():
     preset = apply_overrides(TrainConfig(), {"shac": {"num_envs": 2, "num_envs_without_bundle": 4},
-                                             "env": {"kappa": 100.0, "episode_length_s": 2.0}})
-    env = make_env(preset, "run", None, False, "cpu")
-    assert env.num_envs == 4 and env.cfg.kappa == 100.0 and not env.cfg.bundle.enabled
-    env = make_env(preset, "run", 1000.0, True, "cpu")
-    assert env.num_envs == 2 and env.cfg.kappa == 1000.0 and env.cfg.bundle.enabled
+                                             "env": {"sim": {"kappa": 100.0, "bundle": {"enabled": False}},
+                                                     "episode_length_s": 2.0}})
+    env = build_env(preset, "run", "cpu")
+    assert env.num_envs == 4 and env.cfg.sim.kappa == 100.0 and not env.sim.bundler
+    preset = apply_overrides(preset, {"env": {"sim": {"kappa": 1000.0, "bundle": {"enabled": True}}}})
+    env = build_env(preset, "run", "cpu")
+    assert env.num_envs == 2 and env.cfg.sim.kappa == 1000.0 and env.sim.bundler and not env.sim_plain.bundler
+    assert env.sim.model is env.sim_plain.model          # one Model, two simulators
 
 
 def test_bad_env_settings_name_the_key():
-    with pytest.raises(ConfigError, match="env.kappa"):
-        apply_overrides(TrainConfig(), {"env": {"kappa": -1.0}}).validate()
-    with pytest.raises(ConfigError, match="env.bundle"):
-        apply_overrides(TrainConfig(), {"env": {"bundle": {"branches": 0}}}).validate()
-    with pytest.raises(EnvConfigError, match="env.reference_frames"):
+    with pytest.raises(ConfigError, match="env.sim.kappa"):
+        apply_overrides(TrainConfig(), {"env": {"sim": {"kappa": -1.0}}}).validate()
+    with pytest.raises(ConfigError, match="env.sim.bundle.branches"):
+        apply_overrides(TrainConfig(), {"env": {"sim": {"bundle": {"branches": 0}}}}).validate()
+    with pytest.raises(ConfigError, match="env.sim.limit_stifness: unknown key"):
+        apply_overrides(TrainConfig(), {"env": {"sim": {"limit_stifness": 1.0}}})
+    with pytest.raises(ConfigError, match="env.sim.limit_stiffness: must be >= 0"):    # every setting reachable
+        apply_overrides(TrainConfig(), {"env": {"sim": {"limit_stiffness": -1.0}}}).validate()
+    with pytest.raises(ConfigError, match="env.reference_frames"):
         make(reference_frames=())
 
 
 def dropped(env):
-    """Every robot 10 cm above the floor falling at 1.2 m/s (the landing opens bundling windows)."""
+    """Every robot 10 cm above the floor falling at 1.2 m/s (the landing opens bundles)."""
     env.q = torch.as_tensor(np.tile(env.model.default_qpos(0.857), (N, 1)))
     env.qd = torch.zeros_like(env.qd)
     env.qd[:, 2] = -1.2
 
 
 def test_no_grad_steps_after_bundled_steps_follow_the_plain_physics():
-    """Windows opened by taped steps must not carry stale branches into no-grad steps (PPO, evaluation)."""
+    """Bundles opened by taped steps must not carry stale branches into no-grad steps (PPO, evaluation)."""
     env = make(bundle=True, termination_body_error=100.0)
     plain = make(bundle=False, termination_body_error=100.0)
     env.reset()
     dropped(env)
     a = torch.zeros(N, env.act_dim)
-    while not env.sim.bundler.slot_env:
+    while not env.sim.bundler.bundle_env:
         env.step(a)
         env.cut_graph()
-    plain.load_state_dict({**env.state_dict(), "bundler": None})
+    plain.load_state_dict({**env.state_dict(), "simulator": {}})
     with torch.no_grad():
         for _ in range(3):
             env.step(a)
             plain.step(a)
     np.testing.assert_array_equal(env.q.numpy(), plain.q.numpy())
-    bundler = env.sim.bundler                     # the taped simulator's windows close before its next step
-    assert set(bundler.slot_env) <= set(bundler.cancelled)
+    # the taped simulator's bundles close before its next step
+    assert set(env.sim.bundler.bundle_env) <= set(env.sim.segment.pending_restarts)
 
 
 def test_a_diverged_environment_fails_alone():

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from bcg_train.algo.add import AdversarialDifferentialReward, REWARD_FLOOR
-from bcg_train.train_config import AddConfig
+from bcg_train.algo.add import AddConfig
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 

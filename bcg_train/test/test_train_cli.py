@@ -11,10 +11,10 @@ pytestmark = pytest.mark.usefixtures("one_torch_thread")
 def toy_factory(monkeypatch, toy_env_class):
     calls = []
 
-    def make_env(preset, motion, kappa, bundle, device):
-        calls.append((motion, kappa, bundle, device))
-        return toy_env_class(num_envs=preset.num_envs(bundle), seed=preset.runner.seed, device=device)
-    monkeypatch.setattr(cli, "load_env_factory", lambda: make_env)
+    def build_env(cfg, motion, device):
+        calls.append((motion, cfg.env.sim.kappa, cfg.bundle, device))
+        return toy_env_class(num_envs=cfg.num_envs(), seed=cfg.runner.seed, device=device)
+    monkeypatch.setattr(cli, "build_env", build_env)
     return calls
 
 

@@ -17,7 +17,8 @@ def test_paper_preset_is_the_paper():
     assert (cfg.ppo.num_envs, cfg.ppo.steps_per_env, cfg.ppo.learning_rate, cfg.ppo.desired_kl) == (4096, 24, 1e-3, 0.01)
     a = cfg.add
     assert (a.reward_scale, a.learning_rate, a.logit_reg, a.grad_penalty) == (2.0, 2.5e-4, 0.01, 2.0)
-    assert cfg.num_envs(bundle=True) == 64 and cfg.num_envs(bundle=False) == 128
+    assert cfg.bundle and cfg.num_envs() == 64
+    assert apply_overrides(cfg, {"env": {"sim": {"bundle": {"enabled": False}}}}).num_envs() == 128
 
 
 @pytest.mark.parametrize("name", ["cpu-small", "cpu-smoke"])

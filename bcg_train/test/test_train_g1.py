@@ -11,7 +11,7 @@ import torch
 from bcg.contract import load_policy
 from bcg_train.algo.shac import Shac
 from bcg_train.export import export_checkpoint
-from bcg_train.imitation import make_env
+from bcg_train.cli import build_env
 from bcg_train.runner import Runner, make_algorithm
 from bcg_train.train_config import TrainConfig, apply_overrides
 
@@ -27,15 +27,15 @@ def g1_config(algorithm="shac", iterations=2):
                 "critic_hidden": [32], "learning_epochs": 1, "mini_batches": 2},
         "add": {"hidden": [32], "buffer_size": 256, "replay_samples": 16, "minibatches": 2, "epochs": 1},
         "runner": {"checkpoint_every": 1, "seed": 1},
-        "env": {"episode_length_s": 2.0, "bundle": {"branches": 3}},
+        "env": {"episode_length_s": 2.0, "sim": {"bundle": {"branches": 3}}},
     })
 
 
 def test_shac_actor_loss_falls_on_a_fixed_batch_through_the_simulator(fixed_batch_loss):
     cfg = g1_config()
     torch.manual_seed(0)
-    env = make_env(cfg, "run", None, True, "cpu")
-    shac = Shac(env, cfg, seed=0)
+    env = build_env(cfg, "run", "cpu")
+    shac = Shac(env, cfg.shac, cfg.add, seed=0)
     shac.set_learning_rates(0)
     loss_on_fixed_batch = fixed_batch_loss(shac, env)
 
@@ -57,9 +57,9 @@ def test_shac_run_with_bundling_resumes_exactly_and_exports(tmp_path):
     """Ctrl-C during iteration 2 saves a checkpoint; resuming from it gives the uninterrupted run's numbers."""
     cfg = g1_config(iterations=3)
     whole = tmp_path / "whole"
-    Runner(make_algorithm(make_env(cfg, "run", None, True, "cpu"), cfg), cfg, whole, {"motion": "run"}).train()
+    Runner(make_algorithm(build_env(cfg, "run", "cpu"), cfg), cfg, whole, {"motion": "run"}).train()
     part = tmp_path / "part"
-    env = make_env(cfg, "run", None, True, "cpu")
+    env = build_env(cfg, "run", "cpu")
     step, calls = env.step, []
 
     def interrupting_step(actions):
@@ -70,7 +70,7 @@ def test_shac_run_with_bundling_resumes_exactly_and_exports(tmp_path):
     env.step = interrupting_step
     checkpoint = Runner(make_algorithm(env, cfg), cfg, part, {"motion": "run"}).train()
     assert checkpoint.name == "iter_000002.pt"
-    resumed = Runner(make_algorithm(make_env(cfg, "run", None, True, "cpu"), cfg), cfg, part, {"motion": "run"})
+    resumed = Runner(make_algorithm(build_env(cfg, "run", "cpu"), cfg), cfg, part, {"motion": "run"})
     resumed.resume(checkpoint)
     last = resumed.train()
     assert rows(part) == rows(whole)
@@ -81,12 +81,12 @@ def test_shac_run_with_bundling_resumes_exactly_and_exports(tmp_path):
     assert error < 1e-4
     contract = load_policy(onnx_path).contract
     assert contract.motion == "run" and contract.contact_stiffness == 300.0
-    assert contract.observation.size == make_env(cfg, "run", None, True, "cpu").obs_dim
+    assert contract.observation.size == build_env(cfg, "run", "cpu").obs_dim
 
 
 def test_ppo_runs_on_the_g1_environment(tmp_path):
-    cfg = g1_config("ppo")
-    runner = Runner(make_algorithm(make_env(cfg, "jump", None, False, "cpu"), cfg), cfg, tmp_path, {"motion": "jump"})
+    cfg = apply_overrides(g1_config("ppo"), {"env": {"sim": {"bundle": {"enabled": False}}}})
+    runner = Runner(make_algorithm(build_env(cfg, "jump", "cpu"), cfg), cfg, tmp_path, {"motion": "jump"})
     runner.train()
     last = rows(tmp_path)[-1]
     assert float(last["env/env_steps"]) == 2 * 4 * 8

@@ -90,6 +90,13 @@ def test_a_crash_while_writing_leaves_the_previous_checkpoint_intact(tmp_path, m
     assert state["iteration"] == 1 and torch.equal(state["weights"], torch.arange(5.0))
 
 
+def test_a_checkpoint_of_another_format_is_refused_by_name(tmp_path):
+    path = tmp_path / "iter_000001.pt"
+    torch.save({"iteration": 1, "format": 1}, path)
+    with pytest.raises(CheckpointError, match="format 1, this bcg_train reads format 2"):
+        load_checkpoint(path)
+
+
 def test_unusable_checkpoints_are_refused_by_name(tmp_path):
     with pytest.raises(CheckpointError, match="no iter_"):
         find_checkpoint(tmp_path)

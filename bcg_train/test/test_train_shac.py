@@ -11,7 +11,7 @@ def make_shac(toy_env_class, tiny_config_factory):
     cfg = tiny_config_factory()
     torch.manual_seed(cfg.runner.seed)
     env = toy_env_class(num_envs=cfg.shac.num_envs)
-    return Shac(env, cfg, seed=cfg.runner.seed), env
+    return Shac(env, cfg.shac, cfg.add, seed=cfg.runner.seed), env
 
 
 def test_actor_loss_improves_on_a_fixed_batch(toy_env_class, tiny_config_factory, fixed_batch_loss):
@@ -105,7 +105,7 @@ def test_a_diverged_failed_state_does_not_poison_the_update(toy_env_class, tiny_
     cfg = tiny_config_factory()
     torch.manual_seed(0)
     env = Diverging(num_envs=8, fail_distance=0.05)
-    shac = Shac(env, cfg, seed=0)
+    shac = Shac(env, cfg.shac, cfg.add, seed=0)
     loss, window = shac.rollout()
     assert window.terminated.any()
     metrics = shac.update_actor(loss)

@@ -12,13 +12,51 @@ differentiable w.r.t. phi(simulated) so SHAC backpropagates it through the simul
 discriminator's parameters get no gradient from the reward.
 """
 import math
-from typing import Dict
+from dataclasses import dataclass
+from typing import Dict, Tuple
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ..train_config import AddConfig
+from bcg.config_check import require_layers, require_non_negative, require_positive
+
+@dataclass
+class AddConfig:
+    """ADD, the adversarial differential discriminator (Zhang et al. 2025), as in MimicKit's G1 agent."""
+
+    reward_scale: float = 2.0
+    """Multiplier of r = -log(max(1 - sigmoid(D(delta)), 1e-4)) (MimicKit's G1 `disc_reward_scale`)."""
+    hidden: Tuple[int, ...] = (1024, 512)
+    """Discriminator hidden widths, ReLU (MimicKit's `fc_2layers_1024units` is 1024 then 512)."""
+    learning_rate: float = 2.5e-4
+    """SGD learning rate of the discriminator."""
+    momentum: float = 0.9
+    """SGD momentum (MimicKit's SGD)."""
+    weight_decay: float = 1e-4
+    """SGD weight decay (MimicKit's G1 discriminator optimiser)."""
+    logit_reg: float = 0.01
+    """Weight of the squared L2 norm of the logit layer's weights."""
+    grad_penalty: float = 2.0
+    """Weight of the gradient penalty (mean squared input-gradient norm, positives and negatives)."""
+    epochs: int = 2
+    """Passes over an iteration's deltas per discriminator update."""
+    minibatches: int = 16
+    """Minibatches per epoch; each adds as many replayed deltas as it has policy deltas (MimicKit's G1
+    agent: 32 steps of deltas in batches of 2 x num_envs, i.e. 16)."""
+    buffer_size: int = 200_000
+    """Replay buffer capacity (deltas)."""
+    replay_samples: int = 1000
+    """Deltas pushed into a full replay buffer per iteration (all of them until it is full)."""
+    min_diff: float = 1e-4
+    """Floor of the running mean |delta| used to normalise each feature."""
+
+    def validate(self) -> None:
+        require_positive(self, "reward_scale", "learning_rate", "epochs", "minibatches", "buffer_size",
+                         "replay_samples", "min_diff")
+        require_non_negative(self, "momentum", "weight_decay", "logit_reg", "grad_penalty")
+        require_layers(self, "hidden")
+
 
 REWARD_FLOOR = 1e-4
 """1 - sigmoid(D) is clamped to at least this before the log (MimicKit)."""

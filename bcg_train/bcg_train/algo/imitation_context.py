@@ -6,8 +6,7 @@ import torch
 from torch import Tensor
 
 from ..env_api import DiffEnv, EnvStep
-from ..train_config import AddConfig
-from .add import AdversarialDifferentialReward
+from .add import AddConfig, AdversarialDifferentialReward
 from .episodes import RolloutStats
 from .reward import reward_terms
 

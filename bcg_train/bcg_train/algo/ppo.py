@@ -7,20 +7,80 @@ same logs and checkpoints. Time-outs bootstrap with the critic's value of the pr
 (added to the reward, the episode then ends), which is exact where rsl_rl's own `time_outs`
 handling approximates it with the value of the state before the step.
 """
-from typing import Dict
+from dataclasses import dataclass
+from typing import Dict, Tuple
 
 import torch
-from tensordict import TensorDict
-from torch import Tensor, nn
-
 from rsl_rl.algorithms import PPO
 from rsl_rl.env import VecEnv
 from rsl_rl.models import MLPModel
+from tensordict import TensorDict
+from torch import Tensor, nn
+
+from bcg.config_check import check, require_fraction, require_layers, require_non_negative, require_positive
 
 from ..env_api import DiffEnv
-from ..train_config import PpoConfig, TrainConfig
+from .add import AddConfig
 from .imitation_context import ImitationContext
 from .reward import total_reward
+
+ACTIVATIONS = ("elu", "relu", "selu", "tanh")
+"""Activations PpoConfig accepts (names rsl_rl resolves)."""
+
+
+@dataclass
+class PpoConfig:
+    """The PPO baseline (rsl-rl-lib), no gradients through the simulator."""
+
+    num_envs: int = 4096
+    """Parallel environments (the paper's PPO baseline)."""
+    steps_per_env: int = 24
+    """Control steps per environment per iteration."""
+    iterations: int = 3000
+    """PPO iterations in a run."""
+    learning_rate: float = 1e-3
+    """Initial Adam learning rate (adapted to `desired_kl`)."""
+    desired_kl: float = 0.01
+    """KL target of rsl_rl's adaptive learning-rate schedule."""
+    gamma: float = 0.99
+    """Discount per control step."""
+    lam: float = 0.95
+    """GAE lambda."""
+    learning_epochs: int = 5
+    """Passes over a rollout per update."""
+    mini_batches: int = 4
+    """Minibatches per pass."""
+    clip_param: float = 0.2
+    """PPO ratio clip."""
+    entropy_coef: float = 0.01
+    """Entropy bonus weight (rsl_rl's default)."""
+    max_grad_norm: float = 1.0
+    """Gradient-norm clip."""
+    actor_hidden: Tuple[int, ...] = (512, 256, 128)
+    """Actor MLP hidden widths (ELU; rsl_rl's MLP has no LayerNorm)."""
+    critic_hidden: Tuple[int, ...] = (512, 256, 128)
+    """Critic MLP hidden widths."""
+    init_action_std: float = 1.0
+    """Initial standard deviation of the Gaussian policy."""
+    activation: str = "elu"
+    """Hidden-layer activation of actor and critic (rsl_rl's names)."""
+    value_loss_coef: float = 1.0
+    """Weight of the value loss in PPO's total loss (rsl_rl's default)."""
+    use_clipped_value_loss: bool = True
+    """Clip the value update to clip_param around the old values (rsl_rl's default)."""
+    schedule: str = "adaptive"
+    """'adaptive': the learning rate follows `desired_kl`; 'fixed': it stays at `learning_rate`."""
+
+    def validate(self) -> None:
+        require_positive(self, "num_envs", "steps_per_env", "iterations", "learning_rate", "desired_kl",
+                         "learning_epochs", "mini_batches", "clip_param", "max_grad_norm", "init_action_std",
+                         "value_loss_coef")
+        require_fraction(self, "gamma", "lam")
+        require_non_negative(self, "entropy_coef")
+        check(self.schedule in ("adaptive", "fixed"), "schedule", f"must be 'adaptive' or 'fixed', got {self.schedule!r}")
+        check(self.activation in ACTIVATIONS, "activation", f"must be one of {ACTIVATIONS}, got {self.activation!r}")
+        require_layers(self, "actor_hidden", "critic_hidden")
+
 
 OBS_GROUP = "policy"
 """The single observation group the wrapper exposes (actor and critic both read it)."""
@@ -61,21 +121,22 @@ def rsl_rl_config(cfg: PpoConfig) -> dict:
         "multi_gpu": None,
         "algorithm": {"class_name": "PPO", "num_learning_epochs": cfg.learning_epochs,
                       "num_mini_batches": cfg.mini_batches, "clip_param": cfg.clip_param, "gamma": cfg.gamma,
-                      "lam": cfg.lam, "value_loss_coef": 1.0, "entropy_coef": cfg.entropy_coef,
+                      "lam": cfg.lam, "value_loss_coef": cfg.value_loss_coef, "entropy_coef": cfg.entropy_coef,
                       "learning_rate": cfg.learning_rate, "max_grad_norm": cfg.max_grad_norm,
-                      "use_clipped_value_loss": True, "schedule": "adaptive", "desired_kl": cfg.desired_kl},
-        "actor": {"class_name": "MLPModel", "hidden_dims": list(cfg.actor_hidden), "activation": "elu",
+                      "use_clipped_value_loss": cfg.use_clipped_value_loss, "schedule": cfg.schedule,
+                      "desired_kl": cfg.desired_kl},
+        "actor": {"class_name": "MLPModel", "hidden_dims": list(cfg.actor_hidden), "activation": cfg.activation,
                   "obs_normalization": True,
                   "distribution_cfg": {"class_name": "GaussianDistribution", "init_std": cfg.init_action_std,
                                        "std_type": "scalar"}},
-        "critic": {"class_name": "MLPModel", "hidden_dims": list(cfg.critic_hidden), "activation": "elu",
+        "critic": {"class_name": "MLPModel", "hidden_dims": list(cfg.critic_hidden), "activation": cfg.activation,
                    "obs_normalization": True},
     }
 
 
-def deployable_policy(state: dict, cfg: TrainConfig, obs_dim: int, act_dim: int) -> nn.Module:
+def deployable_policy(state: dict, cfg: PpoConfig, obs_dim: int, act_dim: int) -> nn.Module:
     """The deterministic policy (normaliser + MLP mean) of a PPO checkpoint's `algorithm` state, on the CPU."""
-    actor_cfg = dict(rsl_rl_config(cfg.ppo)["actor"])
+    actor_cfg = dict(rsl_rl_config(cfg)["actor"])
     actor_cfg.pop("class_name")
     actor = MLPModel(as_tensordict(torch.zeros(1, obs_dim)), {"actor": [OBS_GROUP]}, "actor", act_dim, **actor_cfg)
     actor.load_state_dict(state["rsl_rl"]["actor_state_dict"])
@@ -87,9 +148,9 @@ class Ppo:
 
     name = "ppo"
 
-    def __init__(self, env: DiffEnv, cfg: TrainConfig, seed: int):
-        self.env, self.cfg = env, cfg.ppo
-        self.context = ImitationContext(env, cfg.add, seed)
+    def __init__(self, env: DiffEnv, cfg: PpoConfig, add: AddConfig, seed: int):
+        self.env, self.cfg = env, cfg
+        self.context = ImitationContext(env, add, seed)
         self.vec_env = RslRlVecEnv(env, self.context)
         self.alg = PPO.construct_algorithm(self.vec_env.get_observations(), self.vec_env, rsl_rl_config(self.cfg),
                                            str(env.device))

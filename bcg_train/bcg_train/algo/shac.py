@@ -16,18 +16,75 @@ Learning rates decay linearly from their initial values to `final_lr` over the r
 import copy
 import math
 from dataclasses import dataclass
-from typing import Dict, List
+from typing import Dict, List, Tuple
 
 import torch
 from torch import Tensor, nn
 
+from bcg.config_check import check, require_fraction, require_layers, require_positive
+
 from ..env_api import DiffEnv, EnvStep
-from ..train_config import ShacConfig, TrainConfig
+from .add import AddConfig
 from .imitation_context import ImitationContext
 from .networks import CriticEnsemble, GaussianActor
 from .obs_normalizer import RunningObsNormalizer
 from .returns import td_lambda_targets, window_returns
 from .reward import total_reward
+
+
+@dataclass
+class ShacConfig:
+    """SHAC (Xu et al. 2022) with the BCG paper's settings."""
+
+    num_envs: int = 64
+    """Parallel environments when bundling is on."""
+    num_envs_without_bundle: int = 128
+    """Parallel environments with `--no-bundle` (the paper doubles them)."""
+    horizon: int = 32
+    """Control steps per window (gradients are cut between windows)."""
+    iterations: int = 3000
+    """Windows (= actor updates) in a run."""
+    gamma: float = 0.99
+    """Discount per control step."""
+    lam: float = 0.95
+    """TD(lambda) mixing of the critic targets."""
+    actor_lr: float = 5e-3
+    """Actor Adam learning rate at iteration 0, decaying linearly to `final_lr`."""
+    critic_lr: float = 2e-3
+    """Critic Adam learning rate at iteration 0, decaying linearly to `final_lr`."""
+    final_lr: float = 1e-5
+    """Learning rate both reach at the last iteration."""
+    betas: Tuple[float, float] = (0.7, 0.95)
+    """Adam betas of actor and critic."""
+    actor_grad_clip: float = 1.0
+    """Global gradient-norm clip of the actor."""
+    critic_grad_clip: float = 10.0
+    """Global gradient-norm clip of the critic ensemble."""
+    critic_iterations: int = 16
+    """Passes over a window's samples per critic update."""
+    critic_minibatches: int = 4
+    """Minibatches per pass."""
+    target_polyak: float = 0.995
+    """Target critic <- polyak * target + (1 - polyak) * critic, once per iteration."""
+    actor_hidden: Tuple[int, ...] = (512, 256, 128)
+    """Actor MLP hidden widths (Linear, ELU, LayerNorm each)."""
+    critic_hidden: Tuple[int, ...] = (256, 256)
+    """Critic MLP hidden widths, per ensemble member."""
+    critic_ensemble: int = 3
+    """Critics in the ensemble; bootstraps take their minimum."""
+    init_action_std: float = 1.0
+    """Initial standard deviation of the Gaussian policy (raw action units)."""
+
+    def validate(self) -> None:
+        require_positive(self, "num_envs", "num_envs_without_bundle", "horizon", "iterations", "actor_lr",
+                         "critic_lr", "final_lr", "actor_grad_clip", "critic_grad_clip", "critic_iterations",
+                         "critic_minibatches", "critic_ensemble", "init_action_std")
+        require_fraction(self, "gamma", "lam", "target_polyak")
+        require_layers(self, "actor_hidden", "critic_hidden")
+        check(len(self.betas) == 2 and all(0 <= b < 1 for b in self.betas), "betas",
+              f"must be two numbers in [0, 1), got {list(self.betas)!r}")
+        check(self.num_envs * self.horizon >= self.critic_minibatches, "critic_minibatches",
+              f"{self.critic_minibatches} minibatches exceed num_envs * horizon = {self.num_envs * self.horizon}")
 
 
 def linear_decay(start: float, end: float, iteration: int, iterations: int) -> float:
@@ -71,9 +128,9 @@ def build_networks(cfg: ShacConfig, obs_dim: int, act_dim: int):
             RunningObsNormalizer(obs_dim))
 
 
-def deployable_policy(state: dict, cfg: TrainConfig, obs_dim: int, act_dim: int) -> nn.Module:
+def deployable_policy(state: dict, cfg: ShacConfig, obs_dim: int, act_dim: int) -> nn.Module:
     """The deterministic policy of a SHAC checkpoint's `algorithm` state, on the CPU."""
-    actor, _, normalizer = build_networks(cfg.shac, obs_dim, act_dim)
+    actor, _, normalizer = build_networks(cfg, obs_dim, act_dim)
     actor.load_state_dict(state["actor"])
     normalizer.load_state_dict(state["obs_normalizer"])
     return DeterministicPolicy(normalizer, actor).eval()
@@ -97,13 +154,13 @@ class Shac:
 
     name = "shac"
 
-    def __init__(self, env: DiffEnv, cfg: TrainConfig, seed: int):
-        self.env, self.cfg = env, cfg.shac
+    def __init__(self, env: DiffEnv, cfg: ShacConfig, add: AddConfig, seed: int):
+        self.env, self.cfg = env, cfg
         device = env.device
-        actor, critic, normalizer = build_networks(self.cfg, env.obs_dim, env.act_dim)
+        actor, critic, normalizer = build_networks(cfg, env.obs_dim, env.act_dim)
         self.actor, self.critic, self.obs_normalizer = actor.to(device), critic.to(device), normalizer.to(device)
         self.target_critic = copy.deepcopy(self.critic).requires_grad_(False)
-        self.context = ImitationContext(env, cfg.add, seed)
+        self.context = ImitationContext(env, add, seed)
         self.actor_optimizer = torch.optim.Adam(self.actor.parameters(), lr=self.cfg.actor_lr, betas=self.cfg.betas)
         self.critic_optimizer = torch.optim.Adam(self.critic.parameters(), lr=self.cfg.critic_lr, betas=self.cfg.betas)
         self.obs = env.reset()

@@ -1,10 +1,29 @@
-"""Differentiable, batched G1 simulator in Warp with smoothed stiff impulse contact."""
-from . import contact_solver
-from .bundling import BundleStats
-from .config import BundleConfig, SimConfig
-from .device_model import Tape
-from .model import Model, ModelError
-from .simulator import NonFiniteStateError, Simulator
-from .state import Control, State
+"""Differentiable, batched G1 simulator in Warp with smoothed stiff impulse contact.
 
-__all__ = ["BundleConfig", "BundleStats", "contact_solver", "Control", "Model", "ModelError", "NonFiniteStateError", "SimConfig", "Simulator", "State", "Tape"]
+Public API (Model / State / Control / Simulator, as Warp's physics code has them):
+- `Model.from_mujoco(path)`: the robot's physics data, built once;
+- `SimConfig` (with `BundleConfig`): the solver's settings, given to each simulator;
+- `Simulator(model, num_envs, config, requires_grad)`, `sim.step(state_in, state_out, control, dt)`;
+- `torch_bridge`: the one bridge to PyTorch.
+Inside: `substep` (the physics of one substep), `segment` (what a simulator keeps between steps),
+`kernels`, `solvers` (sparse LDL, contact), `bundling`, and `mujoco_reference` (the comparisons
+against MuJoCo that tests and benches share).
+"""
+import importlib
+
+from .config import BundleConfig, SimConfig
+
+_LAZY = {"BundleStats": ".bundling", "Tape": ".kernels.device_model", "Model": ".model", "ModelError": ".model",
+         "NonFiniteStateError": ".simulator", "Simulator": ".simulator", "TapeRequiredError": ".simulator",
+         "Control": ".state", "State": ".state"}
+"""Names whose modules load Warp and MuJoCo: imported on first use, so that the settings above (and
+whatever only needs them, e.g. the training configuration) import without either."""
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name], __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = ["BundleConfig", "SimConfig", *_LAZY]

@@ -2,26 +2,8 @@
 from dataclasses import dataclass, field, fields
 from typing import Dict, Mapping
 
-
-def _check_positive(owner: str, obj, names) -> None:
-    for name in names:
-        v = getattr(obj, name)
-        if not v > 0:
-            raise ValueError(f"{owner}.{name} must be > 0, got {v!r}")
-
-
-def _check_count(owner: str, obj, names) -> None:
-    for name in names:
-        v = getattr(obj, name)
-        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-            raise ValueError(f"{owner}.{name} must be an integer >= 1, got {v!r}")
-
-
-def _check_non_negative(owner: str, obj, names) -> None:
-    for name in names:
-        v = getattr(obj, name)
-        if not v >= 0:
-            raise ValueError(f"{owner}.{name} must be >= 0, got {v!r}")
+from bcg.config_check import (ConfigError, check, require_count, require_non_negative, require_positive,
+                              validate_section)
 
 
 @dataclass
@@ -32,8 +14,8 @@ class BundleConfig:
     """Off by default in the simulator API (the training presets turn it on)."""
     branches: int = 10
     """B: perturbed copies of a triggered environment."""
-    window_steps: int = 2
-    """H: control steps a window lasts (H x substeps substeps, counted from the triggering substep)."""
+    span_steps: int = 2
+    """H: control steps a bundle lasts (H x substeps substeps, counted from the triggering substep)."""
     sigma_p: float = 0.01
     """Std of the Cartesian foot position perturbation [m]."""
     sigma_v: float = 0.02
@@ -52,9 +34,9 @@ class BundleConfig:
     """Seed of the perturbation noise (a constant: no gradient flows through sampling)."""
 
     def validate(self) -> None:
-        _check_count("BundleConfig", self, ("branches", "window_steps"))
-        _check_positive("BundleConfig", self, ("threshold", "damping"))
-        _check_non_negative("BundleConfig", self, ("sigma_p", "sigma_v", "max_dq", "max_dqd"))
+        require_count(self, "branches", "span_steps")
+        require_positive(self, "threshold", "damping")
+        require_non_negative(self, "sigma_p", "sigma_v", "max_dq", "max_dqd")
 
 
 @dataclass
@@ -79,10 +61,10 @@ class SimConfig:
     """Bundled Contact Gradients."""
 
     def validate(self) -> None:
-        _check_positive("SimConfig", self, ("kappa", "frictionloss_velocity"))
-        _check_count("SimConfig", self, ("contact_iterations", "substeps"))
-        _check_non_negative("SimConfig", self, ("frictionloss_scale", "limit_stiffness", "limit_damping"))
-        self.bundle.validate()
+        require_positive(self, "kappa", "frictionloss_velocity")
+        require_count(self, "contact_iterations", "substeps")
+        require_non_negative(self, "frictionloss_scale", "limit_stiffness", "limit_damping")
+        validate_section("bundle", self.bundle)
 
     def contract_settings(self) -> Dict[str, float]:
         """What a policy contract records of this simulator (`PolicyContract.simulator`): every
@@ -93,18 +75,17 @@ class SimConfig:
     def from_contract(cls, kappa: float, settings: Mapping[str, float]) -> "SimConfig":
         """The simulator a policy was trained in: `kappa` and its contract's `simulator` settings
         (defaults for what it does not record). ValueError names a setting this simulator lacks or
-        a count that is not a whole number."""
+        a count that is not a whole number (ConfigError)."""
         known = {f.name: f.type for f in fields(cls) if f.name not in ("kappa", "bundle")}
         values = {}
         for name, value in settings.items():
             if name not in known:
-                raise ValueError(f"simulator: the policy records setting {name!r}, which this simulator does not "
-                                 f"have (known: {', '.join(known)})")
+                raise ConfigError(f"simulator: the policy records setting {name!r}, which this simulator does not "
+                                  f"have (known: {', '.join(known)})")
             if known[name] in (int, "int"):
-                if value != int(value):
-                    raise ValueError(f"simulator: {name} = {value!r} must be a whole number")
+                check(value == int(value), f"simulator.{name}", f"must be a whole number, got {value!r}")
                 value = int(value)
             values[name] = value
         cfg = cls(kappa=kappa, **values)
-        cfg.validate()
+        validate_section("simulator", cfg)
         return cfg

@@ -1,10 +1,12 @@
-"""The simulator's immutable Model, built from a MuJoCo model of the robot.
+"""The simulator's immutable Model: the robot's physics data, built once from a MuJoCo model.
 
 Everything is read from `mujoco.MjModel`: the kinematic tree, joint axes, anchors and ranges,
 armature, damping, friction loss, body masses and inertias, actuator torque limits, gravity and the
 foot contact spheres. Generalised coordinates: a floating base (position, unit quaternion w x y z;
 velocity: world-frame linear, body-frame angular, as MuJoCo's free joint) followed by one hinge per
-actuated joint, in MuJoCo's dof order. Precision is float64 throughout.
+actuated joint, in MuJoCo's dof order. Precision is float64 throughout. Solver settings (contact
+stiffness, iterations, substeps, friction and limit constants, bundling) are not part of the Model:
+they belong to each `Simulator` (`SimConfig`), so one Model serves simulators with different settings.
 """
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,8 +18,6 @@ import warp as wp
 
 from bcg.robot import RobotDescription
 
-from .config import SimConfig
-from .device_model import DeviceModel, device_model
 
 
 class ModelError(ValueError):
@@ -30,7 +30,6 @@ class Model:
     nj = nv - 6 hinge joints (actuator order), nc contact spheres, npair mass-matrix entries."""
 
     device: str
-    config: SimConfig
     nb: int
     nv: int
     nq: int
@@ -53,7 +52,7 @@ class Model:
     dof_parent: wp.array = None         # int (nv,), -1 for the first
     dof_armature: wp.array = None       # float (nv,), kg m^2
     dof_damping: wp.array = None        # float (nv,), N m s/rad
-    dof_frictionloss: wp.array = None   # float (nv,), N m
+    dof_frictionloss: wp.array = None   # float (nv,), N m (MuJoCo's; SimConfig.frictionloss_scale multiplies it)
     dof_lower: wp.array = None          # float (nv,), rad (base dofs: unlimited)
     dof_upper: wp.array = None          # float (nv,), rad
     dof_limited: wp.array = None        # int (nv,)
@@ -81,10 +80,6 @@ class Model:
     mj_body_ids: np.ndarray = None      # (nb,) MuJoCo body id of each simulator body
     mj_qpos_adr: np.ndarray = None      # (nq,) MuJoCo qpos index of each simulator coordinate
     mj_dof_adr: np.ndarray = None       # (nv,) MuJoCo dof index of each simulator dof
-    device_arrays: DeviceModel = None   # the arrays above as one kernel argument
-
-    def __post_init__(self):
-        self.device_arrays = device_model(self)
 
     @property
     def ndof_contact(self) -> int:
@@ -97,16 +92,15 @@ class Model:
         return self.contact_dof_d.shape[0]
 
     @classmethod
-    def from_mujoco(cls, path: Optional[Union[str, Path]] = None, config: Optional[SimConfig] = None,
-                    device: Optional[str] = None) -> "Model":
-        """Build from the G1 XML (resolved like every other part of the suite, see bcg.robot)."""
+    def from_mujoco(cls, path: Optional[Union[str, Path]] = None, device: Optional[str] = None) -> "Model":
+        """Build from the G1 XML (resolved like every other part of the suite, see bcg.robot) on
+        `device` (Warp's preferred device when omitted)."""
         robot = RobotDescription.load(path)
         m = mujoco.MjModel.from_xml_path(str(robot.model_path))
-        return cls.from_mjmodel(m, robot, config or SimConfig(), device or wp.get_preferred_device().alias)
+        return cls.from_mjmodel(m, robot, device or wp.get_preferred_device().alias)
 
     @classmethod
-    def from_mjmodel(cls, m: mujoco.MjModel, robot: RobotDescription, config: SimConfig, device: str) -> "Model":
-        config.validate()
+    def from_mjmodel(cls, m: mujoco.MjModel, robot: RobotDescription, device: str) -> "Model":
         root = robot.root_body
         bodies = [b for b in range(m.nbody) if b != 0 and m.body_rootid[b] == root]
         local = {b: i for i, b in enumerate(bodies)}
@@ -185,7 +179,7 @@ class Model:
 
         i32, f64 = wp.int32, wp.float64
         return cls(
-            device=device, config=config, nb=nb, nv=nv, nq=nv + 1, nj=len(joint_dof), nc=len(spheres),
+            device=device, nb=nb, nv=nv, nq=nv + 1, nj=len(joint_dof), nc=len(spheres),
             npair=len(pairs), gravity=m.opt.gravity.copy(),
             body_parent=arr(parent, i32), body_dof=arr(body_dof, i32), body_pos=arr(m.body_pos[bodies], wp.vec3d),
             body_quat=arr(quat_xyzw, wp.quatd), body_mass=arr(m.body_mass[bodies], f64),
@@ -193,7 +187,7 @@ class Model:
             jnt_axis=arr(axis, wp.vec3d), jnt_anchor=arr(anchor, wp.vec3d),
             dof_body=arr(dof_body, i32), dof_parent=arr(dof_parent, i32),
             dof_armature=arr(m.dof_armature[mj_d], f64), dof_damping=arr(m.dof_damping[mj_d], f64),
-            dof_frictionloss=arr(m.dof_frictionloss[mj_d] * config.frictionloss_scale, f64),
+            dof_frictionloss=arr(m.dof_frictionloss[mj_d], f64),
             dof_lower=arr(lower, f64), dof_upper=arr(upper, f64), dof_limited=arr(limited, i32),
             joint_dof=arr(joint_dof, i32), dof_joint=arr(dof_joint, i32), tau_limit=arr(robot.tau_limit, f64),
             pair_i=arr([p[0] for p in pairs], i32), pair_j=arr([p[1] for p in pairs], i32),

@@ -1,25 +1,26 @@
-"""`Simulator.step(state_in, state_out, control, dt)`: the differentiable G1 simulator.
+"""`Simulator(model, num_envs, config, requires_grad)`: the differentiable G1 simulator.
 
-Per substep h = dt / substeps: kinematics -> composite inertias and subtree forces -> mass matrix
-A = M + armature + h (damping + friction slope + PD) and generalised force f -> sparse L^T D L factor
--> free acceleration A^-1 f -> Delassus operator J A^-1 J^T on the foot chains -> projected
-Gauss-Seidel on the smoothed contact impulses -> A^-1 J^T (s p) -> velocity and position update.
-Runs on any Warp device with the same code.
+`step(state_in, state_out, control, dt)` advances every environment `dt` seconds in
+`config.substeps` substeps (`Substep` has the physics). Gradients: a simulator built with
+`requires_grad=True` records on the active Warp tape (`with wp.Tape():` around `step`; the
+hand-written adjoints are added to the same tape) and raises `TapeRequiredError` when none is active,
+so a step can never silently drop its gradient. What the simulator keeps between steps (taped
+buffers, restarted environments) is its `segment`; bundling, when `config.bundle.enabled`, is its
+`bundler`. Runs on any Warp device with the same code.
 """
-from dataclasses import dataclass
-from typing import List, Optional, Tuple
+from typing import List, Optional
 
 import numpy as np
 import warp as wp
+from warp._src import context as _warp_context
 
-from . import contact_kernels as ck
-from . import contact_solver
-from . import dynamics_kernels as dk
-from . import integrator_kernels as ik
+from .bundling import Bundler, BundleStats
+from .config import SimConfig
+from .kernels import integrator as ik
 from .model import Model
-from .bundling import Bundler
-from .sparse_ldl import SparseLDL
+from .segment import Segment
 from .state import Control, State
+from .substep import Substep
 
 
 class NonFiniteStateError(FloatingPointError):
@@ -30,112 +31,32 @@ class NonFiniteStateError(FloatingPointError):
         super().__init__(f"non-finite state in {len(self.env_ids)} environment(s): {self.env_ids[:20]}")
 
 
-@dataclass
-class _Scratch:
-    """Per-substep intermediates (fresh per substep when gradients are recorded). Shapes in the
-    kernels' docstrings; ncd = contact-dof entries, nr = 3 nc contact rows."""
-
-    xrot: wp.array
-    xpos: wp.array
-    s_ang: wp.array
-    s_lin: wp.array
-    vel_ang: wp.array
-    vel_lin: wp.array
-    acc_ang: wp.array
-    acc_lin: wp.array
-    crb_m: wp.array
-    crb_h: wp.array
-    crb_i: wp.array
-    frc_ang: wp.array
-    frc_lin: wp.array
-    a: wp.array
-    diag: wp.array
-    force: wp.array
-    qdd_free: wp.array
-    jt: wp.array
-    y: wp.array
-    g: wp.array
-    v_free: wp.array
-    smooth: wp.array
-    sp: wp.array
-    p_hist: wp.array
-    z_hist: wp.array
-    gen_impulse: wp.array
-    dqd_contact: wp.array
-    ldl: SparseLDL
-
-    @classmethod
-    def allocate(cls, model: Model, n: int, requires_grad: bool) -> "_Scratch":
-        nb, nv, nr, it = model.nb, model.nv, model.ndof_contact, model.config.contact_iterations
-        ncd = model.ncd
-
-        def z(shape, dtype=wp.float64, grad=requires_grad):
-            return wp.zeros(shape, dtype=dtype, device=model.device, requires_grad=grad)
-        v3, q4, m33 = wp.vec3d, wp.quatd, wp.mat33d
-        return cls(
-            xrot=z((n, nb), q4), xpos=z((n, nb), v3), s_ang=z((n, nv), v3), s_lin=z((n, nv), v3),
-            vel_ang=z((n, nb), v3), vel_lin=z((n, nb), v3), acc_ang=z((n, nb), v3), acc_lin=z((n, nb), v3),
-            crb_m=z((n, nb)), crb_h=z((n, nb), v3), crb_i=z((n, nb), m33), frc_ang=z((n, nb), v3),
-            frc_lin=z((n, nb), v3), a=z((n, model.npair)), diag=z((n, nv)), force=z((n, nv)), qdd_free=z((n, nv)),
-            jt=z((n, ncd), v3), y=z((n, ncd), v3, grad=False), g=z((n, nr, nr)), v_free=z((n, nr)),
-            smooth=z((n, model.nc)), sp=z((n, nr), grad=False), p_hist=z((n, it + 1, nr), grad=False),
-            z_hist=z((n, it, nr), grad=False),
-            gen_impulse=z((n, nv)),
-            dqd_contact=z((n, nv)), ldl=SparseLDL(model, n, requires_grad),
-        )
-
-    def zero_accumulators(self) -> None:
-        """Zero what the kernels accumulate into (or write only in part) before a reused substep."""
-        for arr in (self.crb_m, self.crb_h, self.crb_i, self.frc_ang, self.frc_lin, self.v_free, self.gen_impulse):
-            arr.zero_()
+class TapeRequiredError(RuntimeError):
+    """A simulator built with requires_grad=True was stepped with no Warp tape active."""
 
 
-class _WindowBuffers:
-    """Grad mode: the scratch and intermediate state of every substep of the current window, kept and
-    reused by the next window (after `rewind`), so a taped window without bundling allocates nothing
-    once warm (bundling allocates its branch batches per substep, freed with the tape)."""
-
-    def __init__(self, model: Model, num_envs: int):
-        self.model, self.num_envs = model, num_envs
-        self.items: List[Tuple[_Scratch, State]] = []
-        self.cursor = 0
-
-    def rewind(self) -> None:
-        self.cursor = 0
-
-    def take(self) -> Tuple[_Scratch, State]:
-        if self.cursor == len(self.items):
-            self.items.append((_Scratch.allocate(self.model, self.num_envs, True),
-                               State.zeros(self.model, self.num_envs, True)))
-        else:
-            scratch, state = self.items[self.cursor]
-            scratch.zero_accumulators()
-            for arr in list(vars(scratch).values()) + list(vars(state).values()):
-                if isinstance(arr, wp.array) and arr.grad is not None:
-                    arr.grad.zero_()
-        self.cursor += 1
-        return self.items[self.cursor - 1]
+def active_tape() -> Optional[wp.Tape]:
+    """The Warp tape recording now (`with wp.Tape():`), or None. Warp 1.19 has no public accessor;
+    this reads the runtime's own attribute, the one `wp.launch` records on."""
+    return _warp_context.runtime.tape if _warp_context.runtime is not None else None
 
 
 class Simulator:
-    """Steps N environments of one Model.
+    """Steps N environments of one Model with one set of solver settings (see the module docstring).
+    Several simulators may share a Model (e.g. a bundled one with gradients and a plain one)."""
 
-    With `requires_grad`, every substep of a window gets its own buffers so a `wp.Tape` around `step`
-    (passed as `tape`) can differentiate through any number of steps. `begin_window()` hands the
-    previous window's buffers back for reuse: call it only once that window's backward is done (or
-    will never run); without it, every taped step allocates new buffers."""
-
-    def __init__(self, model: Model, num_envs: int, requires_grad: bool = False, check_finite: bool = True):
+    def __init__(self, model: Model, num_envs: int, config: Optional[SimConfig] = None, requires_grad: bool = False,
+                 check_finite: bool = True):
         self.model = model
+        self.config = config if config is not None else SimConfig()
         self.num_envs = num_envs
         self.requires_grad = requires_grad
         self.check_finite = check_finite
-        self._scratch = None if requires_grad else _Scratch.allocate(model, num_envs, False)
-        self._between = None if requires_grad else (State.zeros(model, num_envs), State.zeros(model, num_envs))
-        self._window = _WindowBuffers(model, num_envs) if requires_grad else None
-        self._flags = wp.zeros(num_envs, dtype=int, device=model.device)
-        self.bundler = Bundler(self) if model.config.bundle.enabled else None
+        self.physics = Substep(model, self.config)
+        self.segment = Segment(self.physics, num_envs, requires_grad)
+        self.bundler = Bundler(self.physics, self.config.bundle, requires_grad) if self.config.bundle.enabled else None
         self._nominal = None if requires_grad or self.bundler is None else State.zeros(model, num_envs)
+        self._flags = wp.zeros(num_envs, dtype=int, device=model.device)
 
     def state(self) -> State:
         return State.zeros(self.model, self.num_envs, self.requires_grad)
@@ -144,38 +65,30 @@ class Simulator:
         return Control.zeros(self.model, self.num_envs, self.requires_grad)
 
     @property
-    def bundle_stats(self):
-        """Bundling counters (`BundleStats`), None when bundling is off."""
+    def bundle_stats(self) -> Optional[BundleStats]:
+        """Bundling counters, None when bundling is off."""
         return None if self.bundler is None else self.bundler.stats
 
-    def cancel_bundles(self, env_ids) -> None:
-        """Close the bundling windows of `env_ids` (call when resetting those environments' states)."""
-        if self.bundler is not None:
-            self.bundler.cancel(env_ids)
-
-    def begin_window(self) -> None:
-        """Grad mode: reuse the buffers of the substeps recorded since the last call (see the class)."""
-        if self._window is not None:
-            self._window.rewind()
-
-    def step(self, state_in: State, state_out: State, control: Control, dt: float,
-             tape: Optional[wp.Tape] = None) -> State:
-        """Advance `dt` seconds in `model.config.substeps` substeps; returns state_out.
-
-        When gradients are recorded, pass the enclosing tape (the hand-written adjoints record on it)."""
-        substeps = self.model.config.substeps
+    def step(self, state_in: State, state_out: State, control: Control, dt: float) -> State:
+        """Advance `dt` seconds in `config.substeps` substeps; returns state_out."""
+        tape = active_tape() if self.requires_grad else None
+        if self.requires_grad and tape is None:
+            raise TapeRequiredError("Simulator(requires_grad=True).step needs an active Warp tape: call it inside "
+                                    "`with wp.Tape():` (or use torch_bridge.step); build the simulator with "
+                                    "requires_grad=False to step without gradients")
+        substeps = self.config.substeps
         h = dt / substeps
+        restarted = self.segment.take_restarted()
         src = state_in
         for k in range(substeps):
-            if self.requires_grad:
-                scratch, buf = self._window.take()
-            else:
-                scratch, buf = self._scratch, self._between[k % 2]
-                scratch.zero_accumulators()
+            scratch, buf = self.segment.buffers(k)
             dst = state_out if k == substeps - 1 else buf
             if self.bundler is None:
-                self._substep(src, dst, control, h, scratch, tape)
+                self.physics.run(src, dst, control, h, scratch, tape)
             else:   # the plain substep's output goes to `nominal`, the bundled one to dst
+                if restarted:
+                    self.bundler.close(restarted, tape)
+                    restarted = []
                 nominal = self._nominal
                 if self.requires_grad:
                     nominal = buf
@@ -186,50 +99,33 @@ class Simulator:
             self.raise_if_nonfinite(state_out)
         return state_out
 
+    def state_dict(self) -> dict:
+        """What a later step depends on besides the states (open bundles and restarts not yet
+        applied), as numpy arrays and numbers; {} without bundling."""
+        if self.bundler is None:
+            return {}
+        return {**self.bundler.state_dict(), "restarted": np.array(self.segment.pending_restarts, dtype=np.int64)}
+
+    def load_state_dict(self, state: dict) -> None:
+        """Restore `state_dict()` (same model, settings and number of environments). An empty state
+        (saved without bundling) restarts every environment: no bundle may outlive the new states."""
+        if self.bundler is None:
+            return
+        if not state:
+            self.segment.restart(np.arange(self.num_envs))
+            return
+        self.bundler.load_state_dict(state)
+        self.segment.take_restarted()
+        if len(state["restarted"]):
+            self.segment.restart(state["restarted"])
+
     def nonfinite_envs(self, state: State) -> np.ndarray:
         """Indices of environments whose q or qd hold NaN/Inf (one small kernel, one copy to host)."""
-        m = self.model
         wp.launch(ik.nonfinite_flags, dim=self.num_envs, inputs=[state.q, state.qd, self._flags],
-                  device=m.device, record_tape=False)
+                  device=self.model.device, record_tape=False)
         return np.flatnonzero(self._flags.numpy())
 
     def raise_if_nonfinite(self, state: State) -> None:
         bad = self.nonfinite_envs(state)
         if len(bad):
             raise NonFiniteStateError(bad.tolist())
-
-    def _substep(self, s_in: State, s_out: State, control: Control, h: float, sc: _Scratch, tape) -> None:
-        self._dynamics(s_in, control, h, sc)
-        self._contact(s_in, s_out, h, sc, tape)
-        wp.launch(ik.integrate, dim=s_in.q.shape[0], device=self.model.device, inputs=[
-            self.model.device_arrays, wp.float64(h), s_in.q, s_in.qd, sc.qdd_free, sc.dqd_contact],
-            outputs=[s_out.q, s_out.qd])
-
-    def _dynamics(self, s_in: State, control: Control, h: float, sc: _Scratch) -> None:
-        """Kinematics, mass matrix (sc.a), extra diagonal (sc.diag) and generalised force (sc.force)."""
-        m, n, dev, mdl = self.model, s_in.q.shape[0], self.model.device, self.model.device_arrays
-        wp.launch(dk.kinematics, dim=n, device=dev, inputs=[mdl, s_in.q, s_in.qd], outputs=[
-            sc.xrot, sc.xpos, sc.s_ang, sc.s_lin, sc.vel_ang, sc.vel_lin, sc.acc_ang, sc.acc_lin,
-            sc.crb_m, sc.crb_h, sc.crb_i, sc.frc_ang, sc.frc_lin])
-        wp.launch(dk.mass_matrix, dim=(n, m.nv), device=dev, inputs=[
-            mdl, sc.s_ang, sc.s_lin, sc.crb_m, sc.crb_h, sc.crb_i], outputs=[sc.a])
-        wp.launch(dk.generalised_force, dim=(n, m.nv), device=dev, inputs=[
-            mdl, s_in.q, s_in.qd, wp.float64(h), sc.s_ang, sc.s_lin, sc.frc_ang, sc.frc_lin, sc.a, control.q_target,
-            control.qd_target, control.kp, control.kd, control.tau], outputs=[sc.diag, sc.force])
-
-    def _contact(self, s_in: State, s_out: State, h: float, sc: _Scratch, tape) -> None:
-        """Free acceleration (sc.qdd_free), contact impulses (s_out.contact_impulse, s_out.contact_height)
-        and their velocity change (sc.dqd_contact), after `_dynamics`."""
-        m, n, dev, mdl = self.model, s_in.q.shape[0], self.model.device, self.model.device_arrays
-        wp.launch(ck.contact_geometry, dim=(n, m.nc), device=dev, inputs=[
-            mdl, s_in.q, sc.xrot, sc.xpos, sc.s_ang, sc.s_lin], outputs=[s_out.contact_height, sc.smooth, sc.jt])
-        sc.ldl.factor(sc.a, sc.diag, tape)
-        sc.ldl.solve(sc.force, sc.qdd_free, tape)
-        wp.launch(ck.free_contact_velocity, dim=(n, m.nc), device=dev, inputs=[
-            mdl, wp.float64(h), sc.jt, s_in.qd, sc.qdd_free], outputs=[sc.v_free])
-        sc.ldl.delassus(sc.jt, sc.y, sc.g, tape)
-        contact_solver.solve(m, sc.g, sc.v_free, sc.smooth, sc.sp, sc.p_hist, sc.z_hist, s_out.contact_impulse,
-                             tape)
-        wp.launch(ck.generalised_impulse, dim=(n, m.nc), device=dev, inputs=[
-            mdl, sc.jt, s_out.contact_impulse], outputs=[sc.gen_impulse])
-        sc.ldl.solve(sc.gen_impulse, sc.dqd_contact, tape)

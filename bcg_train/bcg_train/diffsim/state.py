@@ -28,6 +28,12 @@ class State:
     def num_envs(self) -> int:
         return self.q.shape[0]
 
+    def zero_gradients(self) -> None:
+        """Zero the adjoints of the fields that have them."""
+        for arr in (self.q, self.qd, self.contact_impulse, self.contact_height):
+            if arr is not None and arr.grad is not None:
+                arr.grad.zero_()
+
     def assign(self, q: np.ndarray, qd: np.ndarray = None) -> "State":
         """Set q (N, nq) or (nq,) and qd (N, nv) or (nv,) from host arrays (broadcast over envs)."""
         n = self.num_envs

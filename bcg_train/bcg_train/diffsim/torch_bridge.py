@@ -2,9 +2,11 @@
 
 Tensors are shared with Warp without copies (`wp.from_torch`); each call records its own tape,
 and the backward pass replays it, so a torch loss over states backpropagates through any chain of
-steps into the actions and the initial state. With bundling, a window's branches are simulator
+steps into the actions and the initial state. With bundling, a bundle's branches are simulator
 state that torch does not see: a later step's backward leaves their gradients on the branch arrays
 and the earlier step's backward carries them on (torch runs backwards in reverse step order).
+Call `sim.segment.cut()` once the backward pass over a chain of steps is done, so the next chain
+reuses the simulator's buffers.
 Tensors are float64 on the simulator's device: q (N, nq), qd (N, nv), q_target and tau (N, nj).
 """
 from typing import Tuple
@@ -12,8 +14,8 @@ from typing import Tuple
 import torch
 import warp as wp
 
-from . import dynamics_kernels as dk
-from .device_model import Tape
+from .kernels import dynamics as dk
+from .kernels.device_model import Tape
 from .simulator import Simulator
 from .state import State
 
@@ -39,7 +41,7 @@ class _SimStep(torch.autograd.Function):
         s_out = sim.state()
         tape = Tape()
         with tape:
-            sim.step(s_in, s_out, ctrl, dt, tape=tape)
+            sim.step(s_in, s_out, ctrl, dt)
         ctx.saved = (tape, s_in, s_out, ctrl)
         return wp.to_torch(s_out.q).clone(), wp.to_torch(s_out.qd).clone()
 
@@ -50,7 +52,7 @@ class _SimStep(torch.autograd.Function):
                              s_out.qd: wp.from_torch(grad_qd.contiguous(), dtype=wp.float64)})
         out = (wp.to_torch(s_in.q.grad).clone(), wp.to_torch(s_in.qd.grad).clone(),
                wp.to_torch(ctrl.q_target.grad).clone(), wp.to_torch(ctrl.tau.grad).clone())
-        ctx.saved = None   # no tape.reset(): it would zero gradients that bundling windows carry to earlier steps
+        ctx.saved = None   # no tape.reset(): see diffsim.segment (bundles carry gradients to earlier steps)
         return (None, None, None, None) + out
 
 
@@ -63,7 +65,7 @@ class _BodyFrames(torch.autograd.Function):
         xpos = wp.zeros((q.shape[0], m.nb), dtype=wp.vec3d, device=m.device, requires_grad=True)
         tape = Tape()
         with tape:
-            wp.launch(dk.body_frames, dim=q.shape[0], inputs=[m.device_arrays, q_w], outputs=[xrot, xpos],
+            wp.launch(dk.body_frames, dim=q.shape[0], inputs=[sim.physics.kernel_model, q_w], outputs=[xrot, xpos],
                       device=m.device)
         ctx.saved = (tape, q_w, xrot, xpos)
         return wp.to_torch(xpos).clone(), wp.to_torch(xrot).clone()

@@ -75,9 +75,10 @@ class WarpPlant:
     its part of the robot's weight impulse (m g h / nc); the smoothed contact pushes at any height."""
 
     def __init__(self, config: SimConfig, model_path=None, contact_fraction: float = 1e-3):
-        self.model = Model.from_mujoco(model_path, config, device="cpu")
+        self.model = Model.from_mujoco(model_path, device="cpu")
+        self.config = config
         self.robot = self.model.robot
-        self.sim = Simulator(self.model, 1)
+        self.sim = Simulator(self.model, 1, config)
         self.s0, self.s1 = self.sim.state(), self.sim.state()
         self.ctrl = self.sim.control()
         self._jq = self.model.joint_dof.numpy() + 1
@@ -98,7 +99,7 @@ class WarpPlant:
         self.ctrl.set_pd(q_target=target, kp=kp, kd=kd)
         self.sim.step(self.s0, self.s1, self.ctrl, period_s)
         self.s0, self.s1 = self.s1, self.s0
-        self._impulse_threshold = self._force_threshold * period_s / self.model.config.substeps
+        self._impulse_threshold = self._force_threshold * period_s / self.config.substeps
 
     def state(self) -> PlantState:
         q, qd = self.s0.q.numpy()[0], self.s0.qd.numpy()[0]

@@ -1,15 +1,15 @@
 """The G1 imitation environment on the differentiable Warp simulator (implements `env_api.DiffEnv`).
 
 Batched over N environments; states are float64 torch tensors on `device`, and within a SHAC window
-(between `cut_graph` calls) the observations, ADD features and rewards are differentiable w.r.t. the
+(between `cut_graph` calls: one simulator segment) the observations, ADD features and rewards are differentiable w.r.t. the
 actions through `diffsim.torch_bridge`. Episodes start at a random phase of the reference (reference
 state initialisation), fail when the pelvis drops below `termination_height` or the bodies drift
 `termination_body_error` from the reference, and time out at `episode_length_s` or the reference's
 end. Observations are built by `bcg.contract`'s observation spec, the same code the policy node runs.
-With bundling, SHAC's rollouts run under bundled physics: an environment inside a window moves as
+With bundling, SHAC's rollouts run under bundled physics: an environment inside a bundle moves as
 the mean of its perturbed branches (`BundleConfig.nominal_forward` keeps the plain trajectory).
-Steps taken with gradients disabled (PPO, evaluation) use a second, plain simulator (no tape, no
-bundling) and close any open window. An environment whose state turns non-finite fails (terminated)
+Steps taken with gradients disabled (PPO, evaluation) use a second, plain simulator on the same
+Model (no tape, no bundling) and close any open bundle. An environment whose state turns non-finite fails (terminated)
 and restarts; the others are unaffected.
 """
 import dataclasses
@@ -18,8 +18,9 @@ from typing import Dict
 import numpy as np
 import torch
 
+from bcg.config_check import validate_section
 from bcg.contract import ObservationInputs, PolicyContract, ReferenceFrames, tracking_spec
-from bcg_train.diffsim import Model, SimConfig, Simulator
+from bcg_train.diffsim import Model, Simulator
 from bcg_train.diffsim.torch_bridge import body_frames, step as sim_step, step_without_gradient
 from bcg_train.env_api import EnvStep
 from bcg_train.motion.kinematics import RobotKinematics
@@ -35,18 +36,15 @@ class G1ImitationEnv:
 
     def __init__(self, cfg: ImitationEnvConfig, motion: str, num_envs: int, device: str = "cpu", seed: int = 0,
                  model_path=None):
-        cfg.validate()
+        validate_section("env", cfg)
         self.cfg, self.motion_name, self.num_envs = cfg, str(motion), num_envs
         self.device = torch.device(device)
         wp_device = "cpu" if self.device.type == "cpu" else f"cuda:{self.device.index or 0}"
-        sim_cfg = SimConfig(kappa=cfg.kappa, substeps=cfg.substeps, contact_iterations=cfg.contact_iterations,
-                            bundle=cfg.bundle)
-        self.model = Model.from_mujoco(model_path, sim_cfg, device=wp_device)
-        plain_cfg = dataclasses.replace(sim_cfg, bundle=dataclasses.replace(cfg.bundle, enabled=False))
+        self.model = Model.from_mujoco(model_path, device=wp_device)
+        plain_cfg = dataclasses.replace(cfg.sim, bundle=dataclasses.replace(cfg.sim.bundle, enabled=False))
         # non-finite states are handled per environment in `step` (a failure), not raised
-        self.sim = Simulator(self.model, num_envs, requires_grad=True, check_finite=False)
-        self.sim_plain = Simulator(Model.from_mujoco(model_path, plain_cfg, device=wp_device), num_envs,
-                                   check_finite=False)
+        self.sim = Simulator(self.model, num_envs, cfg.sim, requires_grad=True, check_finite=False)
+        self.sim_plain = Simulator(self.model, num_envs, plain_cfg, check_finite=False)
         robot = self.robot = self.model.robot
         n = self.act_dim = robot.num_joints
         f64 = dict(dtype=torch.float64, device=self.device)
@@ -82,7 +80,7 @@ class G1ImitationEnv:
         self.steps = torch.zeros(num_envs, dtype=torch.long, device=self.device)
         self.last_action = torch.zeros(num_envs, n, **f64)
         self.env_steps = 0
-        self._window_seen = (0, 0)   # bundle stats (env_substeps, window_env_substeps) at the last step
+        self._bundled_seen = (0, 0)   # bundle stats (env_substeps, bundled_env_substeps) at the last step
 
     # -- DiffEnv --------------------------------------------------------------------------------------
     def reset(self) -> torch.Tensor:
@@ -96,7 +94,7 @@ class G1ImitationEnv:
         if torch.is_grad_enabled():
             q, qd = sim_step(self.sim, self.q, self.qd, target, self.cfg.control_period_s, self.kp, self.kd)
         else:
-            self.sim.cancel_bundles(np.arange(self.num_envs))   # its windows no longer match the state
+            self.sim.segment.restart(np.arange(self.num_envs))   # its bundles no longer match the state
             q, qd = step_without_gradient(self.sim_plain, self.q, self.qd, target, self.cfg.control_period_s,
                                           self.kp, self.kd)
         # a diverged environment fails: its final state is taken as the reference's (finite, no graph)
@@ -127,10 +125,10 @@ class G1ImitationEnv:
                        counters=self._counters())
 
     def cut_graph(self) -> None:
-        """Detach the state. Call it after the window's backward: the simulator then reuses the window's
-        buffers for the next one (without this, every taped substep would keep its own)."""
+        """Detach the state. Call it after the segment's backward: the simulator then reuses the
+        segment's buffers for the next one (without this, every taped substep would keep its own)."""
         self.q, self.qd, self.last_action = self.q.detach(), self.qd.detach(), self.last_action.detach()
-        self.sim.begin_window()
+        self.sim.segment.cut()
 
     def policy_contract(self) -> PolicyContract:
         cfg, robot = self.cfg, self.robot
@@ -138,16 +136,15 @@ class G1ImitationEnv:
             joint_names=robot.joint_names, kp=robot.kp * cfg.kp_scale, kd=robot.kd * cfg.kd_scale,
             default_joint_pos=robot.default_q, action_scale=np.full(robot.num_joints, cfg.action_scale),
             observation=self.spec, control_period_s=cfg.control_period_s,
-            contact_stiffness=cfg.kappa, motion=self.motion_name, simulator=self.model.config.contract_settings(),
-            description=f"SHAC imitation policy for {self.motion_name} (kappa {cfg.kappa:g}, bundling "
-                        f"{'on' if cfg.bundle.enabled else 'off'})")
+            contact_stiffness=cfg.sim.kappa, motion=self.motion_name, simulator=cfg.sim.contract_settings(),
+            description=f"SHAC imitation policy for {self.motion_name} (kappa {cfg.sim.kappa:g}, bundling "
+                        f"{'on' if cfg.sim.bundle.enabled else 'off'})")
 
     def state_dict(self) -> dict:
-        bundler = self.sim.bundler
         return {"q": self.q.detach().cpu(), "qd": self.qd.detach().cpu(), "frame": self.frame.cpu(),
                 "steps": self.steps.cpu(), "last_action": self.last_action.detach().cpu(),
                 "generator": self.generator.get_state(), "env_steps": self.env_steps,
-                "bundler": None if bundler is None else _to_torch(bundler.state_dict())}
+                "simulator": _to_torch(self.sim.state_dict())}
 
     def load_state_dict(self, state: dict) -> None:
         dev = self.device
@@ -156,11 +153,7 @@ class G1ImitationEnv:
         self.last_action = state["last_action"].to(dev)
         self.generator.set_state(state["generator"])
         self.env_steps = int(state["env_steps"])
-        if self.sim.bundler is not None:
-            if state["bundler"] is not None:
-                self.sim.bundler.load_state_dict(_to_numpy(state["bundler"]))
-            else:                     # saved without bundling: no window may outlive the new state
-                self.sim.cancel_bundles(np.arange(self.num_envs))
+        self.sim.load_state_dict(_to_numpy(state["simulator"]))
 
     # -- internals ------------------------------------------------------------------------------------
     def _restart(self, done: torch.Tensor, q, qd, last_action):
@@ -171,7 +164,7 @@ class G1ImitationEnv:
         start = torch.randint(0, self._last_start + 1, (len(idx),), generator=self.generator).to(self.device)
         self.frame = self.frame.index_put((idx,), start)
         self.steps = self.steps.index_put((idx,), torch.zeros_like(start))
-        self.sim.cancel_bundles(idx.cpu().numpy())
+        self.sim.segment.restart(idx.cpu().numpy())
         mask = done[:, None]
         q = torch.where(mask, self._ref_q[self.frame], q)
         qd = torch.where(mask, self._ref_qd[self.frame], qd)
@@ -204,15 +197,15 @@ class G1ImitationEnv:
             last_action=last_action, default_joint_pos=self.default_q, reference=reference))
 
     def _counters(self) -> Dict[str, float]:
-        """Running totals, and this step's fraction of environment-substeps inside a bundling window."""
+        """Running totals, and this step's fraction of environment-substeps inside a bundle."""
         out = {"env_steps": float(self.env_steps)}
         st = self.sim.bundle_stats
         if st is not None:
-            seen_env, seen_window = self._window_seen
-            self._window_seen = (st.env_substeps, st.window_env_substeps)
+            seen_env, seen_bundled = self._bundled_seen
+            self._bundled_seen = (st.env_substeps, st.bundled_env_substeps)
             stepped = st.env_substeps - seen_env
-            out.update(branch_substeps=float(st.branch_substeps), bundle_windows=float(st.windows),
-                       triggered_fraction=(st.window_env_substeps - seen_window) / stepped if stepped else 0.0)
+            out.update(branch_substeps=float(st.branch_substeps), bundles=float(st.bundles),
+                       triggered_fraction=(st.bundled_env_substeps - seen_bundled) / stepped if stepped else 0.0)
         return out
 
 

@@ -17,9 +17,11 @@ z_hist (N, iterations, 3 nc); the adjoint undoes the sweeps from them: for each 
 adj_z = P'(z)^T adj_p_k, then through the residual into v_free, s and the p values the step read;
 the residual adjoints are kept per sweep and summed into adj_G by one parallel kernel.
 """
+from typing import Optional
+
 import warp as wp
 
-from .device_model import DeviceModel
+from ..kernels.device_model import DeviceModel
 
 f64 = wp.float64
 vec3 = wp.vec3d
@@ -172,13 +174,13 @@ def pgs_adjoint_g(iterations: int, smooth: wp.array2d(dtype=f64), p_hist: wp.arr
             adj_g[e, r, c + b] += acc[b]
 
 
-def solve(model, g: wp.array, v_free: wp.array, smooth: wp.array, sp: wp.array, p_hist: wp.array,
-          z_hist: wp.array, impulse: wp.array, tape=None) -> None:
+def solve(mdl: DeviceModel, g: wp.array, v_free: wp.array, smooth: wp.array, sp: wp.array, p_hist: wp.array,
+          z_hist: wp.array, impulse: wp.array, tape: Optional[wp.Tape]) -> None:
     """impulse (N, nc) vec3 [N s] from G (N, 3 nc, 3 nc), v_free (N, 3 nc) [m/s], smooth (N, nc);
     sp (N, 3 nc) is scratch, p_hist (N, iterations + 1, 3 nc) and z_hist (N, iterations, 3 nc) are
-    kept for the adjoint."""
-    n, iters, dev = g.shape[0], z_hist.shape[1], model.device
-    wp.launch(pgs_forward, dim=n, inputs=[model.device_arrays, iters, g, v_free, smooth, sp, p_hist, z_hist],
+    kept for the adjoint, which is recorded on `tape` (None: no gradient)."""
+    n, iters, dev = g.shape[0], z_hist.shape[1], g.device
+    wp.launch(pgs_forward, dim=n, inputs=[mdl, iters, g, v_free, smooth, sp, p_hist, z_hist],
               outputs=[impulse], device=dev, record_tape=False)
     if tape is None or impulse.grad is None:
         return
@@ -188,7 +190,7 @@ def solve(model, g: wp.array, v_free: wp.array, smooth: wp.array, sp: wp.array, 
         adj_cur = wp.empty_like(adj_next)
         adj_res_hist = wp.empty(z_hist.shape, dtype=f64, device=dev)
         wp.launch(pgs_adjoint_sweeps, dim=n, device=dev, inputs=[
-            model.device_arrays, iters, g, smooth, p_hist, z_hist, impulse.grad, adj_next, adj_cur, adj_res_hist],
+            mdl, iters, g, smooth, p_hist, z_hist, impulse.grad, adj_next, adj_cur, adj_res_hist],
             outputs=[g.grad, v_free.grad, smooth.grad])
         nr = g.shape[1]
         wp.launch(pgs_adjoint_g, dim=(n, nr), device=dev, inputs=[iters, smooth, p_hist, adj_res_hist],

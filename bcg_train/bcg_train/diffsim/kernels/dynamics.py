@@ -213,7 +213,7 @@ def generalised_force(
         else:
             tau = u - h * kp[e, j] * v
             pd = h * kd[e, j] + h * h * kp[e, j]
-    fl = mdl.dof_frictionloss[i]
+    fl = mdl.frictionloss_scale * mdl.dof_frictionloss[i]
     t = wp.tanh(v / mdl.frictionloss_velocity)
     c = mdl.dof_damping[i] + fl / mdl.frictionloss_velocity * (f64(1.0) - t * t)
     f = tau - bias - mdl.dof_damping[i] * v - fl * t

@@ -1,23 +1,26 @@
 """Bundled Contact Gradients (METHOD.md, "Bundling") inside the simulator's substep.
 
-Per substep, with windows tracked per environment:
+A *bundle* is what an environment's contact event opens: B perturbed branches of that environment,
+advanced together for H control steps, whose mean the environment follows. Per substep, with the
+open bundles tracked per environment:
 1. every environment takes its plain ("nominal") substep;
-2. the branches of the open windows (B per window) take theirs, each under its environment's control;
-3. events: an environment not in a window whose foot sphere's normal impulse exceeds threshold x h
-   opens a window; a branch whose other leg now exceeds it gets that leg perturbed. Either way the
+2. the branches of the open bundles (B per bundle) take theirs, each under its environment's control;
+3. events: an environment without a bundle whose foot sphere's normal impulse exceeds threshold x h
+   opens one; a branch whose other leg now exceeds it gets that leg perturbed. Either way the
    substep is re-run, for just those rows, from its input state plus a constant perturbation of the
    contacting leg (foot moved by dp ~ N(0, sigma_p^2), dv ~ N(0, sigma_v^2) through the damped
    pseudo-inverse of the analytic foot Jacobian, clamped), so the contact event itself is bundled;
-4. an environment in a window gets the mean of its branches (sign-aligned, renormalised base
-   quaternion) as its state, differentiably: the sensitivity after the window is the branch mean
+4. an environment in a bundle gets the mean of its branches (sign-aligned, renormalised base
+   quaternion) as its state, differentiably: the sensitivity after the bundle is the branch mean
    of the branch sensitivities. The nominal-forward ablation keeps the nominal value and takes only
    the gradient from the branches;
-5. a window lasts H control steps (H x substeps substeps, counted from its triggering substep);
+5. a bundle lasts H control steps (H x substeps substeps, counted from its triggering substep);
    then its branches are dropped and the environment continues from the mean.
 
-Branches exist only for environments in a window, so memory and compute grow with the number of
-triggered environments, not with N x B. Window bookkeeping is on the host (two small copies per
-substep); the states, perturbations and means are Warp kernels on the simulator's device.
+Branches exist only for environments in a bundle, so memory and compute grow with the number of
+triggered environments, not with N x B. Bundle bookkeeping is on the host (two small copies per
+substep); the states, perturbations and means are Warp kernels on the simulator's device. The
+bundler runs substeps only through the `Substep` seam it is given.
 """
 import dataclasses
 from dataclasses import dataclass
@@ -26,8 +29,14 @@ from typing import Dict, Iterator, List, Optional, Tuple
 import numpy as np
 import warp as wp
 
-from . import bundle_kernels as bk
-from .state import Control, State
+from ..config import BundleConfig
+from ..state import Control, State
+from ..substep import Scratch, Substep
+from . import kernels as bk
+
+SEED_STRIDE = 1_000_003
+"""Multiplier of the configured seed in each perturbation event's seed (seed x stride + event count):
+a prime, so that the streams of neighbouring seeds do not overlap within the first million events."""
 
 
 @dataclass
@@ -36,33 +45,34 @@ class BundleStats:
 
     env_substeps: int = 0
     """Environment-substeps simulated (N per substep)."""
-    window_env_substeps: int = 0
-    """Environment-substeps spent inside a window."""
+    bundled_env_substeps: int = 0
+    """Environment-substeps spent inside a bundle."""
     branch_substeps: int = 0
     """Branch-substeps simulated, re-runs included (the extra compute of bundling)."""
-    windows: int = 0
-    """Windows opened."""
+    bundles: int = 0
+    """Bundles opened."""
     reperturbations: int = 0
-    """Branch legs perturbed again on a new contact inside a window."""
+    """Branch legs perturbed again on a new contact inside a bundle."""
     clamped_perturbations: int = 0
     """Leg perturbations in which a joint clamp (max_dq, max_dqd) cut the mapped foot motion."""
 
     @property
     def triggered_fraction(self) -> float:
-        """Fraction of environment-substeps inside a window."""
-        return self.window_env_substeps / self.env_substeps if self.env_substeps else 0.0
+        """Fraction of environment-substeps inside a bundle."""
+        return self.bundled_env_substeps / self.env_substeps if self.env_substeps else 0.0
 
 
 class Bundler:
-    """Window state and the bundled substep of one Simulator (built by it when bundling is enabled)."""
+    """The open bundles and the bundled substep of one simulator (which builds it when bundling is
+    enabled), running substeps through `physics` for `num_envs` environments."""
 
-    def __init__(self, sim):
-        self.sim = sim
-        self.model = sim.model
-        self.cfg = sim.model.config.bundle
+    def __init__(self, physics: Substep, cfg: BundleConfig, requires_grad: bool):
+        self.physics, self.cfg, self.requires_grad = physics, cfg, requires_grad
+        self.model = physics.model
+        self._substeps_per_bundle = cfg.span_steps * physics.config.substeps
         self.stats = BundleStats()
         self._events = 0
-        self._scratch: Dict[str, object] = {}
+        self._scratch: Dict[str, Scratch] = {}
         """No-grad mode: the last scratch of each role ('branch', 'rerun'), reused while the row count stays."""
         self.recorded: Optional[List[Tuple[np.ndarray, np.ndarray]]] = None
         """When a list: every perturbation (dq, dqd), (rows, nv) each, is appended in order."""
@@ -72,77 +82,66 @@ class Bundler:
         self._clear()
 
     def _clear(self) -> None:
-        self.slot_env: List[int] = []          # environment of each open window, in branch-row order
-        self.left = np.zeros(0, dtype=int)     # substeps left per window
+        self.bundle_env: List[int] = []        # environment of each open bundle, in branch-row order
+        self.left = np.zeros(0, dtype=int)     # substeps left per bundle
         self.flags = np.zeros((0, 2), dtype=np.int32)   # (M, 2) legs already perturbed per branch
         self.branch_in = None                  # State of the branches (M rows) entering the next substep
-        self.cancelled: List[int] = []         # environments whose windows close at the next substep
 
     def reset(self) -> None:
-        """Close every window and zero the counters and the noise stream: the simulator then bundles
+        """Close every bundle and zero the counters and the noise stream: the simulator then bundles
         exactly as a new one."""
         self._clear()
         self.stats = BundleStats()
         self._events = 0
 
     def state_dict(self) -> dict:
-        """Windows, branch states, counters and the noise stream position (numpy arrays and numbers)."""
+        """Open bundles, branch states, counters and the noise stream position (numpy arrays, numbers)."""
         bi = self.branch_in
-        return {"slot_env": np.array(self.slot_env, dtype=np.int64), "left": self.left.copy(), "flags": self.flags.copy(),
-                "events": self._events, "stats": dataclasses.asdict(self.stats),
-                "cancelled": np.array(self.cancelled, dtype=np.int64),
+        return {"bundle_env": np.array(self.bundle_env, dtype=np.int64), "left": self.left.copy(),
+                "flags": self.flags.copy(), "events": self._events, "stats": dataclasses.asdict(self.stats),
                 "branch": {} if bi is None else {k: v.numpy() for k, v in zip(_FIELDS, _fields(bi))}}
 
     def load_state_dict(self, state: dict) -> None:
-        """Restore `state_dict()` (same model and number of environments). States saved before
-        cancellations were deferred, or before perturbation clamps were counted, have neither: none
-        pending, none counted."""
-        self.slot_env = [int(e) for e in np.asarray(state["slot_env"])]
+        """Restore `state_dict()` (same model and number of environments)."""
+        self.bundle_env = [int(e) for e in np.asarray(state["bundle_env"])]
         self.left = np.asarray(state["left"], dtype=int).copy()
         self.flags = np.asarray(state["flags"], dtype=np.int32).reshape(-1, 2).copy()
         self._events = int(state["events"])
         self.stats = BundleStats(**state["stats"])
-        self.cancelled = [int(e) for e in np.asarray(state.get("cancelled", ()), dtype=np.int64)]
         self.branch_in = None
         if state["branch"]:
-            self.branch_in = self._state(len(self.slot_env) * self.cfg.branches)
+            self.branch_in = self._state(len(self.bundle_env) * self.cfg.branches)
             for name, arr in zip(_FIELDS, _fields(self.branch_in)):
                 arr.assign(np.asarray(state["branch"][name]))
 
-    def cancel(self, env_ids) -> None:
-        """Close the windows of `env_ids` (e.g. environments being reset, or given a new state from
-        outside `step`: inside a window an environment continues from its branches, not from its own
-        state). Applied at the start of the next substep, so that dropping their branch rows is
-        recorded on that step's tape and the other windows keep their gradients."""
-        self.cancelled = sorted(set(self.cancelled) | set(int(e) for e in np.atleast_1d(env_ids)))
-
-    def _apply_cancels(self) -> None:
-        keep = [w for w, e in enumerate(self.slot_env) if e not in set(self.cancelled)]
-        if len(keep) != len(self.slot_env):
-            self._keep_slots(np.array(keep, dtype=int))
-        self.cancelled = []
+    def close(self, env_ids: List[int], tape: Optional[wp.Tape]) -> None:
+        """Close the bundles of `env_ids` now, dropping their branch rows (recorded on `tape`, the
+        active one when the rows carry gradients: the simulator calls it at the substep that follows
+        a restart, so the other bundles keep their gradients)."""
+        closing = set(env_ids)
+        keep = [w for w, e in enumerate(self.bundle_env) if e not in closing]
+        if len(keep) != len(self.bundle_env):
+            self._keep_bundles(np.array(keep, dtype=int), tape)
 
     # -- the substep ---------------------------------------------------------------------------------
-    def substep(self, s_in: State, nominal: State, s_out: State, control: Control, h: float, sc_nominal,
-                tape) -> None:
+    def substep(self, s_in: State, nominal: State, s_out: State, control: Control, h: float, sc_nominal: Scratch,
+                tape: Optional[wp.Tape]) -> None:
         """s_out <- one bundled substep of length h [s] from s_in; `nominal` and `sc_nominal` are the
-        plain substep's output and scratch buffers."""
-        sim, cfg, b = self.sim, self.cfg, self.cfg.branches
+        plain substep's output and scratch buffers; `tape` as in `Substep.run`."""
+        cfg, b = self.cfg, self.cfg.branches
         n = s_in.q.shape[0]
-        if self.cancelled:
-            self._apply_cancels()
-        sim._substep(s_in, nominal, control, h, sc_nominal, tape)
-        m0 = len(self.slot_env) * b
+        self.physics.run(s_in, nominal, control, h, sc_nominal, tape)
+        m0 = len(self.bundle_env) * b
         b_out = sc_b = None
         if m0:
-            b_env = np.repeat(self.slot_env, b)
+            b_env = np.repeat(self.bundle_env, b)
             b_out = self._state(m0)
             sc_b = self._scratch_for("branch", m0)
-            sim._substep(self.branch_in, b_out, self._gather_control(control, b_env), h, sc_b, tape)
+            self.physics.run(self.branch_in, b_out, self._gather_control(control, b_env, tape), h, sc_b, tape)
         threshold = cfg.threshold * h
-        in_window = np.zeros((n, 2), dtype=np.int32)
-        in_window[self.slot_env] = 1
-        env_ev = self._leg_events(nominal.contact_impulse, threshold, in_window)
+        in_bundle = np.zeros((n, 2), dtype=np.int32)
+        in_bundle[self.bundle_env] = 1
+        env_ev = self._leg_events(nominal.contact_impulse, threshold, in_bundle)
         new_envs = np.flatnonzero(env_ev.any(axis=1))
         br_ev = self._leg_events(b_out.contact_impulse, threshold, self.flags) if m0 else np.zeros((0, 2), np.int32)
         rerun = np.flatnonzero(br_ev.any(axis=1))
@@ -158,25 +157,25 @@ class Bundler:
             src[rerun] = np.arange(len(rerun))
             which[m0:] = 1
             src[m0:] = len(rerun) + np.arange(len(new_src))
-            b_final = self._take(which, src, b_out if m0 else r_out, r_out)
+            b_final = self._take(which, src, b_out if m0 else r_out, r_out, tape)
         self.flags = np.concatenate([self.flags | br_ev, env_ev[new_src]]).astype(np.int32)
-        self.slot_env = self.slot_env + [int(e) for e in new_envs]
-        self.left = np.concatenate([self.left, np.full(len(new_envs), cfg.window_steps * self.model.config.substeps)])
+        self.bundle_env = self.bundle_env + [int(e) for e in new_envs]
+        self.left = np.concatenate([self.left, np.full(len(new_envs), self._substeps_per_bundle)])
         self.branch_in = b_final
-        self._assemble(nominal, s_out, n)
+        self._assemble(nominal, s_out, n, tape)
 
         st = self.stats
         st.env_substeps += n
-        st.window_env_substeps += len(self.slot_env)
+        st.bundled_env_substeps += len(self.bundle_env)
         st.branch_substeps += m0 + len(rerun) + len(new_src)
-        st.windows += len(new_envs)
+        st.bundles += len(new_envs)
         st.reperturbations += int(br_ev.sum())
         self.left = self.left - 1
         if (self.left <= 0).any():
-            self._keep_slots(np.flatnonzero(self.left > 0))
+            self._keep_bundles(np.flatnonzero(self.left > 0), tape)
 
     def _rerun(self, s_in, sc_nominal, new_src, new_legs, sc_b, rerun, rerun_legs, control, h, tape) -> State:
-        """Re-run this substep for the re-perturbed branches (rows first) and the new windows' branches."""
+        """Re-run this substep for the re-perturbed branches (rows first) and the new bundles' branches."""
         m, cfg = self.model, self.cfg
         r = len(rerun) + len(new_src)
         dq = wp.zeros((r, m.nv), dtype=wp.float64, device=m.device)
@@ -192,10 +191,10 @@ class Bundler:
             clamped = wp.zeros(1, dtype=int, device=m.device)
             for source, sc, src, legs, first in parts:
                 self._events += 1
-                seed = (cfg.seed * 1_000_003 + self._events) & 0x7FFFFFFF
+                seed = (cfg.seed * SEED_STRIDE + self._events) & 0x7FFFFFFF
                 rows = slice(first, first + src.shape[0])
                 wp.launch(bk.foot_perturbation, dim=(src.shape[0], 2), device=m.device, record_tape=False, inputs=[
-                    m.device_arrays, source.q, sc.xrot, sc.xpos, sc.s_ang, sc.s_lin, src,
+                    self.physics.kernel_model, source.q, sc.xrot, sc.xpos, sc.s_ang, sc.s_lin, src,
                     self._ints(legs), seed,
                     wp.float64(cfg.sigma_p), wp.float64(cfg.sigma_v), wp.float64(cfg.damping),
                     wp.float64(cfg.max_dq), wp.float64(cfg.max_dqd)], outputs=[dq[rows], dqd[rows], clamped])
@@ -204,26 +203,27 @@ class Bundler:
             self.recorded.append((dq.numpy(), dqd.numpy()))
         r_in = self._state(r)
         for source, _, src, _, first in parts:
-            wp.launch(bk.perturbed_rows, dim=(src.shape[0], m.nq), device=m.device,
+            wp.launch(bk.perturbed_rows, dim=(src.shape[0], m.nq), device=m.device, record_tape=tape is not None,
                       inputs=[source.q, source.qd, src, first, dq, dqd], outputs=[r_in.q, r_in.qd])
-        r_env = np.concatenate([np.repeat(self.slot_env, cfg.branches)[rerun], new_src]).astype(int)
+        r_env = np.concatenate([np.repeat(self.bundle_env, cfg.branches)[rerun], new_src]).astype(int)
         r_out = self._state(r)
-        self.sim._substep(r_in, r_out, self._gather_control(control, r_env), h, self._scratch_for("rerun", r), tape)
+        self.physics.run(r_in, r_out, self._gather_control(control, r_env, tape), h, self._scratch_for("rerun", r),
+                         tape)
         return r_out
 
-    def _assemble(self, nominal: State, s_out: State, n: int) -> None:
-        """s_out <- nominal, or the branch mean (plus the nominal-forward offset) in a window."""
+    def _assemble(self, nominal: State, s_out: State, n: int, tape) -> None:
+        """s_out <- nominal, or the branch mean (plus the nominal-forward offset) in a bundle."""
         m, b = self.model, self.cfg.branches
-        w = len(self.slot_env)
+        w = len(self.bundle_env)
         if not w:
-            self._select(np.zeros(n, np.int32), np.arange(n), nominal, nominal, s_out)
+            self._select(np.zeros(n, np.int32), np.arange(n), nominal, nominal, s_out, tape)
             return
         slot = np.full(n, -1, dtype=np.int32)
-        slot[self.slot_env] = np.arange(w, dtype=np.int32)
+        slot[self.bundle_env] = np.arange(w, dtype=np.int32)
         mean = self._state(w)
         q_sum = wp.zeros(mean.q.shape, dtype=wp.float64, device=m.device, requires_grad=mean.q.requires_grad)
         bi = self.branch_in
-        wp.launch(bk.branch_mean, dim=w, device=m.device, inputs=[
+        wp.launch(bk.branch_mean, dim=w, device=m.device, record_tape=tape is not None, inputs=[
             b, bi.q, bi.qd, bi.contact_impulse, bi.contact_height, q_sum],
             outputs=[mean.q, mean.qd, mean.contact_impulse, mean.contact_height])
         offset = None
@@ -233,35 +233,36 @@ class Bundler:
                 self._ints(slot), *_fields(nominal), *_fields(mean)],
                 outputs=list(_fields(offset)))
         self._select((slot >= 0).astype(np.int32), np.where(slot >= 0, slot, np.arange(n)), nominal, mean, s_out,
-                     offset)
+                     tape, offset)
 
-    def _keep_slots(self, keep: np.ndarray) -> None:
-        """Keep only the windows `keep` (slot indices), with their branch rows."""
+    def _keep_bundles(self, keep: np.ndarray, tape) -> None:
+        """Keep only the bundles `keep` (indices into the open ones), with their branch rows."""
         b = self.cfg.branches
         rows = (keep[:, None] * b + np.arange(b)).ravel().astype(np.int32)
-        self.slot_env = [self.slot_env[w] for w in keep]
+        self.bundle_env = [self.bundle_env[w] for w in keep]
         self.left = self.left[keep]
         self.flags = self.flags[rows]
         if len(rows):
-            self.branch_in = self._take(np.zeros(len(rows), np.int32), rows, self.branch_in, self.branch_in)
+            self.branch_in = self._take(np.zeros(len(rows), np.int32), rows, self.branch_in, self.branch_in, tape)
         else:
             self.branch_in = None
 
     # -- helpers -------------------------------------------------------------------------------------
     def _state(self, rows: int) -> State:
-        return State.zeros(self.model, rows, self.sim.requires_grad)
+        return State.zeros(self.model, rows, self.requires_grad)
 
     def _ints(self, values) -> wp.array:
         """Host integers as an int array on the simulator's device (index lists, flags)."""
         return wp.array(np.ascontiguousarray(values, dtype=np.int32), dtype=int, device=self.model.device)
 
-    def _scratch_for(self, role: str, rows: int):
-        from .simulator import _Scratch
-        if self.sim.requires_grad:
-            return _Scratch.allocate(self.model, rows, True)
+    def _scratch_for(self, role: str, rows: int) -> Scratch:
+        """Gradient mode: fresh intermediates (freed with the tape). Otherwise the last scratch of
+        `role` ('branch', 'rerun'), reused while the row count stays."""
+        if self.requires_grad:
+            return self.physics.scratch(rows, True)
         sc = self._scratch.get(role)
-        if sc is None or sc.a.shape[0] != rows:
-            sc = self._scratch[role] = _Scratch.allocate(self.model, rows, False)
+        if sc is None or sc.rows != rows:
+            sc = self._scratch[role] = self.physics.scratch(rows, False)
         sc.zero_accumulators()
         return sc
 
@@ -270,29 +271,30 @@ class Bundler:
         rows = impulse.shape[0]
         out = wp.zeros((rows, 2), dtype=int, device=m.device)
         wp.launch(bk.leg_events, dim=(rows, 2), device=m.device, record_tape=False, inputs=[
-            m.device_arrays, impulse, wp.float64(threshold), self._ints(flags)],
+            self.physics.kernel_model, impulse, wp.float64(threshold), self._ints(flags)],
             outputs=[out])
         return out.numpy()
 
-    def _gather_control(self, control: Control, env_of_row: np.ndarray) -> Control:
+    def _gather_control(self, control: Control, env_of_row: np.ndarray, tape) -> Control:
         m = self.model
         rows = len(env_of_row)
-        out = Control.zeros(m, rows, self.sim.requires_grad)
-        wp.launch(bk.gather_control, dim=(rows, m.nj), device=m.device, inputs=[
+        out = Control.zeros(m, rows, self.requires_grad)
+        wp.launch(bk.gather_control, dim=(rows, m.nj), device=m.device, record_tape=tape is not None, inputs=[
             self._ints(env_of_row), control.q_target,
             control.qd_target, control.kp, control.kd, control.tau],
             outputs=[out.q_target, out.qd_target, out.kp, out.kd, out.tau])
         return out
 
-    def _take(self, which: np.ndarray, src: np.ndarray, a: State, b: State) -> State:
+    def _take(self, which: np.ndarray, src: np.ndarray, a: State, b: State, tape) -> State:
         """A new batch: row i is row src[i] of a (which[i] == 0) or of b."""
         out = self._state(len(src))
-        self._select(which, src, a, b, out)
+        self._select(which, src, a, b, out, tape)
         return out
 
-    def _select(self, which: np.ndarray, src: np.ndarray, a: State, b: State, out: State, offset: State = None) -> None:
+    def _select(self, which: np.ndarray, src: np.ndarray, a: State, b: State, out: State, tape,
+                offset: State = None) -> None:
         m = self.model
-        wp.launch(bk.select_rows, dim=(len(src), m.nq), device=m.device, inputs=[
+        wp.launch(bk.select_rows, dim=(len(src), m.nq), device=m.device, record_tape=tape is not None, inputs=[
             self._ints(which), self._ints(src), int(offset is not None),
             *_fields(a), *_fields(b), *_fields(offset if offset is not None else b)], outputs=list(_fields(out)))
 

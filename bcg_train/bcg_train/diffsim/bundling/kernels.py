@@ -6,7 +6,7 @@ kernels without adjoints and added to differentiable copies, so no gradient flow
 """
 import warp as wp
 
-from .device_model import DeviceModel
+from ..kernels.device_model import DeviceModel
 
 f64 = wp.float64
 vec3 = wp.vec3d

@@ -1,6 +1,7 @@
-"""`DeviceModel`: the Model's arrays and constants as one Warp struct, so each kernel launch packs a
-single argument for the whole robot instead of a dozen arrays (launch overhead dominates at small N).
-Shapes and units as documented on `Model`; the struct holds the same arrays, not copies."""
+"""`DeviceModel`: a Model's arrays plus one simulator's solver constants as one Warp struct, so each
+kernel launch packs a single argument for the whole robot instead of a dozen arrays (launch overhead
+dominates at small N). Shapes and units as documented on `Model` and `SimConfig`; the struct holds the
+Model's arrays by reference, not copies, so simulators with different settings share one Model."""
 import warp as wp
 
 f64 = wp.float64
@@ -13,6 +14,7 @@ class DeviceModel:
     nc: int
     gravity: wp.vec3d
     kappa: f64
+    frictionloss_scale: f64
     frictionloss_velocity: f64
     limit_stiffness: f64
     limit_damping: f64
@@ -49,13 +51,14 @@ class DeviceModel:
     leg_dof: wp.array(dtype=int)
 
 
-def device_model(model) -> DeviceModel:
-    """The struct for `model` (its arrays by reference, its config's constants by value)."""
+def device_model(model, cfg) -> DeviceModel:
+    """The struct for `model` (a `Model`: its arrays by reference) run with `cfg` (a `SimConfig`: its
+    solver constants by value)."""
     d = DeviceModel()
-    cfg = model.config
     d.nb, d.nv, d.nc = model.nb, model.nv, model.nc
     d.gravity = wp.vec3d(*model.gravity)
     d.kappa = f64(cfg.kappa)
+    d.frictionloss_scale = f64(cfg.frictionloss_scale)
     d.frictionloss_velocity = f64(cfg.frictionloss_velocity)
     d.limit_stiffness = f64(cfg.limit_stiffness)
     d.limit_damping = f64(cfg.limit_damping)

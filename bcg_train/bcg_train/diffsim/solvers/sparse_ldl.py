@@ -19,9 +19,11 @@ Shapes: a, ld (N, npair); extra, b, x (N, nv); jt, y (N, ncd) vec3 with (normal 
 sphere k's entries t in [contact_dof_start[k], contact_dof_start[k + 1]) on dofs contact_dof_d[t],
 leaf first; g (N, 3 nc, 3 nc).
 """
+from typing import Optional
+
 import warp as wp
 
-from .device_model import DeviceModel
+from ..kernels.device_model import DeviceModel
 
 f64 = wp.float64
 vec3 = wp.vec3d
@@ -230,17 +232,17 @@ def delassus_adjoint(mdl: DeviceModel, ld: wp.array2d(dtype=f64), y: wp.array2d(
 class SparseLDL:
     """Factor of A + diag(extra) for N environments, and the solve and Delassus operations on it.
 
-    `factor` runs first; with a tape, each operation's backward accumulates into the adjoint of the
+    `factor` runs first; with a tape (None: no gradient), each operation's backward accumulates into the adjoint of the
     factor (adj_ld), and the factor's own backward, recorded first and so run last, turns it into
     adj_A and adj_extra."""
 
-    def __init__(self, model, num_envs: int, requires_grad: bool = False):
-        self.model = model
+    def __init__(self, mdl: DeviceModel, device: str, num_envs: int, npair: int, requires_grad: bool = False):
+        self.mdl, self.nc, self.device = mdl, mdl.nc, device
         self.n = num_envs
-        self.ld = wp.zeros((num_envs, model.npair), dtype=f64, device=model.device)
+        self.ld = wp.zeros((num_envs, npair), dtype=f64, device=device)
         self.adj_ld = wp.zeros_like(self.ld) if requires_grad else None
 
-    def factor(self, a: wp.array, extra: wp.array, tape=None) -> None:
+    def factor(self, a: wp.array, extra: wp.array, tape: Optional[wp.Tape]) -> None:
         self._launch(factor, self.n, [a, extra, self.ld])
         if tape is None or self.adj_ld is None:
             return
@@ -251,7 +253,7 @@ class SparseLDL:
 
         tape.record_func(backward=backward, arrays=[a, extra])
 
-    def solve(self, b: wp.array, x: wp.array, tape=None) -> None:
+    def solve(self, b: wp.array, x: wp.array, tape: Optional[wp.Tape]) -> None:
         """x (N, nv) = A^-1 b (N, nv)."""
         self._launch(solve_vectors, self.n, [self.ld, b, x])
         if tape is None or x.grad is None:
@@ -263,20 +265,20 @@ class SparseLDL:
 
         tape.record_func(backward=backward, arrays=[b, x])
 
-    def delassus(self, jt: wp.array, y: wp.array, g: wp.array, tape=None) -> None:
+    def delassus(self, jt: wp.array, y: wp.array, g: wp.array, tape: Optional[wp.Tape]) -> None:
         """g (N, 3 nc, 3 nc) = J A^-1 J^T from jt (N, ncd) vec3; y (jt's shape) keeps Y = L^-T J^T."""
-        m = self.model
-        self._launch(chain_lt_solve, (self.n, m.nc), [self.ld, jt, y])
-        self._launch(delassus_blocks, (self.n, m.nc, m.nc), [self.ld, y, g])
+        nc = self.nc
+        self._launch(chain_lt_solve, (self.n, nc), [self.ld, jt, y])
+        self._launch(delassus_blocks, (self.n, nc, nc), [self.ld, y, g])
         if tape is None or g.grad is None:
             return
 
         def backward():
             adj_y = wp.empty_like(y, requires_grad=False)
-            self._launch(delassus_adjoint, (self.n, m.nc), [self.ld, y, g.grad, adj_y, jt.grad, self.adj_ld])
+            self._launch(delassus_adjoint, (self.n, nc), [self.ld, y, g.grad, adj_y, jt.grad, self.adj_ld])
 
         tape.record_func(backward=backward, arrays=[jt, g])
 
     def _launch(self, kernel, dim, args) -> None:
-        wp.launch(kernel, dim=dim, inputs=[self.model.device_arrays, *args], device=self.model.device,
+        wp.launch(kernel, dim=dim, inputs=[self.mdl, *args], device=self.device,
                   record_tape=False)

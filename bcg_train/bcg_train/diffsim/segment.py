@@ -1,0 +1,67 @@
+"""`Segment`: the simulator's record of the steps since the gradient graph was last cut.
+
+A segment is the run of steps between two cuts of the gradient graph (a SHAC rollout window is one).
+It owns what the simulator must keep or defer between `step` calls, so that no caller has to know it:
+- gradient mode: every substep's intermediates and intermediate state, kept for the backward pass
+  and reused once `cut()` says that backward is done (or will never run); without `cut()` every
+  taped substep allocates its own. The adjoints of reused buffers are zeroed when they are reused,
+  so the per-step tapes that recorded them must not be reset by hand (`Tape.reset` would zero
+  gradients that bundles carry back to earlier steps);
+- both modes: the environments whose states were replaced from outside `step` (`restart`), whose
+  open bundles the simulator closes at the next substep, recorded on that substep's tape (closing
+  them at once would cut the other bundles' gradients).
+"""
+from typing import List, Tuple
+
+import numpy as np
+
+from .state import State
+from .substep import Scratch, Substep
+
+
+class Segment:
+    """See the module docstring. Built by the `Simulator`; reached as `sim.segment`."""
+
+    def __init__(self, physics: Substep, num_envs: int, requires_grad: bool):
+        self._physics, self._num_envs, self.requires_grad = physics, num_envs, requires_grad
+        self._taped: List[Tuple[Scratch, State]] = []
+        self._cursor = 0
+        self._restarted: List[int] = []
+        if not requires_grad:   # one scratch and two alternating intermediate states, reused every substep
+            self._scratch = physics.scratch(num_envs, False)
+            self._between = (State.zeros(physics.model, num_envs), State.zeros(physics.model, num_envs))
+
+    def cut(self) -> None:
+        """The segment's backward pass is done (or will never run): its buffers serve the next one."""
+        self._cursor = 0
+
+    def restart(self, env_ids) -> None:
+        """The states of `env_ids` were replaced from outside `step` (a reset): their bundles close
+        at the next substep (inside a bundle an environment continues from its branches)."""
+        self._restarted = sorted(set(self._restarted) | {int(e) for e in np.atleast_1d(env_ids)})
+
+    def take_restarted(self) -> List[int]:
+        """The environments restarted since the last call (the simulator applies them)."""
+        out, self._restarted = self._restarted, []
+        return out
+
+    @property
+    def pending_restarts(self) -> List[int]:
+        return list(self._restarted)
+
+    def buffers(self, substep_index: int) -> Tuple[Scratch, State]:
+        """Zeroed intermediates and an intermediate state for the next substep (`substep_index`
+        within the step: the no-gradient buffers alternate on it)."""
+        if not self.requires_grad:
+            self._scratch.zero_accumulators()
+            return self._scratch, self._between[substep_index % 2]
+        if self._cursor == len(self._taped):
+            self._taped.append((self._physics.scratch(self._num_envs, True),
+                                State.zeros(self._physics.model, self._num_envs, True)))
+        else:
+            scratch, state = self._taped[self._cursor]
+            scratch.zero_accumulators()
+            scratch.zero_gradients()
+            state.zero_gradients()
+        self._cursor += 1
+        return self._taped[self._cursor - 1]

@@ -1,0 +1,141 @@
+"""`Substep`: one physics substep of a Model under one simulator's settings, the seam that the
+`Simulator` and bundling share (bundling re-runs substeps for its branches through it, and knows
+nothing else of the simulator).
+
+Per substep h: kinematics -> composite inertias and subtree forces -> mass matrix
+A = M + armature + h (damping + friction slope + PD) and generalised force f -> sparse L^T D L factor
+-> free acceleration A^-1 f -> Delassus operator J A^-1 J^T on the foot chains -> projected
+Gauss-Seidel on the smoothed contact impulses -> A^-1 J^T (s p) -> velocity and position update.
+"""
+from dataclasses import dataclass
+from typing import Optional
+
+import warp as wp
+
+from .config import SimConfig
+from .kernels import contact as ck
+from .kernels import dynamics as dk
+from .kernels import integrator as ik
+from .kernels.device_model import DeviceModel, device_model
+from .model import Model
+from .solvers import contact_pgs
+from .solvers.sparse_ldl import SparseLDL
+from .state import Control, State
+
+
+@dataclass
+class Scratch:
+    """One substep's intermediates for `rows` environments (one set per taped substep, so the
+    backward pass finds them). Shapes in the kernels' docstrings; ncd = contact-dof entries,
+    nr = 3 nc contact rows."""
+
+    xrot: wp.array
+    xpos: wp.array
+    s_ang: wp.array
+    s_lin: wp.array
+    vel_ang: wp.array
+    vel_lin: wp.array
+    acc_ang: wp.array
+    acc_lin: wp.array
+    crb_m: wp.array
+    crb_h: wp.array
+    crb_i: wp.array
+    frc_ang: wp.array
+    frc_lin: wp.array
+    a: wp.array
+    diag: wp.array
+    force: wp.array
+    qdd_free: wp.array
+    jt: wp.array
+    y: wp.array
+    g: wp.array
+    v_free: wp.array
+    smooth: wp.array
+    sp: wp.array
+    p_hist: wp.array
+    z_hist: wp.array
+    gen_impulse: wp.array
+    dqd_contact: wp.array
+    ldl: SparseLDL
+
+    @property
+    def rows(self) -> int:
+        return self.a.shape[0]
+
+    def zero_accumulators(self) -> None:
+        """Zero what the kernels accumulate into (or write only in part) before a reused substep."""
+        for arr in (self.crb_m, self.crb_h, self.crb_i, self.frc_ang, self.frc_lin, self.v_free, self.gen_impulse):
+            arr.zero_()
+
+    def zero_gradients(self) -> None:
+        """Zero the adjoints of every differentiable buffer (before a reused substep is taped again)."""
+        for arr in vars(self).values():
+            if isinstance(arr, wp.array) and arr.grad is not None:
+                arr.grad.zero_()
+
+
+class Substep:
+    """The physics of one substep for any number of rows (environments or bundling branches)."""
+
+    def __init__(self, model: Model, config: SimConfig):
+        config.validate()
+        self.model, self.config = model, config
+        self.kernel_model: DeviceModel = device_model(model, config)
+        """The model's arrays and these settings' constants, the first argument of every kernel."""
+
+    def scratch(self, rows: int, requires_grad: bool) -> Scratch:
+        """Fresh intermediates for `rows` rows (with adjoints when `requires_grad`)."""
+        m, nr, it, dev = self.model, self.model.ndof_contact, self.config.contact_iterations, self.model.device
+
+        def z(shape, dtype=wp.float64, grad=requires_grad):
+            return wp.zeros(shape, dtype=dtype, device=dev, requires_grad=grad)
+        v3, q4, m33, n, nb, nv = wp.vec3d, wp.quatd, wp.mat33d, rows, m.nb, m.nv
+        return Scratch(
+            xrot=z((n, nb), q4), xpos=z((n, nb), v3), s_ang=z((n, nv), v3), s_lin=z((n, nv), v3),
+            vel_ang=z((n, nb), v3), vel_lin=z((n, nb), v3), acc_ang=z((n, nb), v3), acc_lin=z((n, nb), v3),
+            crb_m=z((n, nb)), crb_h=z((n, nb), v3), crb_i=z((n, nb), m33), frc_ang=z((n, nb), v3),
+            frc_lin=z((n, nb), v3), a=z((n, m.npair)), diag=z((n, nv)), force=z((n, nv)), qdd_free=z((n, nv)),
+            jt=z((n, m.ncd), v3), y=z((n, m.ncd), v3, grad=False), g=z((n, nr, nr)), v_free=z((n, nr)),
+            smooth=z((n, m.nc)), sp=z((n, nr), grad=False), p_hist=z((n, it + 1, nr), grad=False),
+            z_hist=z((n, it, nr), grad=False), gen_impulse=z((n, nv)), dqd_contact=z((n, nv)),
+            ldl=SparseLDL(self.kernel_model, dev, n, m.npair, requires_grad),
+        )
+
+    def run(self, s_in: State, s_out: State, control: Control, h: float, sc: Scratch,
+            tape: Optional[wp.Tape]) -> None:
+        """s_out <- one substep of h [s] from s_in under `control`, every row at once, using the
+        zeroed intermediates `sc`. With `tape` (the active one), the autodiff kernels record on it and
+        the hand-written adjoints are added to it; None records nothing."""
+        self.dynamics(s_in, control, h, sc, tape)
+        self.contact(s_in, s_out, h, sc, tape)
+        wp.launch(ik.integrate, dim=sc.rows, device=self.model.device, record_tape=tape is not None, inputs=[
+            self.kernel_model, wp.float64(h), s_in.q, s_in.qd, sc.qdd_free, sc.dqd_contact],
+            outputs=[s_out.q, s_out.qd])
+
+    def dynamics(self, s_in: State, control: Control, h: float, sc: Scratch, tape: Optional[wp.Tape]) -> None:
+        """Kinematics, mass matrix (sc.a), extra diagonal (sc.diag) and generalised force (sc.force)."""
+        m, n, dev, mdl, rec = self.model, sc.rows, self.model.device, self.kernel_model, tape is not None
+        wp.launch(dk.kinematics, dim=n, device=dev, record_tape=rec, inputs=[mdl, s_in.q, s_in.qd], outputs=[
+            sc.xrot, sc.xpos, sc.s_ang, sc.s_lin, sc.vel_ang, sc.vel_lin, sc.acc_ang, sc.acc_lin,
+            sc.crb_m, sc.crb_h, sc.crb_i, sc.frc_ang, sc.frc_lin])
+        wp.launch(dk.mass_matrix, dim=(n, m.nv), device=dev, record_tape=rec, inputs=[
+            mdl, sc.s_ang, sc.s_lin, sc.crb_m, sc.crb_h, sc.crb_i], outputs=[sc.a])
+        wp.launch(dk.generalised_force, dim=(n, m.nv), device=dev, record_tape=rec, inputs=[
+            mdl, s_in.q, s_in.qd, wp.float64(h), sc.s_ang, sc.s_lin, sc.frc_ang, sc.frc_lin, sc.a, control.q_target,
+            control.qd_target, control.kp, control.kd, control.tau], outputs=[sc.diag, sc.force])
+
+    def contact(self, s_in: State, s_out: State, h: float, sc: Scratch, tape: Optional[wp.Tape]) -> None:
+        """Free acceleration (sc.qdd_free), contact impulses (s_out.contact_impulse, s_out.contact_height)
+        and their velocity change (sc.dqd_contact), after `dynamics`."""
+        m, n, dev, mdl, rec = self.model, sc.rows, self.model.device, self.kernel_model, tape is not None
+        wp.launch(ck.contact_geometry, dim=(n, m.nc), device=dev, record_tape=rec, inputs=[
+            mdl, s_in.q, sc.xrot, sc.xpos, sc.s_ang, sc.s_lin], outputs=[s_out.contact_height, sc.smooth, sc.jt])
+        sc.ldl.factor(sc.a, sc.diag, tape)
+        sc.ldl.solve(sc.force, sc.qdd_free, tape)
+        wp.launch(ck.free_contact_velocity, dim=(n, m.nc), device=dev, record_tape=rec, inputs=[
+            mdl, wp.float64(h), sc.jt, s_in.qd, sc.qdd_free], outputs=[sc.v_free])
+        sc.ldl.delassus(sc.jt, sc.y, sc.g, tape)
+        contact_pgs.solve(mdl, sc.g, sc.v_free, sc.smooth, sc.sp, sc.p_hist, sc.z_hist, s_out.contact_impulse, tape)
+        wp.launch(ck.generalised_impulse, dim=(n, m.nc), device=dev, record_tape=rec, inputs=[
+            mdl, sc.jt, s_out.contact_impulse], outputs=[sc.gen_impulse])
+        sc.ldl.solve(sc.gen_impulse, sc.dqd_contact, tape)
