@@ -106,8 +106,8 @@ def test_branches_exist_only_for_triggered_environments():
     config = sim_config(enabled=True, branches=5)
     dropped = np.array([True, False, False, True, False, False])
     q0, qd0 = initial_state(MODEL, 6, dropped)
-    q, _, _, stats = rollout(config, 5, q0, qd0, np.tile(MODEL.robot.default_q, (6, 1)))
-    substeps = 5 * config.substeps
+    q, _, _, stats = rollout(config, 6, q0, qd0, np.tile(MODEL.robot.default_q, (6, 1)))
+    substeps = 6 * config.substeps
     assert stats.env_substeps == 6 * substeps
     assert stats.bundles == 2
     assert stats.bundled_env_substeps == 2 * 8

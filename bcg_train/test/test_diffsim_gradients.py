@@ -271,12 +271,15 @@ def test_contact_impulse_solve_gradient(model):
     assert err < 1e-4, err
 
 
-def test_full_substep_gradient(model):
+@pytest.mark.parametrize("lift, kappa", [(0.0, 50.0), (-0.004, 300.0)])
+def test_full_substep_gradient(model, lift, kappa):
+    """Feet just above the ground (speculative bias) or 3 mm into it (stabilisation bias)."""
     r = model.robot
     w_q = RNG.normal(size=(N, model.nq))
     w_qd = RNG.normal(size=(N, model.nv))
-    loss = _step_loss(model, SimConfig(kappa=50.0, substeps=1), 1, 0.005, "state", w_q, w_qd, None, None, r.kp * 10, r.kd * 3, np.tile(r.default_q, (N, 1)))
-    x0 = np.concatenate([standing_q(model), RNG.normal(0, 0.05, (N, model.nv))], axis=1)
+    loss = _step_loss(model, SimConfig(kappa=kappa, substeps=1), 1, 0.005, "state", w_q, w_qd, None, None,
+                      r.kp * 10, r.kd * 3, np.tile(r.default_q, (N, 1)))
+    x0 = np.concatenate([standing_q(model, lift=lift), RNG.normal(0, 0.05, (N, model.nv))], axis=1)
     x0[:, model.nq + 2] = -0.2
     err, _ = directional_check(loss, x0)
     assert err < 1e-4, err

@@ -45,6 +45,13 @@ class SimConfig:
 
     kappa: float = 300.0
     """Contact stiffness k [1/m] of the smoothing s_k(c) = 1 / (1 + exp(k c)), c = sphere height above ground."""
+    contact_speculative: float = 1.0
+    """w: a sphere well above the ground (c >> 1/kappa) may approach it at up to w c / h before its
+    impulse acts (speculative contact; 1: it just reaches the surface within the substep h). 0: the
+    impulse acts on its velocity at any height, weakened only by the smoothing s_k(c) [-]."""
+    contact_stabilization: float = 0.2
+    """beta: fraction of a sphere's penetration (c << -1/kappa) pushed out per substep (Baumgarte
+    stabilisation); the smoothing blends w and beta around the surface (kernels.contact) [-]."""
     contact_iterations: int = 10
     """Projected Gauss-Seidel sweeps on the contact impulses per substep."""
     substeps: int = 4
@@ -53,17 +60,20 @@ class SimConfig:
     """Multiplier on the model's joint friction loss (0 turns it off)."""
     frictionloss_velocity: float = 0.02
     """Velocity scale [rad/s] of the smooth Coulomb friction loss -F tanh(qd / v)."""
-    limit_stiffness: float = 0.2
-    """Joint-limit spring, as a fraction of the stable stiffness A_ii / h^2 of the dof [-]."""
-    limit_damping: float = 0.5
-    """Joint-limit damper, as a fraction of A_ii / h [-], active only beyond the limit."""
+    limit_stiffness: float = 5.0
+    """Joint-limit spring beyond the limit, in units of A_ii / h^2 (A_ii the dof's diagonal inertia) [-];
+    integrated implicitly, so stable at any value (5: a joint pushed past its limit by its PD comes
+    back in a few substeps, as MuJoCo's limit constraint; bench/sim_to_sim.py measured 0.2 -> 5)."""
+    limit_damping: float = 2.0
+    """Joint-limit damper beyond the limit, in units of A_ii / h [-]."""
     bundle: BundleConfig = field(default_factory=BundleConfig)
     """Bundled Contact Gradients."""
 
     def validate(self) -> None:
         require_positive(self, "kappa", "frictionloss_velocity")
         require_count(self, "contact_iterations", "substeps")
-        require_non_negative(self, "frictionloss_scale", "limit_stiffness", "limit_damping")
+        require_non_negative(self, "frictionloss_scale", "limit_stiffness", "limit_damping", "contact_speculative",
+                             "contact_stabilization")
         validate_section("bundle", self.bundle)
 
     def contract_settings(self) -> Dict[str, float]:

@@ -133,7 +133,8 @@ class Substep:
         sc.ldl.factor(sc.a, sc.diag, tape)
         sc.ldl.solve(sc.force, sc.qdd_free, tape)
         wp.launch(ck.free_contact_velocity, dim=(n, m.nc), device=dev, record_tape=rec, inputs=[
-            mdl, wp.float64(h), sc.jt, s_in.qd, sc.qdd_free], outputs=[sc.v_free])
+            mdl, wp.float64(h), sc.jt, s_in.qd, sc.qdd_free, s_out.contact_height, sc.smooth],
+            outputs=[sc.v_free])
         sc.ldl.delassus(sc.jt, sc.y, sc.g, tape)
         contact_pgs.solve(mdl, sc.g, sc.v_free, sc.smooth, sc.sp, sc.p_hist, sc.z_hist, s_out.contact_impulse, tape)
         wp.launch(ck.generalised_impulse, dim=(n, m.nc), device=dev, record_tape=rec, inputs=[

@@ -31,6 +31,8 @@ class PlantState:
     root_height: float          # m
     body_pos: np.ndarray        # (B, 3) m, world, the robot's bodies in MuJoCo order (root first)
     contact_height: np.ndarray  # (k,) m, signed height of each foot sphere in contact (< 0: penetrating)
+    foot_height: np.ndarray     # (2,) m, lowest point of each foot's spheres (left, right), signed
+    foot_force: np.ndarray      # (2,) N, normal contact force of the floor on each foot (left, right)
 
 
 class MujocoPlant:
@@ -42,6 +44,10 @@ class MujocoPlant:
         self._root_dof = int(m.jnt_dofadr[m.body_jntadr[robot.root_body]])
         self._bodies = np.array([b for b in range(m.nbody) if b != 0 and m.body_rootid[b] == robot.root_body])
         self._feet = FootContacts(m, robot)
+        self._foot_geoms = [np.array(robot.foot_geoms[side]) for side in ("left", "right")]
+        self._foot_of_geom = np.full(m.ngeom, -1)
+        for side, geoms in enumerate(self._foot_geoms):
+            self._foot_of_geom[geoms] = side
 
     def reset(self, q: np.ndarray, qd: np.ndarray) -> None:
         """q (7 + n,): root position, quaternion, joints; qd (6 + n,): root linear velocity (world),
@@ -65,7 +71,24 @@ class MujocoPlant:
                           base_ang_vel=d.qvel[self._root_dof + 3:self._root_dof + 6].copy(),
                           joint_pos=d.qpos[r.joint_qpos_adr].copy(), joint_vel=d.qvel[r.joint_dof_adr].copy(),
                           root_height=float(d.qpos[self._root + 2]), body_pos=d.xpos[self._bodies].copy(),
-                          contact_height=self._feet.distances(d))
+                          contact_height=self._feet.distances(d), foot_height=self._foot_heights(),
+                          foot_force=self._foot_forces())
+
+    def _foot_heights(self) -> np.ndarray:
+        m, d = self.core.model, self.core.data
+        return np.array([np.min(d.geom_xpos[g, 2] - m.geom_size[g, 0]) for g in self._foot_geoms])
+
+    def _foot_forces(self) -> np.ndarray:
+        """Normal force of each foot's contacts with the world (MuJoCo's contact frame: normal first)."""
+        m, d = self.core.model, self.core.data
+        out, wrench = np.zeros(2), np.zeros(6)
+        for i in range(d.ncon):
+            g1, g2 = d.contact.geom[i]
+            side = max(self._foot_of_geom[g1], self._foot_of_geom[g2])
+            if side >= 0 and min(m.geom_bodyid[g1], m.geom_bodyid[g2]) == 0:
+                mujoco.mj_contactForce(m, d, i, wrench)
+                out[side] += wrench[0]
+        return out
 
 
 class WarpPlant:
@@ -86,6 +109,7 @@ class WarpPlant:
         weight = float(self.model.body_mass.numpy().sum()) * np.linalg.norm(self.model.gravity)
         self._force_threshold = contact_fraction * weight / self.model.nc
         self._impulse_threshold = np.inf   # no contact before the first step
+        self._period_s = 1.0               # any: the impulses are zero before the first step
 
     def reset(self, q: np.ndarray, qd: np.ndarray) -> None:
         """Same layout as MujocoPlant.reset (joints in the robot description's order)."""
@@ -93,6 +117,7 @@ class WarpPlant:
         qs[:7], qds[:6] = q[:7], qd[:6]
         qs[self._jq], qds[self._jv] = q[7:], qd[6:]
         self.s0.assign(qs, qds)
+        self.s0.contact_impulse.zero_()
         self._impulse_threshold = np.inf
 
     def advance(self, target: np.ndarray, kp: np.ndarray, kd: np.ndarray, period_s: float) -> None:
@@ -100,12 +125,19 @@ class WarpPlant:
         self.sim.step(self.s0, self.s1, self.ctrl, period_s)
         self.s0, self.s1 = self.s1, self.s0
         self._impulse_threshold = self._force_threshold * period_s / self.config.substeps
+        self._period_s = period_s
 
     def state(self) -> PlantState:
         q, qd = self.s0.q.numpy()[0], self.s0.qd.numpy()[0]
         with torch.no_grad():
             pos, _ = body_frames(self.sim, torch.as_tensor(q[None]))
-        carrying = self.s0.contact_impulse.numpy()[0, :, 0] > self._impulse_threshold
+        normal = self.s0.contact_impulse.numpy()[0, :, 0]
+        carrying = normal > self._impulse_threshold
+        height = self.s0.contact_height.numpy()[0]
+        leg = self.model.sphere_leg.numpy()
+        h = self._period_s / self.config.substeps
         return PlantState(base_quat=q[3:7].copy(), base_ang_vel=qd[3:6].copy(), joint_pos=q[self._jq],
                           joint_vel=qd[self._jv], root_height=float(q[2]), body_pos=pos[0].numpy(),
-                          contact_height=self.s0.contact_height.numpy()[0][carrying])
+                          contact_height=height[carrying],
+                          foot_height=np.array([height[leg == side].min() for side in (0, 1)]),
+                          foot_force=np.array([normal[leg == side].sum() / h for side in (0, 1)]))

@@ -6,13 +6,15 @@ joint limits, the contract's gains. It starts on the reference's first frame (jo
 N(0, noise^2) per seed) and tracks the reference from there.
 """
 from dataclasses import dataclass
-from typing import Optional
+from typing import List, Optional
 
 import numpy as np
 
 from bcg.contract import ObservationInputs, Policy, ReferenceFrames
 from bcg_train.diffsim import NonFiniteStateError
 from bcg_train.motion.clip import MotionClip
+
+from .plants import PlantState
 
 
 @dataclass
@@ -32,8 +34,9 @@ class RunResult:
 
 
 def run_policy(plant, policy: Policy, clip: MotionClip, seed: int, duration_s: float, noise_rad: float = 0.02,
-               fall_height: float = 0.3) -> RunResult:
-    """Run `policy` in `plant` (MujocoPlant or WarpPlant) along `clip` (at the policy's rate)."""
+               fall_height: float = 0.3, record: Optional[List[PlantState]] = None) -> RunResult:
+    """Run `policy` in `plant` (MujocoPlant or WarpPlant) along `clip` (at the policy's rate); the
+    state after each control step is appended to `record` when given."""
     contract = policy.contract
     robot = plant.robot
     order = np.array([robot.joint_names.index(j) for j in contract.joint_names])   # policy -> robot joints
@@ -67,6 +70,8 @@ def run_policy(plant, policy: Policy, clip: MotionClip, seed: int, duration_s: f
             fall_time = (t + 1) * contract.control_period_s
             break
         st = plant.state()
+        if record is not None:
+            record.append(st)
         heights.extend(st.contact_height)
         errors.append(np.linalg.norm(st.body_pos - clip.body_pos[t + 1], axis=-1).mean())
         if st.root_height < fall_height:

@@ -3,7 +3,8 @@ operator is in sparse_ldl, the impulse solve in contact_solver.
 
 Each foot sphere against the plane z = 0: signed height c of its lowest point, smoothing
 s_k(c) = 1 / (1 + exp(k c)), contact Jacobian rows (normal z, tangents x, y) on the sphere's
-ancestor dofs, the impulse-free contact velocity and the generalised impulse J^T (s p).
+ancestor dofs, the impulse-free contact velocity (with the speculative / stabilisation bias of the
+normal row) and the generalised impulse J^T (s p).
 Write-once / accumulate-before-read discipline as in dynamics_kernels.
 """
 import warp as wp
@@ -42,13 +43,28 @@ def contact_geometry(
         jt[e, t] = vec3(col[2], col[0], col[1])
 
 
+@wp.func
+def normal_velocity_bias(c: f64, smooth: f64, h: f64, speculative: f64, stabilization: f64):
+    """What the normal row adds to the contact velocity the impulses drive to zero [m/s]:
+    c / h (w - (w - beta) s_k(c)), w = speculative, beta = stabilization, s_k the contact smoothing.
+    Above the ground (c >> 1/k) it is w c / h: the sphere may approach at up to that speed before any
+    impulse acts (at w = 1 it just reaches the surface within the substep); below (c << -1/k) it is
+    beta c / h: that fraction of the penetration is pushed out per substep; s_k blends the two over
+    the same transition width as the impulse smoothing, so the bias is smooth in c."""
+    return c / h * (speculative - (speculative - stabilization) * smooth)
+
+
 @wp.kernel
 def free_contact_velocity(
     mdl: DeviceModel, h: f64, jt: wp.array2d(dtype=vec3), qd: wp.array2d(dtype=f64),
-    qdd_free: wp.array2d(dtype=f64), v_free: wp.array2d(dtype=f64),
+    qdd_free: wp.array2d(dtype=f64), height: wp.array2d(dtype=f64), smooth: wp.array2d(dtype=f64),
+    v_free: wp.array2d(dtype=f64),
 ):
-    """v_free[:, 3k + a] = J_(k,a) (qd + h qdd_free) [m/s], the contact velocity without contact impulses."""
+    """v_free[:, 3k + a] = J_(k,a) (qd + h qdd_free) [m/s], the contact velocity without contact
+    impulses, plus `normal_velocity_bias` of the sphere's height [m] on its normal row."""
     e, k = wp.tid()
+    wp.atomic_add(v_free, e, 3 * k, normal_velocity_bias(height[e, k], smooth[e, k], h, mdl.contact_speculative,
+                                                         mdl.contact_stabilization))
     for t in range(mdl.contact_dof_start[k], mdl.contact_dof_start[k + 1]):
         d = mdl.contact_dof_d[t]
         v = jt[e, t] * (qd[e, d] + h * qdd_free[e, d])

@@ -14,6 +14,8 @@ class DeviceModel:
     nc: int
     gravity: wp.vec3d
     kappa: f64
+    contact_speculative: f64
+    contact_stabilization: f64
     frictionloss_scale: f64
     frictionloss_velocity: f64
     limit_stiffness: f64
@@ -58,6 +60,8 @@ def device_model(model, cfg) -> DeviceModel:
     d.nb, d.nv, d.nc = model.nb, model.nv, model.nc
     d.gravity = wp.vec3d(*model.gravity)
     d.kappa = f64(cfg.kappa)
+    d.contact_speculative = f64(cfg.contact_speculative)
+    d.contact_stabilization = f64(cfg.contact_stabilization)
     d.frictionloss_scale = f64(cfg.frictionloss_scale)
     d.frictionloss_velocity = f64(cfg.frictionloss_velocity)
     d.limit_stiffness = f64(cfg.limit_stiffness)
