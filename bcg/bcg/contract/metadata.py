@@ -11,7 +11,7 @@ position target is `default_joint_pos + action_scale * action`, tracked with `jo
 import json
 import math
 from dataclasses import dataclass, field
-from typing import Dict, Mapping, Tuple
+from typing import Any, Dict, Mapping, Tuple
 
 import numpy as np
 
@@ -22,9 +22,9 @@ CONTRACT_VERSION = 1
 
 KEYS = ("bcg_contract", "joint_names", "joint_stiffness", "joint_damping", "default_joint_pos",
         "action_scale", "observation", "control_period_s", "contact_stiffness", "motion", "description",
-        "simulator")
+        "simulator", "randomization")
 """Every metadata key of the contract."""
-OPTIONAL_KEYS = {"description": "", "simulator": {}}
+OPTIONAL_KEYS = {"description": "", "simulator": {}, "randomization": {}}
 """Keys a file may lack, with the value they then take."""
 
 
@@ -74,6 +74,9 @@ class PolicyContract:
     """The training simulator's other settings by name (bcg_train.diffsim `SimConfig` fields such as
     substeps and contact_iterations), so that evaluation runs the physics the policy was trained in;
     empty: not recorded."""
+    randomization: Mapping[str, Any] = field(default_factory=dict)
+    """The domain randomisation it was trained with (bcg_train's `RandomizationConfig` fields: ranges
+    as [low, high] lists, numbers, names); empty: none. Informational: the nodes do not read it."""
 
     def __post_init__(self):
         n = len(self.joint_names)
@@ -100,6 +103,10 @@ class PolicyContract:
             raise ContractError(f"simulator: expected an object of setting name -> finite number, got "
                                 f"{self.simulator!r}")
         object.__setattr__(self, "simulator", dict(self.simulator))
+        if not isinstance(self.randomization, Mapping) or not all(isinstance(k, str) for k in self.randomization):
+            raise ContractError(f"randomization: expected an object of setting name -> value, got "
+                                f"{self.randomization!r}")
+        object.__setattr__(self, "randomization", dict(self.randomization))
         try:
             self.observation.validate(n)
         except ObservationSpecError as e:
@@ -128,6 +135,7 @@ class PolicyContract:
             "motion": self.motion,
             "description": self.description,
             "simulator": self.simulator,
+            "randomization": self.randomization,
         }
         return {k: json.dumps(v) for k, v in values.items()}
 
@@ -164,4 +172,5 @@ class PolicyContract:
                    default_joint_pos=values["default_joint_pos"], action_scale=values["action_scale"],
                    observation=obs, control_period_s=float(values["control_period_s"]),
                    contact_stiffness=float(values["contact_stiffness"]), motion=values["motion"],
-                   description=str(values["description"]), simulator=values["simulator"])
+                   description=str(values["description"]), simulator=values["simulator"],
+                   randomization=values["randomization"])

@@ -12,6 +12,7 @@ against MuJoCo that tests and benches share).
 import importlib
 
 from .config import BundleConfig, SimConfig
+from .variation import PhysicsVariation
 
 _LAZY = {"BundleStats": ".bundling", "Tape": ".kernels.device_model", "Model": ".model", "ModelError": ".model",
          "NonFiniteStateError": ".simulator", "Simulator": ".simulator", "TapeRequiredError": ".simulator",
@@ -26,4 +27,4 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-__all__ = ["BundleConfig", "SimConfig", *_LAZY]
+__all__ = ["BundleConfig", "PhysicsVariation", "SimConfig", *_LAZY]

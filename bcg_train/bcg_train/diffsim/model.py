@@ -10,7 +10,7 @@ they belong to each `Simulator` (`SimConfig`), so one Model serves simulators wi
 """
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional, Union
+from typing import Optional, Tuple, Union
 
 import mujoco
 import numpy as np
@@ -77,6 +77,7 @@ class Model:
     leg_dof: wp.array = None            # int, hinge dofs from the base to each foot (base dofs excluded)
     # host-side facts for users and validation
     robot: RobotDescription = None
+    body_names: Tuple[str, ...] = ()    # (nb,) MuJoCo name of each simulator body
     mj_body_ids: np.ndarray = None      # (nb,) MuJoCo body id of each simulator body
     mj_qpos_adr: np.ndarray = None      # (nq,) MuJoCo qpos index of each simulator coordinate
     mj_dof_adr: np.ndarray = None       # (nv,) MuJoCo dof index of each simulator dof
@@ -199,7 +200,7 @@ class Model:
             sphere_common=arr(np.array(common, dtype=np.int32), i32),
             sphere_leg=arr([sd for _, sd in spheres], i32),
             leg_dof_start=arr([0, len(legs[0]), len(legs[0]) + len(legs[1])], i32), leg_dof=arr(legs[0] + legs[1], i32),
-            robot=robot, mj_body_ids=np.array(bodies), mj_qpos_adr=np.array(mj_q), mj_dof_adr=mj_d,
+            robot=robot, body_names=tuple(m.body(b).name for b in bodies), mj_body_ids=np.array(bodies), mj_qpos_adr=np.array(mj_q), mj_dof_adr=mj_d,
         )
 
     def default_qpos(self, height: float = 0.793) -> np.ndarray:

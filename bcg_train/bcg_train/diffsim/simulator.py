@@ -21,6 +21,7 @@ from .model import Model
 from .segment import Segment
 from .state import Control, State
 from .substep import Substep
+from .variation import PhysicsVariation
 
 
 class NonFiniteStateError(FloatingPointError):
@@ -57,6 +58,11 @@ class Simulator:
         self.bundler = Bundler(self.physics, self.config.bundle, requires_grad) if self.config.bundle.enabled else None
         self._nominal = None if requires_grad or self.bundler is None else State.zeros(model, num_envs)
         self._flags = wp.zeros(num_envs, dtype=int, device=model.device)
+
+    def vary(self, config: SimConfig, variation: PhysicsVariation) -> None:
+        """Later steps run with `config` and `variation` (see `Substep.vary`); `self.config` follows."""
+        self.physics.vary(config, variation)
+        self.config = config
 
     def state(self) -> State:
         return State.zeros(self.model, self.num_envs, self.requires_grad)

@@ -21,6 +21,7 @@ from .model import Model
 from .solvers import contact_pgs
 from .solvers.sparse_ldl import SparseLDL
 from .state import Control, State
+from .variation import PhysicsVariation
 
 
 @dataclass
@@ -80,8 +81,22 @@ class Substep:
     def __init__(self, model: Model, config: SimConfig):
         config.validate()
         self.model, self.config = model, config
+        self.variation = PhysicsVariation()
         self.kernel_model: DeviceModel = device_model(model, config)
         """The model's arrays and these settings' constants, the first argument of every kernel."""
+
+    def vary(self, config: SimConfig, variation: PhysicsVariation) -> None:
+        """Run later substeps with `config` and `variation` (domain randomisation). Settings that size
+        the buffers (substeps, contact_iterations) and bundling must stay as they are. Launches already
+        on a tape keep the kernel model they were recorded with (a new one is built, not changed)."""
+        config.validate()
+        variation.validate(self.model)
+        for name in ("substeps", "contact_iterations", "bundle"):
+            if getattr(config, name) != getattr(self.config, name):
+                raise ValueError(f"{name}: a varied simulator keeps {getattr(self.config, name)!r}, got "
+                                 f"{getattr(config, name)!r}")
+        self.config, self.variation = config, variation
+        self.kernel_model = device_model(self.model, config, variation)
 
     def scratch(self, rows: int, requires_grad: bool) -> Scratch:
         """Fresh intermediates for `rows` rows (with adjoints when `requires_grad`)."""

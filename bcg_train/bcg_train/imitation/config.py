@@ -2,8 +2,62 @@
 from dataclasses import dataclass, field
 from typing import Tuple
 
-from bcg.config_check import check, require_non_negative, require_positive, validate_section
+from bcg.config_check import (check, require_count, require_non_negative, require_positive, require_range,
+                              validate_section)
 from bcg_train.diffsim.config import BundleConfig, SimConfig
+
+
+@dataclass
+class RandomizationConfig:
+    """Domain randomisation of the training environment, so a policy does not fit one simulator.
+    Ranges are [low, high], drawn uniformly. Per environment, at each episode start: PD gains, action
+    delay; at each step: observation noise; at random intervals: pushes. Shared by all environments
+    and redrawn every `physics_every_steps` control steps (between gradient segments only): contact
+    stiffness and stabilisation, floor friction, a payload and centre-of-mass shift of one body."""
+
+    enabled: bool = False
+    """Off: the nominal simulator (every field below is ignored)."""
+    kp_scale: Tuple[float, float] = (0.85, 1.15)
+    """Multiplier on each joint's PD stiffness, per environment and joint [-]."""
+    kd_scale: Tuple[float, float] = (0.85, 1.15)
+    """Multiplier on each joint's PD damping, per environment and joint [-]."""
+    action_delay_steps: Tuple[int, int] = (0, 1)
+    """Control steps the joint targets lag the policy's action, per environment [steps]."""
+    joint_pos_noise: float = 0.01
+    """Std of the noise on the observed joint angles [rad]."""
+    joint_vel_noise: float = 0.3
+    """Std of the noise on the observed joint velocities [rad/s]."""
+    ang_vel_noise: float = 0.1
+    """Std of the noise on the observed base angular velocity [rad/s]."""
+    push_interval_s: Tuple[float, float] = (3.0, 6.0)
+    """Time between two pushes of an environment [s]."""
+    push_velocity: float = 0.4
+    """Largest horizontal base velocity change of a push [m/s] (uniform in a disc)."""
+    physics_every_steps: int = 32
+    """Control steps between draws of the shared physics variation (SHAC: one rollout window)."""
+    kappa_scale: Tuple[float, float] = (0.67, 1.5)
+    """Multiplier on the contact stiffness kappa [-]."""
+    contact_stabilization: Tuple[float, float] = (0.1, 0.4)
+    """Fraction of a penetration pushed out per substep [-]."""
+    friction_scale: Tuple[float, float] = (0.6, 1.25)
+    """Multiplier on the feet's Coulomb coefficient against the floor [-]."""
+    payload_body: str = "torso_link"
+    """Body that carries the payload and the centre-of-mass shift (a MuJoCo body name)."""
+    payload_mass: Tuple[float, float] = (-1.0, 3.0)
+    """Mass added to `payload_body` [kg]."""
+    com_shift: float = 0.03
+    """Largest shift of `payload_body`'s centre of mass along each body axis [m]."""
+
+    def validate(self) -> None:
+        require_range(self, "kp_scale", "kd_scale", "action_delay_steps", "push_interval_s", "kappa_scale",
+                      "contact_stabilization", "friction_scale", "payload_mass")
+        require_non_negative(self, "joint_pos_noise", "joint_vel_noise", "ang_vel_noise", "push_velocity", "com_shift")
+        require_count(self, "physics_every_steps")
+        for key in ("kp_scale", "kd_scale", "kappa_scale", "friction_scale"):
+            check(getattr(self, key)[0] > 0, key, f"must be > 0, got {list(getattr(self, key))!r}")
+        check(self.action_delay_steps[0] >= 0, "action_delay_steps", f"must be >= 0, got {list(self.action_delay_steps)}")
+        check(self.push_interval_s[0] > 0, "push_interval_s", f"must be > 0, got {list(self.push_interval_s)}")
+        check(self.contact_stabilization[0] >= 0, "contact_stabilization", "must be >= 0")
 
 
 @dataclass
@@ -34,6 +88,8 @@ class ImitationEnvConfig:
     step: -w sum_j (action_scale (a_j - a_prev_j))^2 [rad^2]."""
     motion_duration_s: float = 15.0
     """Length of a built-in synthetic motion [s]."""
+    randomization: RandomizationConfig = field(default_factory=RandomizationConfig)
+    """Domain randomisation (off by default; on in the presets that train policies for transfer)."""
 
     def validate(self) -> None:
         """ConfigError naming the key (relative to this section: 'sim.kappa: ...')."""
@@ -43,3 +99,4 @@ class ImitationEnvConfig:
         check(len(self.reference_frames) > 0 and all(int(f) >= 1 for f in self.reference_frames), "reference_frames",
               f"must be a non-empty list of frames >= 1, got {list(self.reference_frames)!r}")
         validate_section("sim", self.sim)
+        validate_section("randomization", self.randomization)

@@ -10,7 +10,9 @@ With bundling, SHAC's rollouts run under bundled physics: an environment inside 
 the mean of its perturbed branches (`BundleConfig.nominal_forward` keeps the plain trajectory).
 Steps taken with gradients disabled (PPO, evaluation) use a second, plain simulator on the same
 Model (no tape, no bundling) and close any open bundle. An environment whose state turns non-finite fails (terminated)
-and restarts; the others are unaffected.
+and restarts; the others are unaffected. With `cfg.randomization.enabled`, `DomainRandomizer` varies
+the PD gains, delays the actions, adds observation noise, pushes the robots and varies the shared
+physics (both simulators alike, only between gradient segments).
 """
 import dataclasses
 from typing import Dict
@@ -29,6 +31,7 @@ from bcg_train.motion.resample import ResampleConfig
 
 from .config import ImitationEnvConfig
 from .features import PoseState, add_features, feature_dim
+from .randomization import DomainRandomizer
 
 
 class G1ImitationEnv:
@@ -73,6 +76,14 @@ class G1ImitationEnv:
         self.obs_dim = self.spec.size
         self.add_dim = feature_dim(n, self.model.nb)
 
+        self.randomizer = None
+        if cfg.randomization.enabled:
+            self.randomizer = DomainRandomizer(cfg.randomization, self.model.body_names, num_envs, n,
+                                               cfg.control_period_s, self.device, seed)
+        delays = self.randomizer.max_delay if self.randomizer else 0
+        self._history = torch.zeros(delays, num_envs, n, **f64)
+        """(D, N, n) the policy's actions 1..D control steps ago (D the longest action delay)."""
+        self._taped = False            # a taped step since the last cut_graph: the physics must not change now
         self.generator = torch.Generator(device="cpu").manual_seed(seed)
         self.q = torch.zeros(num_envs, self.model.nq, **f64)
         self.qd = torch.zeros(num_envs, self.model.nv, **f64)
@@ -90,13 +101,22 @@ class G1ImitationEnv:
 
     def step(self, actions: torch.Tensor) -> EnvStep:
         a = actions.to(torch.float64)
-        target = torch.clamp(self.default_q + self.cfg.action_scale * a, self.q_lower, self.q_upper)
+        rand = self.randomizer
+        if rand and not self._taped and rand.steps_since_physics >= rand.cfg.physics_every_steps:
+            rand.draw_physics()
+            self._apply_physics()
+        target = torch.clamp(self.default_q + self.cfg.action_scale * self._delayed(a), self.q_lower, self.q_upper)
+        kp, kd = (self.kp * rand.kp_scale, self.kd * rand.kd_scale) if rand else (self.kp, self.kd)
         if torch.is_grad_enabled():
-            q, qd = sim_step(self.sim, self.q, self.qd, target, self.cfg.control_period_s, self.kp, self.kd)
+            q, qd = sim_step(self.sim, self.q, self.qd, target, self.cfg.control_period_s, kp, kd)
+            self._taped = True
         else:
             self.sim.segment.restart(np.arange(self.num_envs))   # its bundles no longer match the state
-            q, qd = step_without_gradient(self.sim_plain, self.q, self.qd, target, self.cfg.control_period_s,
-                                          self.kp, self.kd)
+            q, qd = step_without_gradient(self.sim_plain, self.q, self.qd, target, self.cfg.control_period_s, kp, kd)
+        if rand:
+            rand.steps_since_physics += 1
+        if len(self._history):
+            self._history = torch.cat([a[None], self._history[:-1]])
         # a diverged environment fails: its final state is taken as the reference's (finite, no graph)
         diverged = ~(torch.isfinite(q).all(dim=-1) & torch.isfinite(qd).all(dim=-1))
         if diverged.any():
@@ -118,6 +138,9 @@ class G1ImitationEnv:
 
         done = terminated | truncated
         self.q, self.qd, self.last_action = self._restart(done, q, qd, a)
+        if rand:
+            self.qd, pushed = rand.push(self.qd, self.steps)
+            self.sim.segment.restart(pushed.cpu().numpy())     # a bundle would carry on from its branches
         obs = self._observation(self.q, self.qd, self.last_action, self.frame) if done.any() else obs_end
         return EnvStep(obs=obs.float(), reward_terms={k: v.float() for k, v in rewards.items()},
                        add_sim=add_features(sim_pose).float(), add_ref=add_features(ref_pose).float().detach(),
@@ -128,7 +151,9 @@ class G1ImitationEnv:
         """Detach the state. Call it after the segment's backward: the simulator then reuses the
         segment's buffers for the next one (without this, every taped substep would keep its own)."""
         self.q, self.qd, self.last_action = self.q.detach(), self.qd.detach(), self.last_action.detach()
+        self._history = self._history.detach()
         self.sim.segment.cut()
+        self._taped = False
 
     def policy_contract(self) -> PolicyContract:
         cfg, robot = self.cfg, self.robot
@@ -137,6 +162,7 @@ class G1ImitationEnv:
             default_joint_pos=robot.default_q, action_scale=np.full(robot.num_joints, cfg.action_scale),
             observation=self.spec, control_period_s=cfg.control_period_s,
             contact_stiffness=cfg.sim.kappa, motion=self.motion_name, simulator=cfg.sim.contract_settings(),
+            randomization=self.randomizer.describe() if self.randomizer else {},
             description=f"SHAC imitation policy for {self.motion_name} (kappa {cfg.sim.kappa:g}, bundling "
                         f"{'on' if cfg.sim.bundle.enabled else 'off'})")
 
@@ -144,7 +170,8 @@ class G1ImitationEnv:
         return {"q": self.q.detach().cpu(), "qd": self.qd.detach().cpu(), "frame": self.frame.cpu(),
                 "steps": self.steps.cpu(), "last_action": self.last_action.detach().cpu(),
                 "generator": self.generator.get_state(), "env_steps": self.env_steps,
-                "simulator": _to_torch(self.sim.state_dict())}
+                "simulator": _to_torch(self.sim.state_dict()), "history": self._history.detach().cpu(),
+                "randomizer": self.randomizer.state_dict() if self.randomizer else None}
 
     def load_state_dict(self, state: dict) -> None:
         dev = self.device
@@ -154,8 +181,25 @@ class G1ImitationEnv:
         self.generator.set_state(state["generator"])
         self.env_steps = int(state["env_steps"])
         self.sim.load_state_dict(_to_numpy(state["simulator"]))
+        self._history = state["history"].to(dev)
+        if self.randomizer:
+            self.randomizer.load_state_dict(state["randomizer"])
+            self._apply_physics()
 
     # -- internals ------------------------------------------------------------------------------------
+    def _delayed(self, a: torch.Tensor) -> torch.Tensor:
+        """The action each environment applies now: its own, or the one `delay` control steps ago."""
+        if not len(self._history):
+            return a
+        choices = torch.cat([a[None], self._history])                  # (D + 1, N, n)
+        return choices[self.randomizer.delay, torch.arange(self.num_envs, device=self.device)]
+
+    def _apply_physics(self) -> None:
+        """Both simulators follow the randomizer's current physics draw."""
+        config, variation = self.randomizer.current(self.cfg.sim)
+        self.sim.vary(config, variation)
+        self.sim_plain.vary(dataclasses.replace(config, bundle=self.sim_plain.config.bundle), variation)
+
     def _restart(self, done: torch.Tensor, q, qd, last_action):
         """Reference state initialisation of the `done` environments at random phases (no graph)."""
         if not done.any():
@@ -165,6 +209,10 @@ class G1ImitationEnv:
         self.frame = self.frame.index_put((idx,), start)
         self.steps = self.steps.index_put((idx,), torch.zeros_like(start))
         self.sim.segment.restart(idx.cpu().numpy())
+        if self.randomizer:
+            self.randomizer.episode_start(idx, self.steps[idx])
+        if len(self._history):
+            self._history = torch.where(done[None, :, None], torch.zeros_like(self._history), self._history)
         mask = done[:, None]
         q = torch.where(mask, self._ref_q[self.frame], q)
         qd = torch.where(mask, self._ref_qd[self.frame], qd)
@@ -192,8 +240,14 @@ class G1ImitationEnv:
         r = self.ref
         reference = ReferenceFrames(joint_pos=r.joint_pos[future], joint_vel=r.joint_vel[future],
                                     root_pos=r.root_pos[future], root_quat=r.root_quat[future])
+        ang_vel, joint_pos, joint_vel = qd[:, 3:6], q[:, self._jq], qd[:, self._jv]
+        rand = self.randomizer
+        if rand:                                    # sensor noise: constants, no gradient through them
+            ang_vel = ang_vel + rand.observation_noise(ang_vel, rand.cfg.ang_vel_noise)
+            joint_pos = joint_pos + rand.observation_noise(joint_pos, rand.cfg.joint_pos_noise)
+            joint_vel = joint_vel + rand.observation_noise(joint_vel, rand.cfg.joint_vel_noise)
         return self.spec.build(ObservationInputs(
-            base_quat=q[:, 3:7], base_ang_vel=qd[:, 3:6], joint_pos=q[:, self._jq], joint_vel=qd[:, self._jv],
+            base_quat=q[:, 3:7], base_ang_vel=ang_vel, joint_pos=joint_pos, joint_vel=joint_vel,
             last_action=last_action, default_joint_pos=self.default_q, reference=reference))
 
     def _counters(self) -> Dict[str, float]:
@@ -206,6 +260,8 @@ class G1ImitationEnv:
             stepped = st.env_substeps - seen_env
             out.update(branch_substeps=float(st.branch_substeps), bundles=float(st.bundles),
                        triggered_fraction=(st.bundled_env_substeps - seen_bundled) / stepped if stepped else 0.0)
+        if self.randomizer:
+            out.update(self.randomizer.counters())
         return out
 
 

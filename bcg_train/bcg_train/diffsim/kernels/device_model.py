@@ -53,9 +53,10 @@ class DeviceModel:
     leg_dof: wp.array(dtype=int)
 
 
-def device_model(model, cfg) -> DeviceModel:
+def device_model(model, cfg, variation=None) -> DeviceModel:
     """The struct for `model` (a `Model`: its arrays by reference) run with `cfg` (a `SimConfig`: its
-    solver constants by value)."""
+    solver constants by value) and `variation` (a `PhysicsVariation` or None: the varied arrays are
+    copies owned by the struct, the Model is untouched)."""
     d = DeviceModel()
     d.nb, d.nv, d.nc = model.nb, model.nv, model.nc
     d.gravity = wp.vec3d(*model.gravity)
@@ -70,6 +71,15 @@ def device_model(model, cfg) -> DeviceModel:
         value = getattr(model, name, None)
         if isinstance(value, wp.array):
             setattr(d, name, value)
+    if variation is not None:
+        dev = model.device
+        if variation.body_mass_offset is not None:
+            d.body_mass = wp.array(model.body_mass.numpy() + variation.body_mass_offset, dtype=f64, device=dev)
+        if variation.body_com_offset is not None:
+            d.body_com = wp.array(model.body_com.numpy() + variation.body_com_offset, dtype=wp.vec3d, device=dev)
+        if variation.friction_scale != 1.0:
+            d.sphere_friction = wp.array(model.sphere_friction.numpy() * variation.friction_scale, dtype=f64,
+                                         device=dev)
     return d
 
 

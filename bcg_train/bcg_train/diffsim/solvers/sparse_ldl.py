@@ -231,6 +231,8 @@ def delassus_adjoint(mdl: DeviceModel, ld: wp.array2d(dtype=f64), y: wp.array2d(
 
 class SparseLDL:
     """Factor of A + diag(extra) for N environments, and the solve and Delassus operations on it.
+    Its kernels read only the model's structure (sparsity, contact chains), which a `PhysicsVariation`
+    never changes, so one instance serves every variation of the kernel model it was built with.
 
     `factor` runs first; with a tape (None: no gradient), each operation's backward accumulates into the adjoint of the
     factor (adj_ld), and the factor's own backward, recorded first and so run last, turns it into
