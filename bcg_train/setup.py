@@ -23,5 +23,6 @@ setup(
         "bcg-export = bcg_train.export:main",
         "bcg-curves = bcg_train.curves:main",
         "bcg-eval = bcg_train.evaluation.cli:main",
+        "bcg-table = bcg_train.evaluation.table:main",
     ]},
 )

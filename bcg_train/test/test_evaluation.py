@@ -104,3 +104,26 @@ def test_warp_plant_runs_the_simulator_settings_the_contract_records():
         SimConfig.from_contract(300.0, {"substeps": 2.5})
     with pytest.raises(ValueError, match="simulator.contact_iterations: must be an integer >= 1"):
         SimConfig.from_contract(300.0, {"contact_iterations": 0})
+
+
+def test_table_reports_the_cells_present_cites_their_commands_and_lists_the_rest(robot, tmp_path):
+    import shutil
+
+    from bcg_train.evaluation.table import main as table_main
+    folder = tmp_path / "policies"
+    folder.mkdir()
+    shutil.copy(stand_policy_path(robot, tmp_path), folder / "shac_dance_k300.onnx")
+    (folder / "shac_dance_k300.json").write_text(json.dumps({"train_command": "bcg-train --preset x --motion dance"}))
+    out = tmp_path / "table"
+    args = [str(folder), "--motions", "dance,jump", "--kappas", "300", "--seeds", "1", "--duration", "1", "--out",
+            str(out)]
+    assert table_main(args) == 0
+    text = (out / "table.md").read_text()
+    row = next(line for line in text.splitlines() if line.startswith("| dance | 300 |"))
+    assert "/1 / 0 |" in row                                     # falls out of 1 seed, the paper's 0 beside it
+    assert "bcg-train --preset x --motion dance" in text and "bcg-eval" in text
+    assert "no `shac_jump_k300.onnx`" in text
+    cached = json.loads((folder / "shac_dance_k300.eval.json").read_text())
+    assert cached["seeds"] == 1 and cached["duration_s"] == 1.0
+    assert (out / "table.csv").is_file() and (out / "table.png").is_file()
+    assert table_main([str(tmp_path / "nowhere")]) == 2

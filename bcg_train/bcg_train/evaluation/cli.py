@@ -79,6 +79,35 @@ def run_dds(policy: Path, motion_file: Path, seeds: int, duration: float, out: P
             else float("nan")}
 
 
+def evaluate(policy_path: Path, motion: Optional[str] = None, seeds: int = 5, duration: float = 15.0,
+             noise: float = 0.02, model: Optional[str] = None, log=None) -> dict:
+    """The policy at `policy_path` in MuJoCo and in the training simulator, `seeds` runs each along
+    `motion` (default: the contract's): {"policy", "motion", "kappa", "simulator", "summary", "runs"}
+    (the eval.json layout, without "dds"). Raises PolicyFileError, MotionFileError or ValueError."""
+    policy = load_policy(policy_path)
+    contract = policy.contract
+    motion = motion or contract.motion
+    if not motion:
+        raise MotionFileError(f"{policy_path}: the contract names no motion; give --motion")
+    robot = RobotDescription.load(model)
+    kinematics = RobotKinematics(robot)
+    clip = load_clip(motion, kinematics, ResampleConfig(rate_hz=1.0 / contract.control_period_s),
+                     builtin_duration_s=duration)
+    sim_config = SimConfig.from_contract(contract.contact_stiffness or SimConfig.kappa, contract.simulator)
+    runs = {"mujoco": [], "warp": []}
+    plants = {"mujoco": MujocoPlant(robot), "warp": WarpPlant(sim_config, model)}
+    for seed in range(seeds):
+        for name, plant in plants.items():
+            r = run_policy(plant, policy, clip, seed, duration, noise)
+            runs[name].append(r)
+            if log:
+                log(f"seed {seed} {name:6s} {'FELL at %.2f s' % r.fall_time_s if r.fell else 'stayed up'}, "
+                    f"tracking {r.tracking_error_cm:.1f} cm, contact height {r.contact_height_mm:.2f} mm")
+    return {"policy": str(policy_path), "motion": motion, "kappa": sim_config.kappa,
+            "simulator": sim_config.contract_settings(), "summary": summarise(runs["mujoco"], runs["warp"]),
+            "runs": {k: [asdict(r) for r in v] for k, v in runs.items()}}
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     p = argparse.ArgumentParser(prog="bcg-eval", description=__doc__.split("\n\n")[0])
     p.add_argument("policy", type=Path, help="exported policy (.onnx with its contract)")
@@ -95,39 +124,21 @@ def main(argv: Optional[List[str]] = None) -> int:
         print("bcg-eval: --seeds must be >= 1 and --duration > 0", file=sys.stderr)
         return 2
     try:
-        policy = load_policy(args.policy)
-        contract = policy.contract
-        motion = args.motion or contract.motion
-        if not motion:
-            raise MotionFileError(f"{args.policy}: the contract names no motion; give --motion")
-        robot = RobotDescription.load(args.model)
-        kinematics = RobotKinematics(robot)
-        clip = load_clip(motion, kinematics, ResampleConfig(rate_hz=1.0 / contract.control_period_s),
-                         builtin_duration_s=args.duration)
-        sim_config = SimConfig.from_contract(contract.contact_stiffness or SimConfig.kappa, contract.simulator)
+        result = evaluate(args.policy, args.motion, args.seeds, args.duration, args.noise, args.model,
+                          log=lambda line: print(f"bcg-eval: {line}", file=sys.stderr, flush=True))
     except (PolicyFileError, MotionFileError, ValueError) as e:
         print(f"bcg-eval: {e}", file=sys.stderr)
         return 2
-    runs = {"mujoco": [], "warp": []}
-    plants = {"mujoco": MujocoPlant(robot), "warp": WarpPlant(sim_config, args.model)}
-    for seed in range(args.seeds):
-        for name, plant in plants.items():
-            r = run_policy(plant, policy, clip, seed, args.duration, args.noise)
-            runs[name].append(r)
-            print(f"bcg-eval: seed {seed} {name:6s} {'FELL at %.2f s' % r.fall_time_s if r.fell else 'stayed up'}, "
-                  f"tracking {r.tracking_error_cm:.1f} cm, contact height {r.contact_height_mm:.2f} mm",
-                  file=sys.stderr, flush=True)
-    row = summarise(runs["mujoco"], runs["warp"])
     args.out.mkdir(parents=True, exist_ok=True)
     dds = None
+    motion = result["motion"]
     if args.dds:
         motion_file = Path(motion)
         if motion in BUILTIN_MOTIONS:
+            kinematics = RobotKinematics(RobotDescription.load(args.model))
             motion_file = write_builtin_motions(args.out / "motions", kinematics, [motion], args.duration)[0]
-        dds = run_dds(args.policy, motion_file, args.seeds, min(args.duration, clip.duration_s), args.out)
-    result = {"policy": str(args.policy), "motion": motion, "kappa": sim_config.kappa,
-              "simulator": sim_config.contract_settings(), "summary": row, "dds": dds,
-              "runs": {k: [asdict(r) for r in v] for k, v in runs.items()}}
+        dds = run_dds(args.policy, motion_file, args.seeds, args.duration, args.out)
+    result["dds"] = dds
     write_text_atomic(args.out / "eval.json", json.dumps(result, indent=2))
-    print(table(Path(motion).stem, sim_config.kappa, row, dds))
+    print(table(Path(motion).stem, result["kappa"], result["summary"], dds))
     return 0

@@ -1,0 +1,183 @@
+"""`bcg-table`: the paper's sim-to-sim table from a folder of exported policies.
+
+    bcg-table POLICY_DIR [--motions run,jump,fight,dance] [--kappas 50,100,300] [--seeds 5]
+              [--duration 15] [--out out/table]
+
+A cell (motion, kappa) is the SHAC + BCG policy `shac_<motion>_k<kappa>.onnx` in POLICY_DIR; its PPO
+counterpart, when present, is `ppo_<motion>_k<kappa>.onnx`. Each policy is evaluated as `bcg-eval`
+does (`seeds` runs of `duration` s in MuJoCo and in the training simulator) unless POLICY_DIR already
+holds its evaluation (`<policy>.eval.json`, written by this command with the same seeds and duration).
+A policy's `<policy>.json` sidecar, when present, gives the commands that trained and exported it
+(`train_command`, `export_command`); the table cites them. Missing cells are listed with the command
+that would train them. Writes OUT/table.md, OUT/table.csv and OUT/table.png.
+"""
+import argparse
+import csv
+import io
+import json
+import sys
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence
+
+from bcg.atomic_file import write_atomic, write_text_atomic
+
+from .cli import evaluate
+
+PAPER = {  # METHOD.md: (falls out of 5, penetration difference [mm]) at kappa 50, 100, 300; tracking [cm]
+    "falls": {50.0: {"run": 5, "jump": 5, "fight": 5, "dance": 5}, 100.0: {"run": 5, "jump": 4, "fight": 3, "dance": 4},
+              300.0: {"run": 0, "jump": 0, "fight": 0, "dance": 0}},
+    "penetration_mm": {50.0: {"run": 10.6, "jump": 12.6, "fight": 13.3, "dance": 13.5},
+                       100.0: {"run": 8.1, "jump": 10.8, "fight": 9.1, "dance": 9.5},
+                       300.0: {"run": 3.1, "jump": 3.3, "fight": 3.4, "dance": 2.9}},
+    "tracking_shac_cm": {"run": 34.1, "jump": 18.6, "fight": 13.5, "dance": 18.5},
+    "tracking_ppo_cm": {"run": 42.8, "jump": 18.0, "fight": 34.3, "dance": 19.0},
+}
+"""The paper's numbers (../shared/docs/METHOD.md, "Results to reproduce and beat")."""
+
+
+def policy_name(algorithm: str, motion: str, kappa: float) -> str:
+    return f"{algorithm}_{motion}_k{kappa:g}"
+
+
+def cell(folder: Path, algorithm: str, motion: str, kappa: float, seeds: int, duration: float,
+         model: Optional[str], log) -> Optional[dict]:
+    """The evaluation of one policy (evaluated now unless its eval.json matches seeds and duration),
+    with its sidecar's commands; None when the policy file is absent."""
+    name = policy_name(algorithm, motion, kappa)
+    path = folder / f"{name}.onnx"
+    if not path.is_file():
+        return None
+    cached = folder / f"{name}.eval.json"
+    result = json.loads(cached.read_text()) if cached.is_file() else None
+    if result is None or result.get("seeds") != seeds or result.get("duration_s") != duration:
+        log(f"evaluating {path} ({seeds} seeds x {duration:g} s)")
+        result = evaluate(path, motion, seeds, duration, model=model,
+                          log=lambda line: log(f"  {name}: {line}"))
+        result.update(seeds=seeds, duration_s=duration, command=f"bcg-eval {path} --motion {motion} "
+                                                                  f"--seeds {seeds} --duration {duration:g}")
+        write_text_atomic(cached, json.dumps(result, indent=2))
+    sidecar = folder / f"{name}.json"
+    result["provenance"] = json.loads(sidecar.read_text()) if sidecar.is_file() else {}
+    return result
+
+
+def rows_of(folder: Path, motions: Sequence[str], kappas: Sequence[float], seeds: int, duration: float,
+            model: Optional[str], log) -> List[Dict]:
+    rows = []
+    for kappa in kappas:
+        for motion in motions:
+            shac = cell(folder, "shac", motion, kappa, seeds, duration, model, log)
+            ppo = cell(folder, "ppo", motion, kappa, seeds, duration, model, log)
+            row = {"motion": motion, "kappa": kappa, "present": shac is not None,
+                   "paper_falls": PAPER["falls"].get(kappa, {}).get(motion),
+                   "paper_penetration_mm": PAPER["penetration_mm"].get(kappa, {}).get(motion),
+                   "paper_tracking_shac_cm": PAPER["tracking_shac_cm"].get(motion) if kappa == 300.0 else None,
+                   "paper_tracking_ppo_cm": PAPER["tracking_ppo_cm"].get(motion) if kappa == 300.0 else None}
+            if shac is not None:
+                s = shac["summary"]
+                row.update(falls=s["falls_mujoco"], seeds=s["seeds"], falls_warp=s["falls_warp"],
+                           penetration_diff_mm=s["penetration_diff_mm"], tracking_cm=s["tracking_error_mujoco_cm"],
+                           eval_command=shac["command"], train_command=shac["provenance"].get("train_command", ""))
+            if ppo is not None:
+                row.update(ppo_falls=ppo["summary"]["falls_mujoco"],
+                           ppo_tracking_cm=ppo["summary"]["tracking_error_mujoco_cm"])
+            rows.append(row)
+    return rows
+
+
+def _num(value, fmt: str) -> str:
+    return "-" if value is None else format(value, fmt)
+
+
+def markdown(rows: Sequence[Dict], folder: Path, command: str) -> str:
+    lines = ["# Sim-to-sim table: SHAC + BCG policies in MuJoCo", "", f"`{command}` (policies from `{folder}`)", "",
+             "Falls out of the seeds (root below 0.3 m within the run), mean foot-penetration difference training "
+             "simulator minus MuJoCo [mm], tracking error in MuJoCo (mean per-body position error) [cm]; the "
+             "paper's value after each slash.", "",
+             "| motion | kappa | falls | pen. diff [mm] | tracking SHAC+BCG [cm] | tracking PPO [cm] | "
+             "falls in Warp |", "|---|---|---|---|---|---|---|"]
+    missing = []
+    for r in rows:
+        if not r["present"]:
+            missing.append(r)
+            continue
+        lines.append(f"| {r['motion']} | {r['kappa']:g} | {r['falls']}/{r['seeds']} / {_num(r['paper_falls'], 'd')} | "
+                     f"{r['penetration_diff_mm']:.2f} / {_num(r['paper_penetration_mm'], '.1f')} | "
+                     f"{r['tracking_cm']:.1f} / {_num(r['paper_tracking_shac_cm'], '.1f')} | "
+                     f"{_num(r.get('ppo_tracking_cm'), '.1f')} / {_num(r['paper_tracking_ppo_cm'], '.1f')} | "
+                     f"{r['falls_warp']}/{r['seeds']} |")
+    lines += ["", "## How each cell was produced", ""]
+    for r in rows:
+        if r["present"]:
+            lines.append(f"- {r['motion']}, kappa {r['kappa']:g}: trained by `{r['train_command'] or 'not recorded'}`; "
+                         f"evaluated by `{r['eval_command']}`")
+    if missing:
+        lines += ["", "## Cells not run", ""]
+        for r in missing:
+            name = policy_name("shac", r["motion"], r["kappa"])
+            lines.append(f"- {r['motion']}, kappa {r['kappa']:g}: no `{name}.onnx`; train with `bcg-train --preset "
+                         f"transfer-cpu --motion {r['motion']} --kappa {r['kappa']:g} --run-dir runs/{name}` and export "
+                         f"with `bcg-export runs/{name} -o {folder}/{name}.onnx`")
+    return "\n".join(lines) + "\n"
+
+
+def plot(rows: Sequence[Dict], path: Path) -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    present = [r for r in rows if r["present"]]
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    labels = [f"{r['motion']}\nk{r['kappa']:g}" for r in present]
+    x = range(len(present))
+    axes[0].bar(x, [r["falls"] / r["seeds"] for r in present], label="ours")
+    axes[0].plot(x, [(r["paper_falls"] or 0) / 5 for r in present], "k_", markersize=20, label="paper")
+    axes[0].set(xticks=list(x), xticklabels=labels, ylabel="fall rate in MuJoCo", ylim=(0, 1.05))
+    axes[0].legend()
+    axes[1].bar(x, [r["tracking_cm"] for r in present], label="SHAC + BCG")
+    axes[1].plot(x, [r["paper_tracking_shac_cm"] or float("nan") for r in present], "k_", markersize=20,
+                 label="paper")
+    axes[1].set(xticks=list(x), xticklabels=labels, ylabel="tracking error in MuJoCo [cm]")
+    axes[1].legend()
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=90)
+    plt.close(fig)
+    write_atomic(path, lambda f: f.write(buf.getvalue()))
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    p = argparse.ArgumentParser(prog="bcg-table", description=__doc__.split("\n\n")[0])
+    p.add_argument("policies", type=Path, help="folder of exported policies (shac_<motion>_k<kappa>.onnx, ...)")
+    p.add_argument("--motions", default="run,jump,fight,dance")
+    p.add_argument("--kappas", default="50,100,300")
+    p.add_argument("--seeds", type=int, default=5)
+    p.add_argument("--duration", type=float, default=15.0, help="seconds per run")
+    p.add_argument("--out", type=Path, default=Path("out/table"))
+    p.add_argument("--model", help="G1 MuJoCo XML (default: $BCG_G1_MODEL)")
+    args = p.parse_args(argv)
+    if not args.policies.is_dir():
+        print(f"bcg-table: {args.policies}: no such folder", file=sys.stderr)
+        return 2
+    try:
+        kappas = [float(k) for k in args.kappas.split(",")]
+    except ValueError:
+        print(f"bcg-table: --kappas {args.kappas!r}: expected numbers separated by commas", file=sys.stderr)
+        return 2
+
+    def log(line: str) -> None:
+        print(f"bcg-table: {line}", file=sys.stderr, flush=True)
+    rows = rows_of(args.policies, args.motions.split(","), kappas, args.seeds, args.duration, args.model, log)
+    command = "bcg-table " + " ".join(argv if argv is not None else sys.argv[1:])
+    args.out.mkdir(parents=True, exist_ok=True)
+    text = markdown(rows, args.policies, command)
+    write_text_atomic(args.out / "table.md", text)
+    buf = io.StringIO()
+    fields = sorted({k for r in rows for k in r})
+    writer = csv.DictWriter(buf, fieldnames=fields)
+    writer.writeheader()
+    writer.writerows(rows)
+    write_text_atomic(args.out / "table.csv", buf.getvalue())
+    if any(r["present"] for r in rows):
+        plot(rows, args.out / "table.png")
+    print(text)
+    return 0
