@@ -22,7 +22,7 @@ z the pelvis height [m], u the world z component of the pelvis z axis.
 Scenarios (E environments each, identical in the runs with and without bundling):
 - stand: default pose settled for 1 s by the plain simulator at the kappa studied, reference = that
   pose; per-env action noise N(0, 0.05^2) rad per step and joint.
-- jump: reference-state initialisation from the synthetic "jump" clip 2..8 control steps (random per
+- jump: reference-state initialisation from the synthetic_jump clip 2..8 control steps (random per
   env) before the landing (falling at ~2.3 m/s), joints perturbed N(0, 0.02^2) rad, the same action
   noise; the window covers the landing and 0.5 s of recovery. Environments differ in phase.
 - jump_tight: as jump but every env starts 5 steps before landing, joints perturbed N(0, 0.001^2) rad,
@@ -134,11 +134,11 @@ def stand_scenario(model: Model, config: SimConfig, envs: int, seed: int) -> Sce
 
 
 def jump_clip(model: Model):
-    """The synthetic "jump" MotionClip at 50 Hz and its first landing frame."""
+    """The synthetic_jump MotionClip at 50 Hz and its first landing frame."""
     from bcg_train.motion.kinematics import RobotKinematics
     from bcg_train.motion.library import load_clip
     kin = RobotKinematics(model.robot)
-    clip = load_clip("jump", kin)
+    clip = load_clip("synthetic_jump", kin)
     return clip, landing_frame(clip, kin)
 
 

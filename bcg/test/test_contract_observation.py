@@ -2,8 +2,8 @@
 import numpy as np
 import pytest
 
-from bcg.contract import (ObservationInputs, ObservationSpecError, ReferenceFrames, load_motion, robot_state_spec,
-                          tracking_spec)
+from bcg.contract import ObservationInputs, ObservationSpecError, robot_state_spec, tracking_spec
+from bcg.motion import ReferenceFrames, load_motion
 
 
 def quat_about_x(angle):

@@ -15,7 +15,8 @@ from typing import Callable, List, Optional
 
 import numpy as np
 
-from bcg.contract import ObservationInputs, Policy, ReferenceMotion
+from bcg.contract import ObservationInputs, Policy
+from bcg.motion import ReferenceMotion
 
 from .joint_map import UNSET_MODE_MACHINE, JointMap
 from .remote import pressed_keys

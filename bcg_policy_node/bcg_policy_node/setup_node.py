@@ -3,7 +3,8 @@
 Shared by the direct-DDS entry point (`main.py`) and the ROS 2 shell (`ros_node.py`). Every refusal
 is a `StartupError` whose message names the problem; the entry points exit non-zero on it.
 """
-from bcg.contract import MotionFileError, PolicyFileError, load_motion, load_policy, stand_policy_path
+from bcg.contract import PolicyFileError, load_policy, stand_policy_path
+from bcg.motion import MotionFileError, load_motion
 from bcg.robot import ModelNotFoundError, RobotDescription, RobotDescriptionError
 from bcg.transport import TransportConfig
 

@@ -2,8 +2,9 @@
 import numpy as np
 import pytest
 
-from bcg.contract import (load_motion, load_policy, mlp_model, robot_state_spec, stand_contract, stand_policy_path,
-                          tracking_spec, write_policy)
+from bcg.contract import (load_policy, mlp_model, robot_state_spec, stand_contract, stand_policy_path, tracking_spec,
+                          write_policy)
+from bcg.motion import load_motion
 from bcg.robot import RobotDescription, SDK_JOINT_NAMES
 from bcg.wire import crc_ok, decode_lowcmd, encode_lowcmd, new_lowstate
 from bcg_policy_node.command_plan import LowCmdComposer, new_plan

@@ -22,7 +22,7 @@ from .config import BridgeConfig
 from .elastic_band import ElasticBand
 from .lowstate_fill import LowStateFiller
 from .metrics import RunMetrics
-from bcg.contract import ReferenceMotion
+from bcg.motion import ReferenceMotion
 from .physics import PhysicsCore
 
 MAX_PACING_LAG_S = 0.05

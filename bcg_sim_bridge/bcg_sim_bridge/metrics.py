@@ -9,7 +9,7 @@ import numpy as np
 from bcg.atomic_file import write_text_atomic
 from bcg.robot import RobotDescription
 
-from bcg.contract import ReferenceMotion
+from bcg.motion import ReferenceMotion
 
 
 class FootContacts:

@@ -11,7 +11,7 @@ from .config import BridgeConfig
 from .display import Recorder, Viewer, display_available
 from .metrics import write_json_atomic
 from .lowstate_fill import SensorError
-from bcg.contract import MotionFileError, load_motion
+from bcg.motion import MotionFileError, load_motion
 
 COMMAND_HISTORY = 64
 """LowCmd samples kept between two physics steps (the reader's depth): every command a 500 Hz

@@ -18,7 +18,7 @@ from bcg_sim_bridge.elastic_band import ElasticBand
 from bcg_sim_bridge.joint_command import JointCommand
 from bcg_sim_bridge.lowstate_fill import quat_to_rpy
 from bcg_sim_bridge.metrics import write_json_atomic
-from bcg.contract import MotionFileError, load_motion
+from bcg.motion import MotionFileError, load_motion
 from bcg.contract.builtin import STAND_GAIN_SCALE
 from bcg_sim_bridge.physics import PhysicsCore
 

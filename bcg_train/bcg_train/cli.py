@@ -1,6 +1,6 @@
 """`bcg-train`: train a G1 imitation policy (SHAC through the differentiable simulator, or the PPO baseline).
 
-    bcg-train --preset cpu-smoke [--algo shac|ppo] [--motion FILE|run|jump|fight|dance] [--kappa K]
+    bcg-train --preset cpu-smoke [--algo shac|ppo] [--motion NAME|FILE] [--motion-dir DIR] [--kappa K]
               [--no-bundle] [--device cpu|cuda:0] [--run-dir DIR] [--set env.sim.substeps=8 ...]
     bcg-train --resume RUN_DIR_OR_CHECKPOINT [--device cuda:0] [--iterations N]
 
@@ -13,6 +13,7 @@ the run, then decay over the new total: they rise at the resume). The environmen
 `cfg.num_envs()` G1 imitation environments seeded from `cfg.runner.seed` (`build_env`).
 """
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
@@ -22,10 +23,12 @@ import torch
 import yaml
 
 from bcg.atomic_file import write_text_atomic
+from bcg.motion import MotionFileError
+from bcg.motion.segments import ENV_VAR as MOTION_DIR_ENV_VAR, resolve_motion_dir
 
 from .checkpoint import CheckpointError, find_checkpoint, load_checkpoint
 from .env_api import DiffEnv
-from .motion.library import BUILTIN_MOTIONS
+from .motion.library import motion_help
 from .runner import Runner, make_algorithm
 from .train_config import ALGORITHMS, ConfigError, TrainConfig, apply_overrides, config_from_dict, load_preset
 
@@ -82,7 +85,8 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="bcg-train", description=__doc__.split("\n\n")[0])
     p.add_argument("--preset", help="config/train/<NAME>.yaml (paper, cpu-small, cpu-smoke) or a YAML file")
     p.add_argument("--algo", choices=ALGORITHMS, help="override the preset's algorithm")
-    p.add_argument("--motion", default="run", help=f"reference motion: a file or one of {', '.join(BUILTIN_MOTIONS)}")
+    p.add_argument("--motion", default="run", help=motion_help())
+    p.add_argument("--motion-dir", help=f"folder of the named segments' motion files (sets ${MOTION_DIR_ENV_VAR})")
     p.add_argument("--kappa", type=float, help="contact stiffness k (1/m), short for --set env.sim.kappa=K")
     p.add_argument("--no-bundle", action="store_true",
                    help="train without bundled contact gradients, short for --set env.sim.bundle.enabled=false")
@@ -107,6 +111,8 @@ def extend(cfg: TrainConfig, iterations: int, done: int) -> TrainConfig:
 def main(argv: Optional[List[str]] = None) -> int:
     args = parser().parse_args(argv)
     try:
+        if args.motion_dir:
+            os.environ[MOTION_DIR_ENV_VAR] = str(resolve_motion_dir(args.motion_dir))
         if args.resume is not None:
             if args.preset or args.algo or args.set or args.kappa is not None or args.no_bundle or args.run_dir:
                 raise ConfigError("--resume: continues with the checkpoint's own settings; give only --device "
@@ -136,7 +142,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             run_dir.mkdir(parents=True, exist_ok=True)
             write_text_atomic(run_dir / "config.yaml", yaml.safe_dump({"run": run_info, "config": cfg.to_dict()},
                                                                       sort_keys=False))
-    except (ConfigError, CheckpointError) as e:
+    except (ConfigError, CheckpointError, MotionFileError) as e:
         print(f"bcg-train: {e}", file=sys.stderr)
         return EXIT_USAGE
     print(f"bcg-train: {cfg.algorithm} in {runner.run_dir} ({runner.algorithm.iterations} iterations, "

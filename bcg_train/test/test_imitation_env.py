@@ -22,7 +22,7 @@ N = 3
 def make(bundle=False, **changes):
     cfg = dataclasses.replace(ImitationEnvConfig(sim=SimConfig(bundle=BundleConfig(enabled=bundle, branches=2))),
                               **changes)
-    return G1ImitationEnv(cfg, "jump", N, "cpu", seed=5)
+    return G1ImitationEnv(cfg, "synthetic_jump", N, "cpu", seed=5)
 
 
 @pytest.fixture(scope="module")
@@ -37,7 +37,7 @@ def test_is_a_diff_env_with_consistent_sizes(env):
     assert env.obs_dim == env.spec.size and env.act_dim == 29
     contract = env.policy_contract()
     assert isinstance(contract, PolicyContract) and contract.observation.size == env.obs_dim
-    assert contract.contact_stiffness == env.cfg.sim.kappa and contract.motion == "jump"
+    assert contract.contact_stiffness == env.cfg.sim.kappa and contract.motion == "synthetic_jump"
     assert contract.simulator["substeps"] == env.cfg.sim.substeps
     assert SimConfig.from_contract(contract.contact_stiffness, contract.simulator) == \
         dataclasses.replace(env.cfg.sim, bundle=SimConfig().bundle)     # evaluation runs the same physics
@@ -153,10 +153,10 @@ def test_build_env_follows_the_preset():
     preset = apply_overrides(TrainConfig(), {"shac": {"num_envs": 2, "num_envs_without_bundle": 4},
                                              "env": {"sim": {"kappa": 100.0, "bundle": {"enabled": False}},
                                                      "episode_length_s": 2.0}})
-    env = build_env(preset, "run", "cpu")
+    env = build_env(preset, "synthetic_run", "cpu")
     assert env.num_envs == 4 and env.cfg.sim.kappa == 100.0 and not env.sim.bundler
     preset = apply_overrides(preset, {"env": {"sim": {"kappa": 1000.0, "bundle": {"enabled": True}}}})
-    env = build_env(preset, "run", "cpu")
+    env = build_env(preset, "synthetic_run", "cpu")
     assert env.num_envs == 2 and env.cfg.sim.kappa == 1000.0 and env.sim.bundler and not env.sim_plain.bundler
     assert env.sim.model is env.sim_plain.model          # one Model, two simulators
 

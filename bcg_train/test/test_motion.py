@@ -7,8 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from bcg.contract.motion import (LAFAN1_FPS, JointLimitWarning, MotionFileError, ReferenceMotion,
-                                 save_motion_csv)
+from bcg.motion import LAFAN1_FPS, JointLimitWarning, MotionFileError, ReferenceMotion, save_motion_csv
 from bcg.robot import RobotDescription
 from bcg_train.motion.kinematics import RobotKinematics
 from bcg_train.motion.library import load_clip
@@ -160,8 +159,8 @@ def test_load_clip_from_a_file_checks_limits(kinematics, tmp_path):
 
 
 def test_load_clip_by_builtin_name(kinematics):
-    clip = load_clip("jump", kinematics, ResampleConfig(rate_hz=25.0), builtin_duration_s=3.0)
-    assert clip.name == "jump" and clip.fps == 25.0 and clip.num_frames == 76
+    clip = load_clip("synthetic_jump", kinematics, ResampleConfig(rate_hz=25.0), builtin_duration_s=3.0)
+    assert clip.name == "synthetic_jump" and clip.fps == 25.0 and clip.num_frames == 76
     assert clip.root_pos[:, 2].max() > clip.root_pos[0, 2] + 0.25          # it jumps
-    with pytest.raises(MotionFileError, match="walk: does not exist"):
-        load_clip("walk", kinematics)                                     # not built in: a path
+    with pytest.raises(MotionFileError, match="hop: does not exist"):
+        load_clip("hop", kinematics)                                      # neither built in nor named: a path

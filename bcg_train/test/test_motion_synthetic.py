@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bcg.contract.motion import LAFAN1_FPS, load_motion
+from bcg.motion import LAFAN1_FPS, load_motion
 from bcg.robot import RobotDescription
 from bcg_train.motion.checks import check_builtin
 from bcg_train.motion.kinematics import RobotKinematics
@@ -32,31 +32,32 @@ def test_builtin_motion_passes_its_checks(kinematics, name):
     assert report.stance_height_error_m < 0.002 and report.swing_min_height_m > -0.001
     assert report.limit_margin_rad > 0.05 and report.self_penetration_m < 0.01
     assert report.max_joint_step_rad * report.fps < 20.0                       # no jumps in q
-    if name == "run":
+    if name == "synthetic_run":
         assert 2.0 <= report.max_root_speed <= 3.0 and report.flight_frames > 50
-    if name == "jump":
+    if name == "synthetic_jump":
         assert 0.25 <= report.root_apex_m <= 0.35 and report.flight_frames > 50
-    if name in ("run", "jump"):
+    if name in ("synthetic_run", "synthetic_jump"):
         assert report.flight_accel_error < 1e-6                                 # z'' = -g in flight
 
 
 def test_builtin_motions_are_deterministic(kinematics):
-    a = synthesize_builtin("fight", kinematics, duration_s=5.0).motion
-    b = synthesize_builtin("fight", kinematics, duration_s=5.0).motion
-    c = synthesize_builtin("fight", kinematics, duration_s=5.0, seed=1).motion
+    a = synthesize_builtin("synthetic_fight", kinematics, duration_s=5.0).motion
+    b = synthesize_builtin("synthetic_fight", kinematics, duration_s=5.0).motion
+    c = synthesize_builtin("synthetic_fight", kinematics, duration_s=5.0, seed=1).motion
     assert a.num_frames == 151 and a.fps == LAFAN1_FPS
     np.testing.assert_array_equal(a.joint_pos, b.joint_pos)
     assert not np.allclose(a.joint_pos, c.joint_pos)
-    with pytest.raises(ValueError, match=r"no built-in motion 'walk'; built-in: \['run', 'jump', 'fight', 'dance'\]"):
-        synthesize_builtin("walk", kinematics)
+    with pytest.raises(ValueError, match=r"no built-in motion 'run'; built-in: \['synthetic_run', 'synthetic_jump', "
+                                         r"'synthetic_fight', 'synthetic_dance'\]"):
+        synthesize_builtin("run", kinematics)
 
 
 def test_written_csv_is_labelled_and_loads_unchanged(kinematics, tmp_path):
-    (path,) = write_builtin_motions(tmp_path, kinematics, ["jump"], duration_s=4.0)
+    (path,) = write_builtin_motions(tmp_path, kinematics, ["synthetic_jump"], duration_s=4.0)
     assert path.name == "synthetic_jump.csv" and "Synthetic" in (tmp_path / "README.md").read_text()
     assert sorted(os.listdir(tmp_path)) == ["README.md", "synthetic_jump.csv"]
     written = load_motion(path)
-    memory = synthesize_builtin("jump", kinematics, duration_s=4.0).motion
+    memory = synthesize_builtin("synthetic_jump", kinematics, duration_s=4.0).motion
     np.testing.assert_allclose(written.joint_pos, memory.joint_pos, atol=1e-11)
     np.testing.assert_allclose(written.root_pos, memory.root_pos, atol=1e-11)
     clip = load_clip(path, kinematics)                 # a file goes through the same path as a user's CSV
@@ -75,7 +76,7 @@ def test_preview_renders_a_contact_sheet(tmp_path):
     out = tmp_path / "jump.png"
     env = dict(os.environ, BCG_G1_MODEL=str(SHARED / "scene_29dof.xml"))
     env.pop("MUJOCO_GL", None)
-    command = [sys.executable, "-m", "bcg_train.motion", "preview", "jump", "-o", str(out), "--fps", "0.5"]
+    command = [sys.executable, "-m", "bcg_train.motion", "preview", "synthetic_jump", "-o", str(out), "--fps", "0.5"]
     result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     from PIL import Image

@@ -34,7 +34,7 @@ def g1_config(algorithm="shac", iterations=2):
 def test_shac_actor_loss_falls_on_a_fixed_batch_through_the_simulator(fixed_batch_loss):
     cfg = g1_config()
     torch.manual_seed(0)
-    env = build_env(cfg, "run", "cpu")
+    env = build_env(cfg, "synthetic_run", "cpu")
     shac = Shac(env, cfg.shac, cfg.add, seed=0)
     shac.set_learning_rates(0)
     loss_on_fixed_batch = fixed_batch_loss(shac, env)
@@ -57,9 +57,9 @@ def test_shac_run_with_bundling_resumes_exactly_and_exports(tmp_path):
     """Ctrl-C during iteration 2 saves a checkpoint; resuming from it gives the uninterrupted run's numbers."""
     cfg = g1_config(iterations=3)
     whole = tmp_path / "whole"
-    Runner(make_algorithm(build_env(cfg, "run", "cpu"), cfg), cfg, whole, {"motion": "run"}).train()
+    Runner(make_algorithm(build_env(cfg, "synthetic_run", "cpu"), cfg), cfg, whole, {"motion": "synthetic_run"}).train()
     part = tmp_path / "part"
-    env = build_env(cfg, "run", "cpu")
+    env = build_env(cfg, "synthetic_run", "cpu")
     step, calls = env.step, []
 
     def interrupting_step(actions):
@@ -68,9 +68,10 @@ def test_shac_run_with_bundling_resumes_exactly_and_exports(tmp_path):
             os.kill(os.getpid(), signal.SIGINT)
         return step(actions)
     env.step = interrupting_step
-    checkpoint = Runner(make_algorithm(env, cfg), cfg, part, {"motion": "run"}).train()
+    checkpoint = Runner(make_algorithm(env, cfg), cfg, part, {"motion": "synthetic_run"}).train()
     assert checkpoint.name == "iter_000002.pt"
-    resumed = Runner(make_algorithm(build_env(cfg, "run", "cpu"), cfg), cfg, part, {"motion": "run"})
+    resumed = Runner(make_algorithm(build_env(cfg, "synthetic_run", "cpu"), cfg), cfg, part,
+                     {"motion": "synthetic_run"})
     resumed.resume(checkpoint)
     last = resumed.train()
     assert rows(part) == rows(whole)
@@ -80,13 +81,14 @@ def test_shac_run_with_bundling_resumes_exactly_and_exports(tmp_path):
     onnx_path, error = export_checkpoint(last, tmp_path / "policy.onnx")
     assert error < 1e-4
     contract = load_policy(onnx_path).contract
-    assert contract.motion == "run" and contract.contact_stiffness == 300.0
-    assert contract.observation.size == build_env(cfg, "run", "cpu").obs_dim
+    assert contract.motion == "synthetic_run" and contract.contact_stiffness == 300.0
+    assert contract.observation.size == build_env(cfg, "synthetic_run", "cpu").obs_dim
 
 
 def test_ppo_runs_on_the_g1_environment(tmp_path):
     cfg = apply_overrides(g1_config("ppo"), {"env": {"sim": {"bundle": {"enabled": False}}}})
-    runner = Runner(make_algorithm(build_env(cfg, "jump", "cpu"), cfg), cfg, tmp_path, {"motion": "jump"})
+    runner = Runner(make_algorithm(build_env(cfg, "synthetic_jump", "cpu"), cfg), cfg, tmp_path,
+                    {"motion": "synthetic_jump"})
     runner.train()
     last = rows(tmp_path)[-1]
     assert float(last["env/env_steps"]) == 2 * 4 * 8

@@ -1,13 +1,11 @@
 """The ONNX policy contract shared by training (writer) and the policy node (reader)."""
 from .builtin import STAND_POLICY_NAME, mlp_model, random_mlp, stand_contract, stand_policy_path
 from .metadata import CONTRACT_VERSION, ContractError, PolicyContract
-from .motion import MotionFileError, ReferenceMotion, load_motion
 from .observation import (TERMS, ObservationInputs, ObservationSpec, ObservationSpecError, ObservationTerm,
-                          ReferenceFrames, robot_state_spec, tracking_spec)
+                          robot_state_spec, tracking_spec)
 from .policy_file import Policy, PolicyFileError, check_graph, load_policy, read_contract, write_policy
 
-__all__ = ["CONTRACT_VERSION", "ContractError", "MotionFileError", "ObservationInputs", "ObservationSpec",
-           "ObservationSpecError", "ObservationTerm", "Policy", "PolicyContract", "PolicyFileError",
-           "ReferenceFrames", "ReferenceMotion", "STAND_POLICY_NAME", "TERMS", "check_graph", "load_motion",
-           "load_policy", "mlp_model", "random_mlp", "read_contract", "robot_state_spec", "stand_contract",
-           "stand_policy_path", "tracking_spec", "write_policy"]
+__all__ = ["CONTRACT_VERSION", "ContractError", "ObservationInputs", "ObservationSpec", "ObservationSpecError",
+           "ObservationTerm", "Policy", "PolicyContract", "PolicyFileError", "STAND_POLICY_NAME", "TERMS",
+           "check_graph", "load_policy", "mlp_model", "random_mlp", "read_contract", "robot_state_spec",
+           "stand_contract", "stand_policy_path", "tracking_spec", "write_policy"]

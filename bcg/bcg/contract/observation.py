@@ -16,23 +16,11 @@ from typing import Any, Callable, Dict, Optional, Sequence, Tuple
 
 import numpy as np
 
+from bcg.motion.reference import ReferenceFrames
+
 
 class ObservationSpecError(ValueError):
     """The observation layout is malformed (the message names the term and field)."""
-
-
-@dataclass(frozen=True)
-class ReferenceFrames:
-    """Reference-motion samples at the future frames the spec asks for. F = number of frames."""
-
-    joint_pos: Any
-    """(..., F, n) rad, policy joint order."""
-    joint_vel: Any
-    """(..., F, n) rad/s, policy joint order."""
-    root_pos: Any
-    """(..., F, 3) m, world frame."""
-    root_quat: Any
-    """(..., F, 4) (w, x, y, z), root (pelvis) orientation in the world."""
 
 
 @dataclass(frozen=True)

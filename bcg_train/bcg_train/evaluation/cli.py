@@ -1,6 +1,6 @@
 """`bcg-eval`: an exported policy in MuJoCo and in the training simulator, in the paper's table format.
 
-    bcg-eval POLICY.onnx [--motion NAME|FILE] [--seeds 5] [--duration S] [--dds] [--out DIR]
+    bcg-eval POLICY.onnx [--motion NAME|FILE] [--motion-dir DIR] [--seeds 5] [--duration S] [--dds] [--out DIR]
 
 For each seed the policy runs along its reference motion (default: the one in its contract) in
 MuJoCo through the sim bridge's physics core (in process) and in the Warp simulator at the
@@ -22,11 +22,11 @@ import numpy as np
 
 from bcg.contract import PolicyFileError, load_policy
 from bcg.atomic_file import write_text_atomic
-from bcg.contract.motion import MotionFileError
+from bcg.motion import MotionFileError
 from bcg.robot import RobotDescription
 from bcg_train.diffsim import SimConfig
 from bcg_train.motion.kinematics import RobotKinematics
-from bcg_train.motion.library import BUILTIN_MOTIONS, load_clip, write_builtin_motions
+from bcg_train.motion.library import load_clip, motion_file_for_nodes, motion_help
 from bcg_train.motion.resample import ResampleConfig
 
 from .plants import MujocoPlant, WarpPlant
@@ -58,7 +58,7 @@ def table(motion: str, kappa: float, row: dict, dds: Optional[dict]) -> str:
     return "\n".join(lines + [line])
 
 
-def run_dds(policy: Path, motion_file: Path, seeds: int, duration: float, out: Path) -> dict:
+def run_dds(policy: Path, motion_file: str, seeds: int, duration: float, out: Path) -> dict:
     """mujoco_check once per seed over loopback DDS; the verdicts' falls and penetration. A run that
     wrote no verdict (exit code other than 0 = stayed up or 1 = fell) counts as `failed_runs`."""
     verdicts, failed = [], 0
@@ -80,9 +80,10 @@ def run_dds(policy: Path, motion_file: Path, seeds: int, duration: float, out: P
 
 
 def evaluate(policy_path: Path, motion: Optional[str] = None, seeds: int = 5, duration: float = 15.0,
-             noise: float = 0.02, model: Optional[str] = None, log=None) -> dict:
+             noise: float = 0.02, model: Optional[str] = None, log=None, motion_dir: Optional[str] = None) -> dict:
     """The policy at `policy_path` in MuJoCo and in the training simulator, `seeds` runs each along
-    `motion` (default: the contract's): {"policy", "motion", "kappa", "simulator", "summary", "runs"}
+    `motion` (default: the contract's; a named segment's files in `motion_dir`, default
+    $BCG_MOTION_DIR): {"policy", "motion", "kappa", "simulator", "summary", "runs"}
     (the eval.json layout, without "dds"). Raises PolicyFileError, MotionFileError or ValueError."""
     policy = load_policy(policy_path)
     contract = policy.contract
@@ -92,7 +93,7 @@ def evaluate(policy_path: Path, motion: Optional[str] = None, seeds: int = 5, du
     robot = RobotDescription.load(model)
     kinematics = RobotKinematics(robot)
     clip = load_clip(motion, kinematics, ResampleConfig(rate_hz=1.0 / contract.control_period_s),
-                     builtin_duration_s=duration)
+                     builtin_duration_s=duration, motion_dir=motion_dir)
     sim_config = SimConfig.from_contract(contract.contact_stiffness or SimConfig.kappa, contract.simulator)
     runs = {"mujoco": [], "warp": []}
     plants = {"mujoco": MujocoPlant(robot), "warp": WarpPlant(sim_config, model)}
@@ -111,8 +112,8 @@ def evaluate(policy_path: Path, motion: Optional[str] = None, seeds: int = 5, du
 def main(argv: Optional[List[str]] = None) -> int:
     p = argparse.ArgumentParser(prog="bcg-eval", description=__doc__.split("\n\n")[0])
     p.add_argument("policy", type=Path, help="exported policy (.onnx with its contract)")
-    p.add_argument("--motion", help=f"reference motion: a file or one of {', '.join(BUILTIN_MOTIONS)} "
-                                    "(default: the contract's)")
+    p.add_argument("--motion", help=motion_help() + " (default: the contract's)")
+    p.add_argument("--motion-dir", help="folder of the named segments' motion files (default: $BCG_MOTION_DIR)")
     p.add_argument("--seeds", type=int, default=5, help="runs per simulator (initial joint noise per seed)")
     p.add_argument("--duration", type=float, default=15.0, help="seconds per run (at most the motion's length)")
     p.add_argument("--noise", type=float, default=0.02, help="std of the initial joint-angle noise [rad]")
@@ -125,7 +126,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         return 2
     try:
         result = evaluate(args.policy, args.motion, args.seeds, args.duration, args.noise, args.model,
-                          log=lambda line: print(f"bcg-eval: {line}", file=sys.stderr, flush=True))
+                          log=lambda line: print(f"bcg-eval: {line}", file=sys.stderr, flush=True),
+                          motion_dir=args.motion_dir)
     except (PolicyFileError, MotionFileError, ValueError) as e:
         print(f"bcg-eval: {e}", file=sys.stderr)
         return 2
@@ -133,10 +135,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     dds = None
     motion = result["motion"]
     if args.dds:
-        motion_file = Path(motion)
-        if motion in BUILTIN_MOTIONS:
-            kinematics = RobotKinematics(RobotDescription.load(args.model))
-            motion_file = write_builtin_motions(args.out / "motions", kinematics, [motion], args.duration)[0]
+        kinematics = RobotKinematics(RobotDescription.load(args.model))
+        motion_file = motion_file_for_nodes(motion, kinematics, args.out / "motions", args.duration, args.motion_dir)
         dds = run_dds(args.policy, motion_file, args.seeds, args.duration, args.out)
     result["dds"] = dds
     write_text_atomic(args.out / "eval.json", json.dumps(result, indent=2))

@@ -10,7 +10,8 @@ from typing import List, Optional
 
 import numpy as np
 
-from bcg.contract import ObservationInputs, Policy, ReferenceFrames
+from bcg.contract import ObservationInputs, Policy
+from bcg.motion import ReferenceFrames
 from bcg_train.diffsim import NonFiniteStateError
 from bcg_train.motion.clip import MotionClip
 

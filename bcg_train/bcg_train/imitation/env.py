@@ -21,7 +21,8 @@ import numpy as np
 import torch
 
 from bcg.config_check import validate_section
-from bcg.contract import ObservationInputs, PolicyContract, ReferenceFrames, tracking_spec
+from bcg.contract import ObservationInputs, PolicyContract, tracking_spec
+from bcg.motion import ReferenceFrames
 from bcg_train.diffsim import Model, Simulator
 from bcg_train.diffsim.torch_bridge import body_frames, step as sim_step, step_without_gradient
 from bcg_train.env_api import EnvStep
@@ -35,7 +36,7 @@ from .randomization import DomainRandomizer
 
 
 class G1ImitationEnv:
-    """See the module docstring. `motion`: a built-in name (run, jump, fight, dance) or a motion file."""
+    """See the module docstring. `motion`: what `--motion` takes (`bcg_train.motion.library.load_clip`)."""
 
     def __init__(self, cfg: ImitationEnvConfig, motion: str, num_envs: int, device: str = "cpu", seed: int = 0,
                  model_path=None):

@@ -1,11 +1,19 @@
-"""Plausibility checks of a motion clip: planted feet on the floor, joint limits, continuity,
-ballistic flight, self-collision. Used on the built-in synthetic clips (tests and
-`python -m bcg_train.motion check`); works on any MotionClip given when its feet are planted."""
+"""Plausibility checks of motions, run by `python -m bcg_train.motion check`.
+
+- `check_clip` / `check_builtin`: planted feet on the floor, joint limits, continuity, ballistic
+  flight, self-collision, for a MotionClip whose planted feet are known (the built-in synthetic clips).
+- `check_file_motion`: a motion read from a file (real motion capture) at its own frame rate:
+  velocity spikes from retargeting, joint-limit violations, flight phases (both feet off the floor
+  by forward kinematics), root speed and height.
+"""
 from dataclasses import asdict, dataclass
-from typing import Dict, List
+from typing import Dict, List, Tuple
 
 import mujoco
 import numpy as np
+
+from bcg.motion import JointLimits, ReferenceMotion
+from bcg.motion.spikes import SPIKE_SPEED, Spike, find_spikes
 
 from .clip import MotionClip
 from .kinematics import RobotKinematics
@@ -135,3 +143,91 @@ def check_builtin(name: str, kinematics: RobotKinematics, config: ResampleConfig
     times = np.arange(clip.num_frames) / clip.fps
     return check_clip(clip, kinematics, {side: synthetic.choreography.planted(side, times)
                                          for side in kinematics.foot_bodies})
+
+
+@dataclass(frozen=True)
+class FileCheckLimits:
+    """Thresholds of `check_file_motion` (a motion read from a file: no choreography says which
+    foot is planted, so feet are judged by their height)."""
+
+    spike_speed: float = SPIKE_SPEED
+    """rad/s: a joint moving faster than this between two frames is a velocity spike (a failure)."""
+    limit_tolerance: float = 1e-6
+    """rad an angle may exceed a joint limit before it counts as a violation (a failure)."""
+    flight_clearance_m: float = 0.02
+    """Height of both feet's lowest contact-sphere bottoms above z = 0 that counts as airborne."""
+    min_flight_s: float = 0.1
+    """Shortest airborne stretch counted as a flight phase."""
+
+
+@dataclass(frozen=True)
+class FileMotionReport:
+    """What `check_file_motion` measured on the file's own frames (lengths m, angles rad, times s)."""
+
+    name: str
+    frames: int
+    fps: float
+    duration_s: float
+    max_joint_speed: float
+    """rad/s, largest |q[k+1] - q[k]| * fps."""
+    max_joint_speed_joint: str
+    spike_speed: float
+    """rad/s, the threshold `spikes` counts against."""
+    spikes: List[Spike]
+    limit_violations: int
+    """(frame, joint) samples beyond a joint limit by more than the tolerance."""
+    worst_limit_excess_rad: float
+    """Largest excess over a limit (negative: the smallest margin to one)."""
+    worst_limit_joint: str
+    flight_phases: int
+    """Stretches of at least `min_flight_s` with both feet above `flight_clearance_m`."""
+    longest_flight_s: float
+    mean_root_speed: float
+    """m/s, horizontal, mean over the frames."""
+    max_root_speed: float
+    root_height_min_m: float
+    foot_height_min_m: float
+    """Lowest contact-sphere bottom of either foot (negative: into the floor)."""
+
+    def failures(self) -> List[str]:
+        """Velocity spikes and joint-limit violations, as sentences; empty when the motion passes."""
+        out = []
+        if self.spikes:
+            worst = max(self.spikes, key=lambda s: abs(s.speed))
+            out.append(f"{len(self.spikes)} velocity spike(s) above {self.spike_speed:g} rad/s, worst {worst.joint} "
+                       f"{worst.speed:+.1f} rad/s at {worst.frame / self.fps:.2f} s "
+                       f"(repair: load as FILE,despike={self.spike_speed:g})")
+        if self.limit_violations:
+            out.append(f"{self.limit_violations} joint sample(s) beyond the limits, worst {self.worst_limit_joint} "
+                       f"by {self.worst_limit_excess_rad:.4f} rad")
+        return out
+
+
+def check_file_motion(name: str, motion: ReferenceMotion, kinematics: RobotKinematics,
+                      limits: FileCheckLimits = FileCheckLimits()) -> FileMotionReport:
+    """Measure `motion` (any joint order holding all the robot's joints) at its own frame rate:
+    joint speeds and spikes, joint limits, flight phases from the feet's forward kinematics, root speed."""
+    robot = kinematics.robot
+    q = motion.joint_pos[:, motion.joint_index(robot.joint_names)]
+    speed = np.abs(np.diff(q, axis=0)) * motion.fps
+    excess = JointLimits.of(robot).excess(robot.joint_names, q)
+    heights = kinematics.foot_sphere_heights(motion.root_pos, motion.root_quat, q)
+    lowest = np.min([h.min(axis=1) for h in heights.values()], axis=0)
+    flights = [stop - start for start, stop in _runs(lowest > limits.flight_clearance_m)
+               if stop - start >= limits.min_flight_s * motion.fps - 1e-9]
+    root_speed = np.linalg.norm(np.gradient(motion.root_pos[:, :2], 1.0 / motion.fps, axis=0), axis=1)
+    return FileMotionReport(
+        name=name, frames=motion.num_frames, fps=motion.fps, duration_s=motion.duration_s,
+        max_joint_speed=float(speed.max()), max_joint_speed_joint=robot.joint_names[int(np.argmax(speed.max(axis=0)))],
+        spike_speed=limits.spike_speed, spikes=find_spikes(q, motion.fps, robot.joint_names, limits.spike_speed),
+        limit_violations=int(np.sum(excess > limits.limit_tolerance)), worst_limit_excess_rad=float(excess.max()),
+        worst_limit_joint=robot.joint_names[int(np.argmax(excess.max(axis=0)))], flight_phases=len(flights),
+        longest_flight_s=max(flights, default=0) / motion.fps, mean_root_speed=float(root_speed.mean()),
+        max_root_speed=float(root_speed.max()), root_height_min_m=float(motion.root_pos[:, 2].min()),
+        foot_height_min_m=float(lowest.min()))
+
+
+def _runs(mask: np.ndarray) -> List[Tuple[int, int]]:
+    """(start, stop) of each stretch of True in mask (T,) bool, stop exclusive."""
+    edges = np.diff(np.concatenate([[0], np.asarray(mask, int), [0]]))
+    return list(zip(np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)))

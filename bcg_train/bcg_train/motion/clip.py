@@ -4,10 +4,13 @@ T = frames, n = joints (robot description order), B = robot bodies (MuJoCo order
 Frame i is at time i / fps seconds. Quaternions are (w, x, y, z).
 """
 from dataclasses import dataclass, fields
-from typing import Tuple
+from typing import TYPE_CHECKING, Tuple
 
 import numpy as np
 from scipy.spatial.transform import Rotation
+
+if TYPE_CHECKING:   # torch is imported on use (`to_torch`)
+    import torch
 
 
 @dataclass(frozen=True)

@@ -1,9 +1,12 @@
-"""What `--motion NAME|FILE` means: a built-in synthetic motion by name, or a motion file by path."""
+"""What `--motion NAME|FILE` means: a named segment of real motion capture, a built-in synthetic
+motion, or a motion file (with its options: `bcg.motion.source`)."""
 from pathlib import Path
-from typing import List, Sequence, Union
+from typing import List, Optional, Sequence, Union
 
 from bcg.atomic_file import write_text_atomic
-from bcg.contract.motion import JointLimits, LAFAN1_FPS, load_motion, save_motion_csv
+from bcg.motion import LAFAN1_FPS, JointLimits, MotionDirNotFoundError, MotionSource, load_motion, save_motion_csv
+from bcg.motion.segments import ENV_VAR as MOTION_DIR_ENV_VAR, named_segments, segment_source
+from bcg.motion.source import SYNTAX
 
 from .clip import MotionClip
 from .kinematics import RobotKinematics
@@ -11,29 +14,63 @@ from .resample import ResampleConfig, build_clip
 from .synthetic import SEED, SYNTHETIC_MOTIONS, synthesize_builtin
 
 BUILTIN_MOTIONS = tuple(SYNTHETIC_MOTIONS)
-"""Names that `load_clip` synthesises instead of reading a file."""
+"""Names that `load_clip` synthesises instead of reading a file (synthetic_run, ...)."""
+
+
+def motion_help() -> str:
+    """The `--motion` help of the command lines."""
+    return (f"reference motion: a named segment of real motion capture ({', '.join(named_segments())}; "
+            f"config/motions.yaml, files from --motion-dir or ${MOTION_DIR_ENV_VAR}), a built-in synthetic motion "
+            f"({', '.join(BUILTIN_MOTIONS)}) or a .csv / .npz file: {SYNTAX}")
+
+
+def motion_source(spec: Union[str, Path], motion_dir: Optional[Union[str, Path]] = None) -> MotionSource:
+    """The file (and window, options) that `spec` names: a named segment's window of the motion
+    folder (`motion_dir`, else $BCG_MOTION_DIR), or `spec` parsed as a motion file. Built-in names have
+    no file: ValueError."""
+    if str(spec) in BUILTIN_MOTIONS:
+        raise ValueError(f"motion {spec!r} is built in (synthetic), not a file")
+    if str(spec) in named_segments():
+        try:
+            return segment_source(str(spec), motion_dir)
+        except MotionDirNotFoundError as e:
+            raise MotionDirNotFoundError(f"{e} Built-in synthetic motions need no data: "
+                                         f"{', '.join(BUILTIN_MOTIONS)}.") from None
+    return MotionSource.parse(spec)
 
 
 def load_clip(spec: Union[str, Path], kinematics: RobotKinematics, config: ResampleConfig = ResampleConfig(),
-              clip_to_limits: bool = False, builtin_duration_s: float = 15.0) -> MotionClip:
-    """The clip for `spec` at `config.rate_hz`: a built-in name ("run", "jump", "fight", "dance") is
-    synthesised directly at that rate, `builtin_duration_s` long (nothing to interpolate, no file
-    needed); anything else is a `.csv` / `.npz` path, loaded and checked against the robot's joint
-    limits (`clip_to_limits`: clip with a warning instead of failing), then resampled."""
+              clip_to_limits: bool = False, builtin_duration_s: float = 15.0,
+              motion_dir: Optional[Union[str, Path]] = None) -> MotionClip:
+    """The clip for `spec` at `config.rate_hz`: a built-in name (`BUILTIN_MOTIONS`) is synthesised
+    directly at that rate, `builtin_duration_s` long (nothing to interpolate, no file needed);
+    anything else (a named segment, a file) is loaded through `motion_source`, checked against the
+    robot's joint limits (`clip_to_limits`: clip with a warning instead of failing), then resampled.
+    The clip is named `spec`."""
     if str(spec) in BUILTIN_MOTIONS:
         motion = synthesize_builtin(str(spec), kinematics, config.rate_hz, builtin_duration_s).motion
     else:
-        motion = load_motion(spec, limits=JointLimits.of(kinematics.robot), clip_to_limits=clip_to_limits)
+        motion = load_motion(motion_source(spec, motion_dir), limits=JointLimits.of(kinematics.robot),
+                             clip_to_limits=clip_to_limits)
     return build_clip(motion, kinematics, config, name=str(spec))
+
+
+def motion_file_for_nodes(spec: Union[str, Path], kinematics: RobotKinematics, folder: Union[str, Path],
+                          builtin_duration_s: float = 15.0, motion_dir: Optional[Union[str, Path]] = None) -> str:
+    """What the nodes' `motion` argument should be for `spec`: a built-in motion written as a LAFAN1
+    CSV into `folder` (`write_builtin_motions`), else the string form of `motion_source(spec)`."""
+    if str(spec) in BUILTIN_MOTIONS:
+        return str(write_builtin_motions(folder, kinematics, [str(spec)], builtin_duration_s)[0])
+    return str(motion_source(spec, motion_dir))
 
 
 def write_builtin_motions(folder: Union[str, Path], kinematics: RobotKinematics,
                           names: Sequence[str] = BUILTIN_MOTIONS, duration_s: float = 15.0) -> List[Path]:
-    """Write the built-in motions as LAFAN1 CSV files `synthetic_<name>.csv` (30 frames/s) and a
-    README.md saying they are synthetic; each file written atomically. Returns the CSV paths."""
+    """Write the built-in motions as LAFAN1 CSV files `<name>.csv` (30 frames/s) and a README.md
+    saying they are synthetic; each file written atomically. Returns the CSV paths."""
     folder = Path(folder)
     paths = [save_motion_csv(synthesize_builtin(name, kinematics, LAFAN1_FPS, duration_s).motion,
-                             folder / f"synthetic_{name}.csv") for name in names]
+                             folder / f"{name}.csv") for name in names]
     text = (f"# Synthetic reference motions (not motion capture)\n\n"
             f"Written by `python -m bcg_train.motion write` (bcg_train.motion.synthetic, seed {SEED}) for the "
             f"model {kinematics.robot.model_path.name}: {', '.join(names)}, {duration_s:g} s each.\n\n"

@@ -6,7 +6,7 @@ import numpy as np
 from scipy.interpolate import CubicSpline
 from scipy.spatial.transform import Rotation
 
-from bcg.contract.motion import ReferenceMotion, quat_slerp
+from bcg.motion.reference import ReferenceMotion, quat_slerp
 
 from .clip import MotionClip
 from .kinematics import RobotKinematics

@@ -7,16 +7,16 @@ leg inverse kinematics on the robot's own model so planted feet rest flat with t
 touching z = 0. Random choices (which jumps, punches, dance figures) come from a generator seeded
 with `SEED`, so a name always gives the same motion.
 
-Labelling: these are *synthetic*, not motion capture. In memory they are named by their bare name
-("run"); written to disk (`write_builtin_motions`) they are Unitree LAFAN1 CSV files named
-`synthetic_<name>.csv` beside a README.md saying how they were made. A real retargeted LAFAN1 CSV
-is used the same way, by its path.
+Labelling: these are *synthetic*, not motion capture: their names say so (`synthetic_run`, ...), in
+memory and on disk (`write_builtin_motions` writes Unitree LAFAN1 CSV files `synthetic_<kind>.csv`
+beside a README.md saying how they were made). The bare names (`run`, ...) are the named segments of
+real motion capture (config/motions.yaml, `bcg.motion.segments`).
 """
 from typing import Callable, Dict, Tuple
 
 import numpy as np
 
-from bcg.contract.motion import LAFAN1_FPS
+from bcg.motion import LAFAN1_FPS
 
 from ..kinematics import RobotKinematics
 from . import dance, fight, jump, run
@@ -26,10 +26,10 @@ SEED = 0
 """Seed of the random choices of every built-in motion."""
 
 SYNTHETIC_MOTIONS: Dict[str, Tuple[type, Callable]] = {
-    "run": (run.RunConfig, run.choreography),
-    "jump": (jump.JumpConfig, jump.choreography),
-    "fight": (fight.FightConfig, fight.choreography),
-    "dance": (dance.DanceConfig, dance.choreography),
+    "synthetic_run": (run.RunConfig, run.choreography),
+    "synthetic_jump": (jump.JumpConfig, jump.choreography),
+    "synthetic_fight": (fight.FightConfig, fight.choreography),
+    "synthetic_dance": (dance.DanceConfig, dance.choreography),
 }
 """name -> (config dataclass, choreography(config, rng))."""
 

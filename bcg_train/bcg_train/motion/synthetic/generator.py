@@ -5,7 +5,8 @@ from typing import Dict
 import numpy as np
 from scipy.spatial.transform import Rotation
 
-from bcg.contract.motion import LAFAN1_FPS, ReferenceMotion, align_quat_signs
+from bcg.motion import LAFAN1_FPS, ReferenceMotion
+from bcg.motion.reference import align_quat_signs
 
 from ..kinematics import RobotKinematics
 from ..resample import finite_difference

@@ -1,13 +1,19 @@
-"""The motion loader: LAFAN1 CSV and BeyondMimic npz, mapped by joint name, with precise errors."""
+"""The motion loader: LAFAN1 CSV and BeyondMimic / mjlab npz, mapped by joint name, with precise errors;
+time windows, CSV frame rates, npz joint orders, velocity-spike repair; no onnx."""
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import mujoco
 import numpy as np
 import pytest
 
-from bcg.contract.motion import (ISAACLAB_G1_JOINT_NAMES, LAFAN1_FPS, JointLimits, JointLimitWarning,
-                                 MotionFileError, ReferenceMotion, load_motion, quat_slerp, save_motion_csv)
+from bcg.motion import (LAFAN1_FPS, JointLimits, JointLimitWarning, MotionFileError, MotionSource, ReferenceMotion,
+                        load_motion, save_motion_csv)
+from bcg.motion.files import ISAACLAB_G1_JOINT_NAMES
+from bcg.motion.reference import quat_slerp
+from bcg.motion.spikes import find_spikes, remove_spikes
 from bcg.robot import SDK_JOINT_NAMES, RobotDescription
 
 SHARED = Path(__file__).resolve().parents[3] / "shared" / "robots" / "unitree_g1"
@@ -102,12 +108,17 @@ def test_beyondmimic_npz_maps_isaaclab_order_by_name(robot, tmp_path):
     np.testing.assert_array_equal(back.joint_vel[:, cols], 2 * motion.joint_pos)   # the file's velocities
     np.testing.assert_allclose(back.root_pos, motion.root_pos)
     np.testing.assert_allclose(back.root_quat, motion.root_quat)
-    # names given by the caller for a file without them (here: reversed SDK order)
-    np.savez(path, fps=50.0, joint_pos=motion.joint_pos[:, ::-1], body_pos_w=body_pos, body_quat_w=body_quat)
-    back = load_motion(path, joint_names=SDK_JOINT_NAMES[::-1])
-    np.testing.assert_array_equal(back.joint_pos[:, back.joint_index(SDK_JOINT_NAMES)], motion.joint_pos)
-    np.testing.assert_allclose(back.joint_vel[5, back.joint_index(SDK_JOINT_NAMES)],
-                               (motion.joint_pos[6] - motion.joint_pos[4]) * 25)   # central differences
+    # an mjlab file: the same arrays in SDK order, which the option says (nothing in the file does)
+    np.savez(path, fps=50.0, joint_pos=motion.joint_pos, body_pos_w=body_pos, body_quat_w=body_quat)
+    back = load_motion(f"{path},joint_order=sdk", limits=JointLimits.of(robot))
+    assert back.joint_names == SDK_JOINT_NAMES
+    np.testing.assert_array_equal(back.joint_pos, motion.joint_pos)
+    np.testing.assert_allclose(back.joint_vel[5], (motion.joint_pos[6] - motion.joint_pos[4]) * 25)   # central diff.
+    # read in the default (Isaac Lab) order, the same file scrambles the joints: the limit check says
+    # so and names the option
+    with pytest.raises(MotionFileError, match=r"joint-limit violation.*no joint_names array and was read in Isaac "
+                                              r"Lab order.*FILE.npz,joint_order=sdk"):
+        load_motion(path, limits=JointLimits.of(robot))
 
 
 def test_own_npz_with_names(robot, tmp_path):
@@ -215,3 +226,132 @@ def test_npz_errors(robot, tmp_path):
              body_quat_w=motion.root_quat[:, None])
     with pytest.raises(MotionFileError, match="fps .* is not one positive number"):
         load_motion(path)
+
+
+def test_importing_the_loader_does_not_load_onnx():
+    code = ("import sys; import bcg.motion, bcg.motion.segments, bcg.motion.spikes; "
+            "print('onnx' in sys.modules, 'bcg.contract' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["False", "False"]
+
+
+def test_source_string_form():
+    src = MotionSource.parse("takes/run.csv@61:76.5,fps=120,despike=35")
+    assert src == MotionSource(Path("takes/run.csv"), 61.0, 76.5, fps=120.0, despike_rad_s=35.0)
+    assert str(src) == "takes/run.csv@61:76.5,fps=120,despike=35"
+    assert MotionSource.parse(str(src)) == src
+    assert MotionSource.parse("m.npz,joint_order=sdk") == MotionSource(Path("m.npz"), joint_order="sdk")
+    assert MotionSource.parse("a.csv@10:") == MotionSource(Path("a.csv"), 10.0, None)
+    assert MotionSource.parse("a.csv@:5").end_s == 5.0 and MotionSource.parse("a.csv").start_s is None
+    for spec, message in (("a.csv@5:2", r"end 2 s is not after start 5 s"),
+                          ("a.csv@x:2", r"start 'x' is not a number \(PATH\[@START:END\]"),
+                          ("a.csv,speed=3", r"option 'speed=3' is not one of fps=, joint_order=, despike="),
+                          ("a.csv,fps=0", r"fps 0 must be > 0"),
+                          ("a.npz,joint_order=mujoco", r"joint_order 'mujoco' is not one of sdk, isaaclab")):
+        with pytest.raises(MotionFileError, match=message):
+            MotionSource.parse(spec)
+
+
+def test_a_file_whose_name_looks_like_options_is_that_file(robot, tmp_path):
+    path = save_motion_csv(_motion(robot, frames=4), tmp_path / "take.csv,v2.csv")
+    assert MotionSource.parse(str(path)) == MotionSource(path)
+    assert load_motion(str(path)).num_frames == 4
+    with pytest.raises(MotionFileError, match="option 'v2.csv' is not one of"):
+        load_motion(str(tmp_path / "other.csv,v2.csv"))
+
+
+def test_time_window_keeps_frames_and_file_line_numbers(robot, tmp_path):
+    table = _table(robot, frames=31)                       # 1 s at 30 frames/s
+    table[:, 0] = np.arange(31) / 30.0                     # root x = time
+    knee = 7 + SDK_JOINT_NAMES.index("left_knee_joint")
+    table[25, knee] = robot.q_upper[3] + 0.1               # line 26, t = 25/30 s
+    path = _write_csv(tmp_path / "w.csv", table)
+    limits = JointLimits.of(robot)
+    window = load_motion(f"{path}@0.2:0.5", limits=limits)   # the violation is outside: no error
+    np.testing.assert_allclose(window.root_pos[:, 0], np.arange(6, 16) / 30.0)   # t = 6/30 .. 15/30 s
+    assert window.duration_s == pytest.approx(0.3)
+    assert load_motion(MotionSource(path, start_s=0.9)).num_frames == 4           # to the end
+    with pytest.raises(MotionFileError, match=r"left_knee_joint above the upper limit by up to 0.1000 rad at line 26"):
+        load_motion(f"{path}@0.5:", limits=limits)
+    with pytest.raises(MotionFileError, match=rf"{path}: end 1.5 s is past the end of the file \(1 s: 31 frames"):
+        load_motion(f"{path}@0.5:1.5")
+    with pytest.raises(MotionFileError, match=r"1 frame\(s\), at least 2 needed"):
+        load_motion(f"{path}@0.5:0.52")
+
+
+def test_csv_frame_rate_option(robot, tmp_path):
+    table = _table(robot, frames=13)
+    table[:, 7] = np.linspace(0.0, 0.12, 13)                 # left hip pitch, 0.01 rad per frame
+    path = _write_csv(tmp_path / "fast.csv", table)
+    at_30, at_120 = load_motion(path), load_motion(f"{path},fps=120")
+    assert at_30.fps == 30 and at_120.fps == 120 and at_120.duration_s == pytest.approx(0.1)
+    np.testing.assert_allclose(at_30.joint_vel[:, 0], 0.3)
+    np.testing.assert_allclose(at_120.joint_vel[:, 0], 1.2)
+    assert load_motion(f"{path}@0.05:,fps=120").num_frames == 7   # the window is in the file's own time
+    with pytest.raises(MotionFileError, match=r"joint_order=isaaclab: a LAFAN1 CSV is always in SDK order"):
+        load_motion(f"{path},joint_order=isaaclab")
+
+
+def test_npz_joint_order_option_errors(robot, tmp_path):
+    motion = _motion(robot, frames=5)
+    named = tmp_path / "named.npz"
+    np.savez(named, fps=30.0, joint_pos=motion.joint_pos, joint_names=np.array(SDK_JOINT_NAMES),
+             root_pos=motion.root_pos, root_quat=motion.root_quat)
+    with pytest.raises(MotionFileError, match=r"joint_order=sdk, but the file names its joints"):
+        load_motion(f"{named},joint_order=sdk")
+    with pytest.raises(MotionFileError, match=r"fps=60: an npz states its own frame rate"):
+        load_motion(f"{named},fps=60")
+    own = tmp_path / "own.npz"                               # this suite's layout without names
+    np.savez(own, fps=30.0, joint_pos=motion.joint_pos, root_pos=motion.root_pos, root_quat=motion.root_quat)
+    with pytest.raises(MotionFileError, match=r"missing array\(s\) \['joint_names'\]"):
+        load_motion(own)
+    back = load_motion(f"{own},joint_order=sdk")
+    assert back.joint_names == SDK_JOINT_NAMES
+    np.testing.assert_array_equal(back.joint_pos, motion.joint_pos)
+
+
+def _smooth_joint(frames=60, fps=30.0):
+    """(T,) rad: a 1 Hz sine of 0.3 rad (at most 1.9 rad/s)."""
+    return 0.3 * np.sin(2 * np.pi * np.arange(frames) / fps)
+
+
+def test_spikes_are_found_and_repaired():
+    fps = 30.0
+    truth = np.stack([_smooth_joint(), np.cos(np.arange(60) / 10.0), np.zeros(60)], axis=1)
+    q = truth.copy()
+    q[20, 0] += 4.0                  # a one-frame outlier: 120 rad/s in and out
+    q[40:42, 1] -= 3.0               # a two-frame outlier
+    q[30:, 2] += 2.0                 # a step: 60 rad/s once
+    names = ("a", "b", "c")
+    spikes = find_spikes(q, fps, names, threshold=35.0)
+    assert [(s.joint, s.frame) for s in spikes] == [("a", 19), ("a", 20), ("c", 29), ("b", 39), ("b", 41)]
+    assert spikes[0].speed == pytest.approx(120.0 + (truth[20, 0] - truth[19, 0]) * fps)
+    repaired, replaced = remove_spikes(q, fps, names, threshold=35.0)
+    assert find_spikes(repaired, fps, names, threshold=35.0) == []
+    assert np.flatnonzero(replaced[:, 0]).tolist() == [20]        # the outlier alone, by interpolation
+    assert abs(repaired[20, 0] - truth[20, 0]) < 0.01
+    assert np.abs(repaired[:, 1] - truth[:, 1]).max() < 0.05 and replaced[:, 1].sum() <= 4
+    assert np.array_equal(repaired[~replaced], q[~replaced])      # nothing else touched
+    assert 0 < replaced[:, 2].sum() <= 4                          # the step: spread over a few frames
+    assert find_spikes(q, fps, names, threshold=150.0) == []
+
+
+def test_despike_option_repairs_before_the_limit_check(robot, tmp_path):
+    table = _table(robot, frames=30)
+    col = SDK_JOINT_NAMES.index("left_shoulder_pitch_joint")
+    table[:, 7 + col] = _smooth_joint(30)
+    table[12, 7 + col] = robot.q_upper[15] + 0.5          # a retargeting glitch past the limit
+    path = _write_csv(tmp_path / "spike.csv", table)
+    limits = JointLimits.of(robot)
+    with pytest.raises(MotionFileError, match=r"left_shoulder_pitch_joint above the upper limit .* at line 13"):
+        load_motion(path, limits=limits)
+    fixed = load_motion(f"{path},despike=35", limits=limits)
+    assert abs(fixed.joint_pos[12, col] - _smooth_joint(30)[12]) < 0.01
+    assert np.abs(fixed.joint_vel[:, col]).max() < 3.0
+    npz = tmp_path / "spike.npz"                          # file velocities: recomputed where repaired
+    vel = np.zeros((30, 29))
+    vel[:, col] = 99.0
+    np.savez(npz, fps=30.0, joint_pos=table[:, 7:], joint_vel=vel, joint_names=np.array(SDK_JOINT_NAMES),
+             root_pos=table[:, :3], root_quat=table[:, [6, 3, 4, 5]])
+    fixed = load_motion(f"{npz},despike=35")
+    assert fixed.joint_vel[0, col] == 99.0 and abs(fixed.joint_vel[12, col]) < 3.0

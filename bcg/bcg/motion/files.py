@@ -1,33 +1,42 @@
-"""Reference motions: the one loader of the suite (policy node, MuJoCo bridge and training).
+"""Reference-motion files: the one loader of the suite (policy node, MuJoCo bridge and training).
 
 Formats, chosen by the file suffix:
-- `.csv`, Unitree's retargeted LAFAN1 for the G1: 30 frames/s, no header, one frame per line, 36
-  columns: root x y z (m, world), root quaternion x y z w, then the 29 joint angles (rad) in SDK
-  order (`bcg.robot.SDK_JOINT_NAMES`). `save_motion_csv` writes it.
-- `.npz`, BeyondMimic (HybridRobotics/whole_body_tracking, `scripts/csv_to_npz.py`): `fps` (scalar
-  or (1,)), `joint_pos` and `joint_vel` (T, 29) rad, rad/s in Isaac Lab's joint order, `body_pos_w`
-  (T, B, 3) m and `body_quat_w` (T, B, 4) (w x y z) of every body in Isaac Lab's body order, body 0
-  being the articulation root (pelvis); `body_lin_vel_w` / `body_ang_vel_w` are not read. The file
-  holds no joint names: a `joint_names` array is used when present, else the `joint_names` argument,
-  else `ISAACLAB_G1_JOINT_NAMES`. Joints are always mapped by name.
-- `.npz`, this suite's own: `fps`, `joint_pos` (T, n), `joint_names` (n,), `root_pos` (T, 3),
-  `root_quat` (T, 4) (w x y z), optional `joint_vel` (T, n).
+- `.csv`, Unitree's retargeted LAFAN1 for the G1: no header, one frame per line, 36 columns: root
+  x y z (m, world), root quaternion x y z w, then the 29 joint angles (rad) in SDK order
+  (`bcg.robot.SDK_JOINT_NAMES`). 30 frames/s unless the `fps` option says otherwise (the format
+  cannot say). `save_motion_csv` writes it.
+- `.npz`, BeyondMimic (HybridRobotics/whole_body_tracking, `scripts/csv_to_npz.py`) and mjlab: `fps`
+  (scalar or (1,)), `joint_pos` and `joint_vel` (T, 29) rad, rad/s, `body_pos_w` (T, B, 3) m and
+  `body_quat_w` (T, B, 4) (w x y z) of every body, body 0 being the articulation root (pelvis);
+  `body_lin_vel_w` / `body_ang_vel_w` are not read. The joint columns are named by a `joint_names`
+  array when the file has one, else by the `joint_order` option: `isaaclab` (the default,
+  BeyondMimic's order, `ISAACLAB_G1_JOINT_NAMES`) or `sdk` (mjlab's, the model's order).
+- `.npz`, this suite's own: `fps`, `joint_pos` (T, n), `joint_names` (n,) (or the `joint_order`
+  option), `root_pos` (T, 3), `root_quat` (T, 4) (w x y z), optional `joint_vel` (T, n).
+Joints are always mapped by name.
+
+`load_motion` takes a path, a `MotionSource` or its string form `PATH[@START:END][,option=value...]`
+(`bcg.motion.source`: crop by time, CSV frame rate, npz joint order, velocity-spike repair).
 
 Every problem raises `MotionFileError` naming the file, the line (CSV, 1-based) or frame (npz,
 0-based), the column and what is wrong: wrong column count, non-numbers, NaN/Inf, non-unit root
-quaternions, too few frames, unknown or duplicate joint names, joint-limit violations (or, with
-`clip_to_limits`, a `JointLimitWarning` and clipped angles).
+quaternions, too few frames, a time window outside the file, unknown or duplicate joint names,
+joint-limit violations (or, with `clip_to_limits`, a `JointLimitWarning` and clipped angles).
 """
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Callable, List, Optional, Sequence, Tuple, Union
+from typing import Callable, List, Optional, Tuple, Union
 
 import numpy as np
 
 from bcg.atomic_file import write_atomic
+from bcg.robot.sdk_joints import SDK_JOINT_NAMES
 
-from .observation import ReferenceFrames
+from .errors import JointLimitWarning, MotionFileError
+from .reference import ReferenceMotion, align_quat_signs
+from .source import MotionSource
+from .spikes import remove_spikes
 
 LAFAN1_FPS = 30.0
 """Frame rate of Unitree's retargeted LAFAN1 CSV files (the format has no header to say so)."""
@@ -51,21 +60,16 @@ ISAACLAB_G1_JOINT_NAMES = (
     "left_wrist_yaw_joint", "right_wrist_yaw_joint",
 )
 """Isaac Lab's joint order for the 29-DoF G1 (breadth-first over the kinematic tree), the order of
-BeyondMimic's `joint_pos` / `joint_vel` arrays, used when an npz names no joints."""
+BeyondMimic's `joint_pos` / `joint_vel` arrays."""
+
+JOINT_ORDER_NAMES = {"sdk": SDK_JOINT_NAMES, "isaaclab": ISAACLAB_G1_JOINT_NAMES}
+"""The `joint_order` option's values -> the joint names of an npz's columns."""
 
 QUAT_NORM_TOLERANCE = 1e-3
 """Default largest accepted | |q| - 1 | of a root quaternion in a file."""
 
 MIN_FRAMES = 2
 """Fewest frames a motion may have (velocities and interpolation need two)."""
-
-
-class MotionFileError(ValueError):
-    """The motion file is missing or malformed; the message names the file, row, column and problem."""
-
-
-class JointLimitWarning(UserWarning):
-    """Joint angles outside the limits were clipped (`load_motion(..., clip_to_limits=True)`)."""
 
 
 @dataclass(frozen=True)
@@ -81,71 +85,15 @@ class JointLimits:
         """The limits of a `bcg.robot.RobotDescription`."""
         return cls(tuple(robot.joint_names), np.asarray(robot.q_lower, float), np.asarray(robot.q_upper, float))
 
-
-@dataclass(frozen=True)
-class ReferenceMotion:
-    """A motion sampled at `fps`. Arrays have T rows; joints in `joint_names` order."""
-
-    fps: float
-    joint_names: Tuple[str, ...]
-    joint_pos: np.ndarray   # (T, n) rad
-    joint_vel: np.ndarray   # (T, n) rad/s
-    root_pos: np.ndarray    # (T, 3) m, world
-    root_quat: np.ndarray   # (T, 4) w x y z, unit, consecutive frames in the same hemisphere
-
-    @property
-    def num_frames(self) -> int:
-        return len(self.joint_pos)
-
-    @property
-    def duration_s(self) -> float:
-        return (self.num_frames - 1) / self.fps
-
-    def joint_index(self, names: Sequence[str]) -> np.ndarray:
-        """Columns of `names` in this motion; MotionFileError names any joint it lacks."""
-        missing = [n for n in names if n not in self.joint_names]
-        if missing:
-            raise MotionFileError(f"motion has no joint(s) {missing}")
-        return np.array([self.joint_names.index(n) for n in names])
-
-    def sample(self, times_s: np.ndarray, columns: np.ndarray) -> ReferenceFrames:
-        """Frames at `times_s` (F,) seconds (clamped to the motion), joints `columns`.
-
-        Joints and root position are interpolated linearly, the root quaternion by slerp.
-        """
-        x = np.clip(np.asarray(times_s, np.float64) * self.fps, 0.0, self.num_frames - 1)
-        i0 = np.floor(x).astype(int)
-        i1 = np.minimum(i0 + 1, self.num_frames - 1)
-        a = (x - i0)[:, None]
-
-        def lerp(arr):
-            return arr[i0] * (1 - a) + arr[i1] * a
-        return ReferenceFrames(joint_pos=lerp(self.joint_pos)[:, columns], joint_vel=lerp(self.joint_vel)[:, columns],
-                               root_pos=lerp(self.root_pos),
-                               root_quat=quat_slerp(self.root_quat[i0], self.root_quat[i1], a[:, 0]))
-
-
-def quat_slerp(q0: np.ndarray, q1: np.ndarray, t: np.ndarray) -> np.ndarray:
-    """Spherical linear interpolation from unit quaternions q0 to q1 (..., 4) at fractions t (...),
-    along the shorter arc (q1 is negated where q0 . q1 < 0). Returns unit quaternions (..., 4)."""
-    q0, q1, t = np.asarray(q0, float), np.asarray(q1, float), np.asarray(t, float)[..., None]
-    dot = np.sum(q0 * q1, axis=-1, keepdims=True)
-    q1 = np.where(dot < 0, -q1, q1)
-    theta = np.arccos(np.clip(np.abs(dot), 0.0, 1.0))
-    sin = np.sin(theta)
-    near = sin < 1e-9
-    safe = np.where(near, 1.0, sin)
-    w0 = np.where(near, 1 - t, np.sin((1 - t) * theta) / safe)
-    w1 = np.where(near, t, np.sin(t * theta) / safe)
-    out = w0 * q0 + w1 * q1
-    return out / np.linalg.norm(out, axis=-1, keepdims=True)
-
-
-def align_quat_signs(quat: np.ndarray) -> np.ndarray:
-    """Flip the signs of quaternions (T, 4) so each has a non-negative dot product with the previous one."""
-    flips = np.sum(quat[1:] * quat[:-1], axis=-1) < 0
-    sign = np.concatenate([[1.0], np.where(np.cumsum(flips) % 2 == 1, -1.0, 1.0)])
-    return quat * sign[:, None]
+    def excess(self, joint_names, joint_pos: np.ndarray) -> np.ndarray:
+        """(T, n) rad by which joint_pos (T, n), columns `joint_names`, lies outside the limits
+        (negative inside: minus the distance to the nearer limit). KeyError names an unknown joint."""
+        unknown = [n for n in joint_names if n not in self.names]
+        if unknown:
+            raise KeyError(f"no limits for joint(s) {unknown}")
+        idx = [self.names.index(n) for n in joint_names]
+        lower, upper = np.asarray(self.lower, float)[idx], np.asarray(self.upper, float)[idx]
+        return np.maximum(lower - joint_pos, joint_pos - upper)
 
 
 @dataclass(frozen=True)
@@ -161,42 +109,55 @@ class _Raw:
     where: Callable[[int], str]
     labels: Tuple[str, str, str, str]  # what the file calls joint_pos / joint_vel / root_pos / root_quat
     quat_columns: str
+    order_hint: str = ""             # said after a limit violation when the joint order was not in the file
+
+    def rows(self, first: int, stop: int) -> "_Raw":
+        """Frames first..stop-1; `where` still names their place in the file."""
+        def where(frame: int) -> str:
+            return self.where(frame + first)
+        return replace(self, joint_pos=self.joint_pos[first:stop], root_pos=self.root_pos[first:stop],
+                       root_quat=self.root_quat[first:stop], where=where,
+                       joint_vel=None if self.joint_vel is None else self.joint_vel[first:stop])
 
 
-def load_motion(path: Union[str, Path], *, joint_names: Optional[Sequence[str]] = None,
-                limits: Optional[JointLimits] = None, clip_to_limits: bool = False,
-                quat_tolerance: float = QUAT_NORM_TOLERANCE, limit_tolerance: float = 1e-6,
-                min_frames: int = MIN_FRAMES) -> ReferenceMotion:
-    """Read and check a `.csv` (Unitree LAFAN1) or `.npz` (BeyondMimic or this suite's) motion.
+def load_motion(source: Union[str, Path, MotionSource], *, limits: Optional[JointLimits] = None,
+                clip_to_limits: bool = False, quat_tolerance: float = QUAT_NORM_TOLERANCE,
+                limit_tolerance: float = 1e-6, min_frames: int = MIN_FRAMES) -> ReferenceMotion:
+    """Read and check a `.csv` (Unitree LAFAN1) or `.npz` (BeyondMimic, mjlab or this suite's) motion.
 
-    joint_names: names of the npz's joint columns when the file has none (default
-        `ISAACLAB_G1_JOINT_NAMES`); ignored for CSV (always SDK order).
+    source: a path, a `MotionSource` or its string form (crop, CSV fps, npz joint order, despike).
     limits: joint-position limits to check (e.g. `JointLimits.of(robot)`); its names are also the
         known joints. Without it, the known joints are the G1's SDK joints and limits are not checked.
     clip_to_limits: clip violating angles (warning with `JointLimitWarning`) instead of raising.
     quat_tolerance: largest accepted | |q| - 1 | of a root quaternion; quaternions are normalised after.
     limit_tolerance: rad an angle may exceed a limit before it counts as a violation.
-    Joint velocities come from the npz when it has them, else central finite differences.
+    Joint velocities come from the npz when it has them, else central finite differences (with
+    `despike`, finite differences of the repaired angles wherever an angle was replaced).
     """
-    path = Path(path)
+    source = MotionSource.parse(source)
+    path = source.path
     if not path.is_file():
         raise MotionFileError(f"motion file {path}: does not exist")
     try:
         if path.suffix == ".csv":
-            raw = _read_lafan1_csv(path)
+            raw = _read_lafan1_csv(path, source)
         elif path.suffix == ".npz":
-            raw = _read_npz(path, joint_names)
+            raw = _read_npz(path, source)
         else:
             raise MotionFileError(f"motion file {path}: unknown format {path.suffix!r} (expected .csv or .npz)")
     except MotionFileError:
         raise
     except (OSError, ValueError, KeyError) as e:
         raise MotionFileError(f"motion file {path}: cannot be read ({type(e).__name__}: {e})") from None
-    return _checked(path, raw, limits, clip_to_limits, quat_tolerance, limit_tolerance, min_frames)
+    raw = _time_window(f"motion file {path}", raw, source)
+    return _checked(f"motion file {path}", raw, source, limits, clip_to_limits, quat_tolerance, limit_tolerance,
+                    min_frames)
 
 
-def _read_lafan1_csv(path: Path) -> _Raw:
-    from bcg.robot import SDK_JOINT_NAMES
+def _read_lafan1_csv(path: Path, source: MotionSource) -> _Raw:
+    if source.joint_order not in (None, "sdk"):
+        raise MotionFileError(f"motion file {path}: joint_order={source.joint_order}: a LAFAN1 CSV is always in "
+                              "SDK order (joint_order is for npz files without joint_names)")
     columns = LAFAN1_ROOT_COLUMNS + SDK_JOINT_NAMES
     rows, lines = [], []
     for number, line in enumerate(path.read_text().splitlines(), start=1):
@@ -228,28 +189,38 @@ def _read_lafan1_csv(path: Path) -> _Raw:
 
     def where(frame: int) -> str:
         return f"line {lines[frame]}"
-    return _Raw(LAFAN1_FPS, SDK_JOINT_NAMES, data[:, 7:], None, data[:, :3], data[:, [6, 3, 4, 5]], where,
-                ("joint columns", "joint velocities", "root x y z", "root quaternion"), "columns 4-7 (x y z w)")
+    return _Raw(source.fps or LAFAN1_FPS, SDK_JOINT_NAMES, data[:, 7:], None, data[:, :3], data[:, [6, 3, 4, 5]],
+                where, ("joint columns", "joint velocities", "root x y z", "root quaternion"), "columns 4-7 (x y z w)")
 
 
-def _read_npz(path: Path, joint_names: Optional[Sequence[str]]) -> _Raw:
+def _read_npz(path: Path, source: MotionSource) -> _Raw:
+    if source.fps is not None:
+        raise MotionFileError(f"motion file {path}: fps={source.fps:g}: an npz states its own frame rate "
+                              "(its fps array); the fps option is for CSV files")
     with np.load(path, allow_pickle=False) as z:
         arrays = {k: z[k] for k in z.files}
     beyondmimic = "body_pos_w" in arrays
-    root_arrays = ("body_pos_w", "body_quat_w") if beyondmimic else ("joint_names", "root_pos", "root_quat")
-    needed = ("fps", "joint_pos") + root_arrays
-    missing = [k for k in needed if k not in arrays]
+    named = () if source.joint_order else ("joint_names",)
+    root_arrays = ("body_pos_w", "body_quat_w") if beyondmimic else named + ("root_pos", "root_quat")
+    missing = [k for k in ("fps", "joint_pos") + root_arrays if k not in arrays]
     if missing:
-        raise MotionFileError(f"motion file {path}: missing array(s) {missing}; expected BeyondMimic "
+        raise MotionFileError(f"motion file {path}: missing array(s) {missing}; expected BeyondMimic / mjlab "
                               "(fps, joint_pos, joint_vel, body_pos_w, body_quat_w) or (fps, joint_pos, "
                               "joint_names, root_pos, root_quat)")
     fps = np.asarray(arrays["fps"], float).reshape(-1)
     if fps.size != 1 or not np.isfinite(fps[0]) or fps[0] <= 0:
         raise MotionFileError(f"motion file {path}: fps {arrays['fps']!r} is not one positive number")
+    hint = ""
     if "joint_names" in arrays:
+        if source.joint_order:
+            raise MotionFileError(f"motion file {path}: joint_order={source.joint_order}, but the file names its "
+                                  "joints (joint_names array); the option is for files without one")
         names = tuple(str(s) for s in arrays["joint_names"])
     else:
-        names = tuple(joint_names) if joint_names is not None else ISAACLAB_G1_JOINT_NAMES
+        names = JOINT_ORDER_NAMES[source.joint_order or "isaaclab"]
+        if not source.joint_order:
+            hint = (" (the file has no joint_names array and was read in Isaac Lab order, BeyondMimic's; "
+                    "an mjlab file is in SDK order: load it as FILE.npz,joint_order=sdk)")
     for key in ("body_pos_w", "body_quat_w"):
         if beyondmimic and np.ndim(arrays[key]) != 3:
             raise MotionFileError(f"motion file {path}: {key} has shape {np.shape(arrays[key])}, expected (T, bodies, "
@@ -263,13 +234,27 @@ def _read_npz(path: Path, joint_names: Optional[Sequence[str]]) -> _Raw:
         return f"frame {frame}"
     return _Raw(float(fps[0]), names, np.asarray(arrays["joint_pos"], float),
                 np.asarray(arrays["joint_vel"], float) if "joint_vel" in arrays else None,
-                np.asarray(root_pos, float), np.asarray(root_quat, float), where, labels, "(w x y z)")
+                np.asarray(root_pos, float), np.asarray(root_quat, float), where, labels, "(w x y z)", hint)
 
 
-def _checked(path: Path, raw: _Raw, limits: Optional[JointLimits], clip: bool, quat_tolerance: float,
-             limit_tolerance: float, min_frames: int) -> ReferenceMotion:
-    from bcg.robot import SDK_JOINT_NAMES
-    name = f"motion file {path}"
+def _time_window(name: str, raw: _Raw, source: MotionSource) -> _Raw:
+    """The frames at source.start_s <= t <= source.end_s (t = frame / fps); MotionFileError when a
+    bound lies past the file's end."""
+    if source.start_s is None and source.end_s is None:
+        return raw
+    frames = len(raw.joint_pos)
+    duration = (frames - 1) / raw.fps
+    for label, value in (("start", source.start_s), ("end", source.end_s)):
+        if value is not None and value > duration + 1e-9:
+            raise MotionFileError(f"{name}: {label} {value:g} s is past the end of the file ({duration:g} s: "
+                                  f"{frames} frames at {raw.fps:g} frames/s)")
+    first = int(np.ceil((source.start_s or 0.0) * raw.fps - 1e-6))
+    last = frames - 1 if source.end_s is None else int(np.floor(source.end_s * raw.fps + 1e-6))
+    return raw.rows(first, last + 1)
+
+
+def _checked(name: str, raw: _Raw, source: MotionSource, limits: Optional[JointLimits], clip: bool,
+             quat_tolerance: float, limit_tolerance: float, min_frames: int) -> ReferenceMotion:
     names = raw.joint_names
     known = limits.names if limits is not None else SDK_JOINT_NAMES
     unknown = [n for n in names if n not in known]
@@ -293,10 +278,18 @@ def _checked(path: Path, raw: _Raw, limits: Optional[JointLimits], clip: bool, q
     if bad.size:
         raise MotionFileError(f"{name}: {raw.where(bad[0])}: root quaternion {raw.quat_columns} has norm "
                               f"{norm[bad[0]]:.6g}, not within {quat_tolerance:g} of 1 ({bad.size} frame(s) like it)")
-    joint_pos = raw.joint_pos
+    joint_pos, joint_vel = raw.joint_pos, raw.joint_vel
+    if source.despike_rad_s is not None:
+        try:
+            joint_pos, replaced = remove_spikes(joint_pos, raw.fps, names, source.despike_rad_s)
+        except MotionFileError as e:
+            raise MotionFileError(f"{name}: despike: {e}") from None
+        if joint_vel is not None:
+            joint_vel = np.where(replaced, np.gradient(joint_pos, 1.0 / raw.fps, axis=0), joint_vel)
     if limits is not None:
-        joint_pos = _limit_checked(name, raw, limits, clip, limit_tolerance)
-    joint_vel = raw.joint_vel if raw.joint_vel is not None else np.gradient(joint_pos, 1.0 / raw.fps, axis=0)
+        joint_pos = _limit_checked(name, raw, joint_pos, limits, clip, limit_tolerance)
+    if joint_vel is None:
+        joint_vel = np.gradient(joint_pos, 1.0 / raw.fps, axis=0)
     quat = align_quat_signs(raw.root_quat / norm[:, None])
     return ReferenceMotion(raw.fps, names, joint_pos, np.asarray(joint_vel, float), raw.root_pos, quat)
 
@@ -311,12 +304,12 @@ def _check_finite(name: str, raw: _Raw) -> None:
                                   f"{arr[frame, col]} is not finite")
 
 
-def _limit_checked(name: str, raw: _Raw, limits: JointLimits, clip: bool, tolerance: float) -> np.ndarray:
-    """joint_pos, clipped to the limits when `clip`; else MotionFileError listing every violating joint."""
+def _limit_checked(name: str, raw: _Raw, q: np.ndarray, limits: JointLimits, clip: bool,
+                   tolerance: float) -> np.ndarray:
+    """q (T, n), clipped to the limits when `clip`; else MotionFileError listing every violating joint."""
+    excess = limits.excess(raw.joint_names, q)
     idx = [limits.names.index(n) for n in raw.joint_names]
     lower, upper = np.asarray(limits.lower, float)[idx], np.asarray(limits.upper, float)[idx]
-    q = raw.joint_pos
-    excess = np.maximum(lower - q, q - upper)
     violations: List[str] = []
     for col in np.flatnonzero(np.any(excess > tolerance, axis=0)):
         frames = np.flatnonzero(excess[:, col] > tolerance)
@@ -329,7 +322,7 @@ def _limit_checked(name: str, raw: _Raw, limits: JointLimits, clip: bool, tolera
         return q
     if not clip:
         raise MotionFileError(f"{name}: joint-limit violation(s): " + "; ".join(violations)
-                              + " (load with clip_to_limits=True to clip)")
+                              + " (load with clip_to_limits=True to clip)" + raw.order_hint)
     warnings.warn(f"{name}: clipped to the joint limits: " + "; ".join(violations), JointLimitWarning, stacklevel=4)
     return np.clip(q, lower, upper)
 
@@ -340,7 +333,6 @@ def save_motion_csv(motion: ReferenceMotion, path: Union[str, Path]) -> Path:
     The motion must hold all 29 SDK joints and be at `LAFAN1_FPS` (the format cannot say otherwise).
     Numbers are written with 12 significant digits. Returns the path written.
     """
-    from bcg.robot import SDK_JOINT_NAMES
     path = Path(path)
     if abs(motion.fps - LAFAN1_FPS) > 1e-9:
         raise MotionFileError(f"motion file {path}: a LAFAN1 CSV is at {LAFAN1_FPS:g} frames/s, "
