@@ -8,5 +8,6 @@ cd "$ROOT"
 bash tools/bootstrap.sh
 . .venv/bin/activate
 export BCG_G1_MODEL="${BCG_G1_MODEL:-$ROOT/../shared/robots/unitree_g1/scene_29dof.xml}"
+export BCG_MOTION_DIR="${BCG_MOTION_DIR:-$ROOT/../shared/motions/lafan1_g1}"
 export PYTHONUNBUFFERED=1
 python -m pytest "$@"
