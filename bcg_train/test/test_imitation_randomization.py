@@ -19,7 +19,7 @@ N = 3
 def make(**randomization):
     rand = RandomizationConfig(enabled=True, **randomization)
     cfg = ImitationEnvConfig(sim=SimConfig(), randomization=rand, termination_body_error=100.0)
-    return G1ImitationEnv(cfg, "jump", N, "cpu", seed=4)
+    return G1ImitationEnv(cfg, "synthetic_jump", N, "cpu", seed=4)
 
 
 @pytest.fixture(scope="module")
