@@ -1,6 +1,7 @@
 """bcg-eval: the built-in stand policy holding a standing reference in MuJoCo (bridge core) and in
 the Warp simulator from the same initial state; the paper-table numbers and bad input."""
 import json
+import os
 
 import numpy as np
 import pytest
@@ -106,6 +107,9 @@ def test_warp_plant_runs_the_simulator_settings_the_contract_records():
         SimConfig.from_contract(300.0, {"contact_iterations": 0})
 
 
+@pytest.mark.skipif(not os.path.isdir(os.environ.get("BCG_MOTION_DIR") or "/nonexistent"),
+                    reason="the table's motions are the named LAFAN1 segments: set BCG_MOTION_DIR (tools/test.sh "
+                           "and .ci/run point it at ../shared/motions/lafan1_g1 beside the checkout)")
 def test_table_reports_the_cells_present_cites_their_commands_and_lists_the_rest(robot, tmp_path):
     import shutil
 
