@@ -78,6 +78,19 @@ def test_physics_is_redrawn_only_between_gradient_segments():
     assert env.sim_plain.physics.variation == env.sim.physics.variation
 
 
+def test_a_taped_window_with_restarts_and_pushes_backpropagates():
+    """Episodes end inside the window (3-step episodes) and pushes land: the per-environment draws
+    must not change tensors the window's graph saved."""
+    rand = RandomizationConfig(enabled=True, push_interval_s=(0.02, 0.02))
+    env = G1ImitationEnv(ImitationEnvConfig(randomization=rand, episode_length_s=0.06), "synthetic_jump", N, "cpu",
+                         seed=2)
+    env.reset()
+    a = torch.zeros(N, env.act_dim, requires_grad=True)
+    loss = sum(env.step(a * (t + 1)).add_sim.sum() for t in range(7))
+    loss.backward()
+    assert torch.isfinite(a.grad).all() and a.grad.abs().sum() > 0 and env.randomizer.pushes > 0
+
+
 def test_an_action_delay_of_one_step_applies_the_previous_action():
     delayed, plain = make(action_delay_steps=(1, 1), push_velocity=0.0), make(action_delay_steps=(0, 0),
                                                                                push_velocity=0.0)

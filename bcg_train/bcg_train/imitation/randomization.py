@@ -57,11 +57,13 @@ class DomainRandomizer:
         k, n = len(idx), self.kp_scale.shape[1]
         if k == 0:
             return
-        self.kp_scale[idx] = self._uniform(self.cfg.kp_scale, k, n)
-        self.kd_scale[idx] = self._uniform(self.cfg.kd_scale, k, n)
+        # new tensors, not in-place writes: the old ones may be saved in the autograd graph of the window
+        self.kp_scale = self.kp_scale.index_put((idx,), self._uniform(self.cfg.kp_scale, k, n))
+        self.kd_scale = self.kd_scale.index_put((idx,), self._uniform(self.cfg.kd_scale, k, n))
         low, high = self.cfg.action_delay_steps
-        self.delay[idx] = torch.randint(int(low), int(high) + 1, (k,), generator=self.generator).to(self.device)
-        self.next_push[idx] = steps + self._push_gap(k)
+        delay = torch.randint(int(low), int(high) + 1, (k,), generator=self.generator).to(self.device)
+        self.delay = self.delay.index_put((idx,), delay)
+        self.next_push = self.next_push.index_put((idx,), steps + self._push_gap(k))
 
     def _push_gap(self, k: int) -> Tensor:
         return torch.round(self._uniform(self.cfg.push_interval_s, k) / self.period_s).long().clamp(min=1)
@@ -77,7 +79,7 @@ class DomainRandomizer:
         kick = torch.zeros_like(qd)
         kick[due, 0] = speed * torch.cos(angle)
         kick[due, 1] = speed * torch.sin(angle)
-        self.next_push[due] = steps[due] + self._push_gap(len(due))
+        self.next_push = self.next_push.index_put((due,), steps[due] + self._push_gap(len(due)))
         self.pushes += len(due)
         return qd + kick, due
 
@@ -121,9 +123,8 @@ class DomainRandomizer:
         return {k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(self.cfg).items()}
 
     def state_dict(self) -> dict:
-        return {"generator": self.generator.get_state(), "kp_scale": self.kp_scale.cpu().clone(),
-                "kd_scale": self.kd_scale.cpu().clone(), "delay": self.delay.cpu().clone(),
-                "next_push": self.next_push.cpu().clone(),
+        return {"generator": self.generator.get_state(), "kp_scale": self.kp_scale.cpu(),
+                "kd_scale": self.kd_scale.cpu(), "delay": self.delay.cpu(), "next_push": self.next_push.cpu(),
                 "pushes": self.pushes, "steps_since_physics": self.steps_since_physics, "physics": dict(self.physics)}
 
     def load_state_dict(self, state: dict) -> None:
