@@ -1,16 +1,22 @@
-"""Typed parameters of the policy node: dataclass defaults < params YAML (`ros__parameters`) < flags.
+"""Typed parameters of the policy node: dataclass defaults < `--params` YAML (`ros__parameters`) <
+the ROS 2 command line's `--params-file` / `-p` < the node's own flags (`bcg.ros_params.layered_parameters`).
 
 The same YAML (config/policy_node.yaml) is passed to the ROS 2 node by the launch files and read by
 the direct-DDS entry point. Every bad value raises `ConfigError` naming the key.
 """
 import math
 from dataclasses import dataclass, fields
-from pathlib import Path
-from typing import Any, Dict, Mapping, Optional, Union
 
-from bcg.ros_params import ParameterError, coerce_parameters, read_ros_parameters
+from bcg.ros_params import ParameterError
 
 NODE_NAME = "policy_node"
+"""The node's name: its ROS 2 node name and its section in a parameter file."""
+ROS_EXECUTABLE = "policy_node"
+"""The executable `ros2 run` / `ros2 launch` start (setup.py); started as it, the node is a ROS 2 node."""
+LOGGER_NAME = "bcg_policy_node"
+"""The std logger every module of the node logs to (routed to rclpy's logger in a ROS 2 node)."""
+ROBOT_DOMAIN = 0
+"""The DDS domain when `domain` is -1 outside ROS 2 (or ROS_DOMAIN_ID is unset): the robot's."""
 
 
 ConfigError = ParameterError
@@ -26,9 +32,10 @@ class PolicyNodeConfig:
     model: str = ""
     """G1 MuJoCo XML (joint names, limits); empty: $BCG_G1_MODEL."""
     transport: str = "auto"
-    """'auto' (ROS 2 when rclpy imports, else direct DDS), 'ros2' or 'dds'."""
-    domain: int = 0
-    """DDS domain id (0 on the robot, 1 in simulation)."""
+    """'auto': ROS 2 in a ROS 2 node (started by ros2 run / ros2 launch, or with --ros-args), else
+    Cyclone DDS directly; 'ros2' or 'dds' to insist (`bcg.transport.endpoint`)."""
+    domain: int = -1
+    """DDS domain id (0 on the robot, 1 in simulation); -1: $ROS_DOMAIN_ID in a ROS 2 node, else 0."""
     interface: str = ""
     """Network interface ('lo': loopback with unicast peer 127.0.0.1); empty: Cyclone's choice."""
     autostart: bool = False
@@ -77,7 +84,7 @@ class PolicyNodeConfig:
             if isinstance(v, float) and not math.isfinite(v):
                 raise ConfigError(f"{NODE_NAME} parameter `{f.name}` = {v!r}: must be finite")
         checks = (("transport", self.transport in ("auto", "ros2", "dds"), "must be 'auto', 'ros2' or 'dds'"),
-                  ("domain", 0 <= self.domain <= 232, "DDS domain ids are 0..232"),
+                  ("domain", -1 <= self.domain <= 232, "DDS domain ids are 0..232 (-1: unset)"),
                   ("writer_hz", self.writer_hz > 0, "must be > 0"),
                   ("writer_spin", 0 <= self.writer_spin < 1.0 / max(self.writer_hz, 1e-9), "must be >= 0 and "
                    "shorter than the writer period"),
@@ -93,16 +100,3 @@ class PolicyNodeConfig:
         for key, ok, message in checks:
             if not ok:
                 raise ConfigError(f"{NODE_NAME} parameter `{key}` = {getattr(self, key)!r}: {message}")
-
-
-def coerce(values: Mapping[str, Any]) -> Dict[str, Any]:
-    """Check names and types against PolicyNodeConfig (ints accepted for floats, None for str)."""
-    return coerce_parameters(values, PolicyNodeConfig, NODE_NAME)
-
-
-def load_config(params_file: Optional[Union[str, Path]] = None,
-                overrides: Optional[Mapping[str, Any]] = None) -> PolicyNodeConfig:
-    """Defaults, then the file's parameters, then `overrides` (command-line flags)."""
-    values = coerce(read_ros_parameters(params_file, NODE_NAME)) if params_file else {}
-    values.update(coerce(overrides or {}))
-    return PolicyNodeConfig(**values)

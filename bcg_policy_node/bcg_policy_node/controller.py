@@ -17,12 +17,13 @@ import numpy as np
 
 from bcg.contract import ObservationInputs, Policy, ReferenceMotion
 
+from .config import LOGGER_NAME
 from .joint_map import UNSET_MODE_MACHINE, JointMap
 from .remote import pressed_keys
 from .safety import SafetyLimits, check_action, check_stale, check_state
 from .state_machine import Phase, StateMachine, Transition
 
-log = logging.getLogger("bcg_policy_node")
+log = logging.getLogger(LOGGER_NAME)
 
 
 class Controller:

@@ -1,29 +1,31 @@
-"""`bcg-policy-node`: the policy node over Cyclone DDS directly (no ROS 2 needed).
+"""`bcg-policy-node` / ROS 2 `policy_node`: the policy node.
 
     bcg-policy-node --policy FILE.onnx [--motion FILE] [--domain 1] [--interface lo] [--autostart]
                     [--params config/policy_node.yaml] [--model XML] [--events FILE.jsonl]
+    ros2 run bcg_policy_node policy_node --ros-args -p domain:=1 -p interface:=lo
 
-On a ROS 2 machine the same command (and the `policy_node` executable the launch files start)
-runs the ROS 2 shell (`bcg_policy_node.ros_node`) when the transport resolves to 'ros2'.
-The node is two processes: this one (LowState, safety checks, phases, policy) and the LowCmd
-writer it starts (`command_writer`); see `runtime`.
+Started as `bcg-policy-node` (or by `bcg launch`) it talks Cyclone DDS directly; started as the ROS 2
+executable `policy_node` (ros2 run, ros2 launch) or with `--ros-args`, it is a ROS 2 node
+(`ros_node`): the rule, and which domain and interface follow from it, is `bcg.transport.endpoint`'s.
+The node is two processes: this one (LowState, safety checks, phases, policy) and the LowCmd writer
+it starts (`command_writer`); see `runtime`.
 Exit codes: 0 after a clean stop, 2 when it refuses to start (nothing published), 1 on a failure
 while running.
 """
 import argparse
 import logging
 import sys
-from typing import List, Optional
+from typing import List, Optional, Tuple
 
 from bcg.ros_params import without_ros_arguments
-from bcg.transport import resolve_kind
+from bcg.transport.endpoint import Endpoint, NodeStart, begin_node, node_settings
 
-from .config import ConfigError, load_config
+from .config import LOGGER_NAME, NODE_NAME, ROBOT_DOMAIN, ROS_EXECUTABLE, PolicyNodeConfig
 
 EXIT_REFUSED = 2
 """Exit code when the node refuses to start (bad policy, motion, parameters, robot)."""
 
-log = logging.getLogger("bcg_policy_node")
+log = logging.getLogger(LOGGER_NAME)
 
 
 def parse_args(argv: List[str]):
@@ -43,26 +45,25 @@ def parse_args(argv: List[str]):
     return p.parse_args(without_ros_arguments(argv))
 
 
-def overrides(args) -> dict:
-    return {k: v for k, v in vars(args).items() if k != "params" and v is not None}
+def settings(start: NodeStart) -> Tuple[PolicyNodeConfig, Endpoint]:
+    """What the node runs with, and where, for a process started as `start` (raises ConfigError,
+    EndpointError or SystemExit for a bad command line)."""
+    args = parse_args(list(start.argv))
+    flags = {k: v for k, v in vars(args).items() if k != "params" and v is not None}
+    return node_settings(PolicyNodeConfig, start, node_name=NODE_NAME, ros_executable=ROS_EXECUTABLE,
+                         fallback_domain=ROBOT_DOMAIN, params_file=args.params, flags=flags)
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    logging.basicConfig(level=logging.INFO, format="[policy_node] %(levelname)s %(message)s")
-    argv = sys.argv[1:] if argv is None else list(argv)
-    args = parse_args(argv)
-    try:
-        config = load_config(args.params, overrides(args))
-    except ConfigError as e:
-        log.error("refusing to start: %s", e)
+    started = begin_node(NODE_NAME, settings, log, argv)
+    if started is None:
         return EXIT_REFUSED
-    if resolve_kind(config.transport) == "ros2":
+    start, config, endpoint = started
+    if endpoint.ros:
         from .ros_node import ros_main
-        return ros_main(config, argv)
-    if without_ros_arguments(argv) != argv:
-        log.warning("ROS 2 arguments ignored (direct DDS, no ROS 2): %s", " ".join(argv))
+        return ros_main(config, endpoint, start)
     from .run_node import run     # the heavy imports (onnxruntime, mujoco) only once the arguments are good
-    return run(config)
+    return run(config, endpoint)
 
 
 if __name__ == "__main__":

@@ -1,65 +1,26 @@
-"""The policy node as a ROS 2 executable: a thin rclpy shell around the same runtime.
+"""The policy node as a ROS 2 node: the shared ROS 2 shell (`bcg.ros_node_shell`) around the same runtime.
 
-Only this module imports rclpy. Parameters are declared from `PolicyNodeConfig` (so the launch
-files' `parameters=[config/policy_node.yaml]` apply), command-line flags override them, and LowState
-comes through `bcg.transport.ros2` on this node (`/lowstate`, unitree_hg types); LowCmd goes out from
-the writer process, on a node of its own (`WRITER_NODE_NAME`). The ROS 2 context is opened on the
-`domain` of the command line (or of its --params file), not ROS_DOMAIN_ID, and Cyclone on its
-`interface`: a `domain` or `interface` ROS parameter that disagrees is refused rather than silently
-ignored (a simulation must never reach the robot's domain). Parameters are declared with dynamic
-typing, so that YAML's `2` for a float parameter is checked and converted by `coerce`, as the
-direct-DDS entry point does, instead of failing inside rclpy.
+Only here does the policy node reach rclpy (through the shell). `main.settings` has already resolved
+the settings (parameter files, `--ros-args -p`, flags) and the endpoint (domain: `domain` >= 0, else
+$ROS_DOMAIN_ID; Cyclone's configuration by the environment's rules) before rclpy starts; the node's
+parameters are declared read-only at exactly those values. LowState comes through
+`bcg.transport.ros2` on this node (`/lowstate`, unitree_hg types); LowCmd goes out from the writer
+process, on a node of its own (`setup_node.WRITER_NODE_NAME`). SIGINT / SIGTERM stay the node's
+own (rclpy's handlers are not installed): a stop sends damping first.
 """
 import dataclasses
-import threading
 
+from bcg.ros_node_shell import RclpyApi, ros_node_session
 from bcg.transport import make_transport
+from bcg.transport.endpoint import Endpoint, NodeStart
 
-from .config import NODE_NAME, ConfigError, PolicyNodeConfig, coerce
-from .main import EXIT_REFUSED
-from .setup_node import transport_config
+from .config import LOGGER_NAME, NODE_NAME, PolicyNodeConfig
+from .run_node import run
 
 
-def ros_main(cli_config: PolicyNodeConfig, argv) -> int:
-    import rclpy
-    from rcl_interfaces.msg import ParameterDescriptor
-    from rclpy.executors import SingleThreadedExecutor
-    from rclpy.signals import SignalHandlerOptions
-
-    from bcg.transport.ros2 import apply_cyclone_config
-
-    from .run_node import log, run
-    apply_cyclone_config(transport_config(cli_config))
-    rclpy.init(args=argv, domain_id=cli_config.domain,
-               signal_handler_options=SignalHandlerOptions.NO)   # our handlers send damping
-    node = rclpy.create_node(NODE_NAME)
-    try:
-        defaults = PolicyNodeConfig()
-        values = {}
-        for f in dataclasses.fields(PolicyNodeConfig):
-            declared = node.declare_parameter(f.name, getattr(defaults, f.name),
-                                              ParameterDescriptor(dynamic_typing=True)).value
-            cli = getattr(cli_config, f.name)
-            values[f.name] = cli if cli != getattr(defaults, f.name) else declared
-        try:
-            config = PolicyNodeConfig(**coerce(values))
-            for key in ("domain", "interface"):
-                if getattr(config, key) != getattr(cli_config, key):
-                    raise ConfigError(f"{NODE_NAME} parameter `{key}` = {getattr(config, key)!r} differs from the "
-                                      f"{key} {getattr(cli_config, key)!r} the node was started on (command line / "
-                                      "--params); give it there")
-        except ConfigError as e:
-            log.error("refusing to start: %s", e)
-            return EXIT_REFUSED
-        executor = SingleThreadedExecutor()
-        executor.add_node(node)
-        spinner = threading.Thread(target=executor.spin, daemon=True)
-        spinner.start()
-        config = dataclasses.replace(config, transport="ros2")
-        try:
-            return run(config, open_transport=lambda: make_transport(transport_config(config), ros_node=node))
-        finally:
-            executor.shutdown()
-    finally:
-        node.destroy_node()
-        rclpy.try_shutdown()
+def ros_main(config: PolicyNodeConfig, endpoint: Endpoint, start: NodeStart) -> int:
+    endpoint.apply_environment()                  # read by rclpy here and by the writer process
+    with ros_node_session(RclpyApi(), node_name=NODE_NAME, program=start.program, argv=start.argv,
+                          domain_id=endpoint.domain_id, parameters=dataclasses.asdict(config),
+                          logger_names=(LOGGER_NAME,)) as node:
+        return run(config, endpoint, open_transport=lambda: make_transport(endpoint.transport, ros_node=node))

@@ -31,13 +31,14 @@ from typing import Optional
 
 from .command_plan import LowCmdComposer, new_plan
 from .command_writer import WriterSettings, writer_main
+from .config import LOGGER_NAME
 from .controller import Controller
 from .realtime import PolicySchedule, request_cpu, request_fifo
 from .shared_plan import SharedPlan
 from .state_machine import Phase, Transition
 from .timing_stats import TimingStats
 
-log = logging.getLogger("bcg_policy_node")
+log = logging.getLogger(LOGGER_NAME)
 IDLE_CHECK_S = 0.005
 """s between staleness checks of the receiver while no LowState arrives."""
 WRITER_START_TIMEOUT_S = 60.0

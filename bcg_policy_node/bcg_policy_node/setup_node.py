@@ -1,11 +1,10 @@
 """Everything the node checks before it sends anything: config, robot, policy, motion -> Controller.
 
-Shared by the direct-DDS entry point (`main.py`) and the ROS 2 shell (`ros_node.py`). Every refusal
+Shared by the direct-DDS and the ROS 2 paths (`run_node.run`). Every refusal
 is a `StartupError` whose message names the problem; the entry points exit non-zero on it.
 """
 from bcg.contract import MotionFileError, PolicyFileError, load_motion, load_policy, stand_policy_path
 from bcg.robot import ModelNotFoundError, RobotDescription, RobotDescriptionError
-from bcg.transport import TransportConfig
 
 from .config import ConfigError, PolicyNodeConfig
 from .controller import Controller
@@ -19,13 +18,6 @@ WRITER_NODE_NAME = "policy_node_lowcmd_writer"
 
 class StartupError(RuntimeError):
     """The node refuses to run; nothing was published."""
-
-
-def transport_config(config: PolicyNodeConfig) -> TransportConfig:
-    if config.interface == "lo":
-        return TransportConfig.simulation(domain_id=config.domain, transport=config.transport)
-    return TransportConfig(transport=config.transport, domain_id=config.domain, interface=config.interface or None,
-                           node_name="policy_node")
 
 
 def build_controller(config: PolicyNodeConfig, on_transition=None) -> Controller:

@@ -9,12 +9,17 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Dict, Mapping, Optional, Union
 
-from bcg.ros_params import ParameterError, coerce_parameters, read_ros_parameters
-from bcg.transport import TransportConfig
+from bcg.ros_params import ParameterError, coerce_parameters, layered_parameters
 
 
 NODE_NAME = "sim_bridge"
-"""The node's name: its section in a ROS 2 parameter file."""
+"""The node's name: its ROS 2 node name and its section in a ROS 2 parameter file."""
+ROS_EXECUTABLE = "sim_bridge"
+"""The executable `ros2 run` / `ros2 launch` start (setup.py); started as it, the bridge is a ROS 2 node."""
+LOGGER_NAME = "bcg_sim_bridge"
+"""The std logger every module of the bridge logs to (routed to rclpy's logger in a ROS 2 node)."""
+SIMULATOR_DOMAIN = 1
+"""The DDS domain when `domain` is -1 outside ROS 2 (or ROS_DOMAIN_ID is unset): Unitree's simulator's."""
 BAND_MODES = ("hold", "hang")
 """Elastic band modes (`elastic_band.py`). Kept here, not there: this module must not import mujoco,
 which reads $MUJOCO_GL once, at its import (`display.choose_offscreen_backend`)."""
@@ -30,10 +35,11 @@ class BridgeConfig:
 
     model: str = ""
     """Path of the G1 MuJoCo XML (scene with a floor); empty: $BCG_G1_MODEL."""
-    transport: str = "dds"
-    """'dds' (Cyclone DDS directly, like the robot) or 'ros2' (rclpy; needs a ROS 2 install)."""
-    domain: int = 1
-    """DDS domain id (the robot uses 0, Unitree's simulator 1)."""
+    transport: str = "auto"
+    """'auto': ROS 2 in a ROS 2 node (started by ros2 run / ros2 launch, or with --ros-args), else
+    Cyclone DDS directly, like the robot; 'ros2' or 'dds' to insist (`bcg.transport.endpoint`)."""
+    domain: int = -1
+    """DDS domain id (the robot uses 0, Unitree's simulator 1); -1: $ROS_DOMAIN_ID in a ROS 2 node, else 1."""
     interface: str = "lo"
     """Network interface DDS binds to (loopback by default)."""
     physics_hz: float = 1000.0
@@ -113,8 +119,8 @@ def _validate(c: BridgeConfig) -> None:
         value = getattr(c, f.name)
         if isinstance(value, float):
             _require(math.isfinite(value), f.name, "must be finite", value)
-    _require(c.transport in ("dds", "ros2"), "transport", "must be 'dds' or 'ros2'", c.transport)
-    _require(0 <= c.domain <= 232, "domain", "DDS domain ids are 0..232", c.domain)
+    _require(c.transport in ("auto", "dds", "ros2"), "transport", "must be 'auto', 'dds' or 'ros2'", c.transport)
+    _require(-1 <= c.domain <= 232, "domain", "DDS domain ids are 0..232 (-1: unset)", c.domain)
     for key in ("physics_hz", "state_hz", "command_timeout", "record_fps",
                 "record_width", "record_height"):
         _require(getattr(c, key) > 0, key, "must be > 0", getattr(c, key))
@@ -139,17 +145,4 @@ def coerce_values(values: Mapping[str, Any]) -> Dict[str, Any]:
 def load_config(params_file: Optional[Union[str, Path]] = None,
                 overrides: Optional[Mapping[str, Any]] = None) -> BridgeConfig:
     """Defaults, then the file's `ros__parameters`, then `overrides` (e.g. command-line flags)."""
-    values: Dict[str, Any] = {}
-    if params_file:
-        values.update(coerce_values(read_ros_parameters(params_file, NODE_NAME)))
-    values.update(coerce_values(overrides or {}))
-    return BridgeConfig(**values)
-
-
-def transport_config(config: BridgeConfig, node_name: str = NODE_NAME) -> TransportConfig:
-    """The transport settings of `config`: on 'lo' unicast to 127.0.0.1 without multicast."""
-    if config.interface == "lo":
-        return dataclasses.replace(TransportConfig.simulation(domain_id=config.domain, transport=config.transport),
-                                   node_name=node_name)
-    return TransportConfig(transport=config.transport, domain_id=config.domain,
-                           interface=config.interface or None, node_name=node_name)
+    return BridgeConfig(**layered_parameters(BridgeConfig, NODE_NAME, params_file, flags=overrides))

@@ -7,7 +7,8 @@ One small interface, two implementations:
   ROS 2 nodes on the Cyclone RMW alike. Needs no ROS.
 - ``'ros2'`` : rclpy with ``unitree_hg/msg/LowCmd`` / ``LowState`` from unitree_ros2, topics
   ``/lowcmd`` / ``/lowstate`` (``bcg.transport.ros2``).
-- ``'auto'`` : ``'ros2'`` when ``rclpy`` imports, else ``'dds'``.
+- ``'auto'`` : ``'ros2'`` on a given ROS 2 node, else ``'dds'``. Which one a node uses, on which
+  domain and interface, is decided once, for both nodes, by `bcg.transport.endpoint`.
 
 Messages are numpy structured records from ``bcg.wire`` (``new_lowcmd()``, ``new_lowstate()``);
 nothing here hands out middleware objects. Usage::
@@ -28,7 +29,6 @@ validate and count every LowCmd the controller sent.
 """
 import abc
 import dataclasses
-import importlib.util
 from typing import List, Optional, Tuple
 
 import numpy as np
@@ -41,7 +41,7 @@ class TransportConfig:
     """Where and how to reach the robot (or the simulator)."""
 
     transport: str = "auto"
-    """'auto' (ROS 2 when rclpy imports, else direct DDS), 'ros2' or 'dds'."""
+    """'auto' (ROS 2 on a given ROS 2 node, else direct DDS), 'ros2' or 'dds'."""
     domain_id: int = 0
     """DDS domain id: 0 on the real robot, 1 for Unitree's MuJoCo simulator."""
     interface: Optional[str] = None
@@ -140,23 +140,14 @@ class Transport(abc.ABC):
         self.close()
 
 
-def resolve_kind(transport: str) -> str:
-    """'auto' -> 'ros2' when rclpy can be imported, else 'dds'; others unchanged (validated)."""
-    if transport not in TRANSPORT_KINDS:
-        raise ValueError(f"transport: {transport!r} is not one of {TRANSPORT_KINDS}")
-    if transport != "auto":
-        return transport
-    return "ros2" if importlib.util.find_spec("rclpy") is not None else "dds"
-
-
 def make_transport(config: TransportConfig, ros_node=None) -> Transport:
     """Open the transport `config.transport` names.
 
     `ros_node`: an existing rclpy Node to attach to (ROS 2 only; the caller spins it). Without
-    one, the ROS 2 transport creates its own node and spins it in a background thread.
+    one, the ROS 2 transport creates its own node and spins it in a background thread. 'auto' is
+    'ros2' with a `ros_node`, else 'dds'. ROS 2 needs rclpy and unitree_hg (ModuleNotFoundError).
     """
-    kind = resolve_kind(config.transport)
-    if kind == "ros2":
+    if config.transport == "ros2" or (config.transport == "auto" and ros_node is not None):
         from bcg.transport.ros2 import Ros2Transport
         return Ros2Transport(config, node=ros_node)
     if ros_node is not None:
@@ -165,5 +156,4 @@ def make_transport(config: TransportConfig, ros_node=None) -> Transport:
     return DdsTransport(config)
 
 
-__all__ = ["TRANSPORT_KINDS", "TransportConfig", "Writer", "Reader", "Transport",
-           "resolve_kind", "make_transport"]
+__all__ = ["TRANSPORT_KINDS", "TransportConfig", "Writer", "Reader", "Transport", "make_transport"]
