@@ -24,7 +24,7 @@ with make_transport(TransportConfig.simulation(int(sys.argv[1]), transport="dds"
     n = 0
     while not stop.is_set():
         n += r.wait(0.2) is not None
-    print(n, "/", r.crc_errors, flush=True)
+    print(n, "/", r.dropped["crc"], flush=True)
 """
 
 

@@ -61,7 +61,8 @@ class PolicyNodeConfig:
     """CPU the LowCmd writer process is pinned to (best effort); -1: any. Measured on 2 cores with
     receiver_cpu 0 / writer_cpu 1: LowState -> LowCmd p99 about 0.15 ms lower than unpinned."""
     check_state_crc: bool = True
-    """Drop LowState whose CRC is wrong (turn off for senders that leave crc = 0)."""
+    """Drop LowState whose CRC is wrong (turn off, or --no-state-crc, for senders that leave crc = 0,
+    such as Unitree's MuJoCo simulator: config/policy_node_unitree_mujoco.yaml)."""
     stale_periods: float = 3.0
     """LowState older than this many policy periods triggers damping."""
     max_joint_velocity: float = 35.0
@@ -72,7 +73,14 @@ class PolicyNodeConfig:
     """Bits of MotorState.motorstate that count as a motor fault (`safety.MOTOR_FAULT_BITS` names the
     documented 16; all 32 by default, the undocumented ones included). The damping log names the bits."""
     damping_kd: float = -1.0
-    """N m s/rad in damping (kp = 0); negative: the robot description's damping_kd."""
+    """N m s/rad in damping (kp = 0); negative: the robot description's damping_kd. Capped per joint to
+    stay stable under the PD path below (`gains.damping_gains`; the start-up log names the joints)."""
+    pd_step: float = 0.001
+    """s: step of the explicit PD law the node's commands meet, held over the step: this suite's bridge
+    evaluates it in every 1 ms physics step (the robot's motor drivers faster still); Unitree's MuJoCo
+    simulator once per SIMULATE_DT. The damping gain is capped for it, the policy's gains checked."""
+    pd_delay_steps: int = 0
+    """How many steps old the sensors that PD law reads are (Unitree's MuJoCo simulator: 1; the bridge: 0)."""
     shutdown_damping: float = 1.0
     """s of damping published after stop / SIGINT / SIGTERM before exiting."""
     events: str = ""
@@ -96,6 +104,8 @@ class PolicyNodeConfig:
                   ("ramp_duration", self.ramp_duration >= 0, "must be >= 0"),
                   ("autostart_hold", self.autostart_hold >= 0, "must be >= 0"),
                   ("shutdown_damping", self.shutdown_damping >= 0, "must be >= 0"),
+                  ("pd_step", self.pd_step > 0, "must be > 0"),
+                  ("pd_delay_steps", 0 <= self.pd_delay_steps <= 10, "must be 0..10"),
                   ("motor_fault_mask", 0 <= self.motor_fault_mask <= 0xFFFFFFFF, "must fit in uint32"))
         for key, ok, message in checks:
             if not ok:

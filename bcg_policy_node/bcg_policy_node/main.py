@@ -1,7 +1,7 @@
 """`bcg-policy-node` / ROS 2 `policy_node`: the policy node.
 
     bcg-policy-node --policy FILE.onnx [--motion FILE] [--domain 1] [--interface lo] [--autostart]
-                    [--params config/policy_node.yaml] [--model XML] [--events FILE.jsonl]
+                    [--params config/policy_node.yaml] [--model XML] [--events FILE.jsonl] [--no-state-crc]
     ros2 run bcg_policy_node policy_node --ros-args -p domain:=1 -p interface:=lo
 
 Started as `bcg-policy-node` (or by `bcg launch`) it talks Cyclone DDS directly; started as the ROS 2
@@ -38,6 +38,8 @@ def parse_args(argv: List[str]):
     p.add_argument("--interface", help="network interface ('lo' for a simulator on this machine)")
     p.add_argument("--autostart", action="store_true", default=None,
                    help="leave zero torque and start the policy without the remote (simulation)")
+    p.add_argument("--no-state-crc", dest="check_state_crc", action="store_false", default=None,
+                   help="accept LowState whatever its CRC (Unitree's MuJoCo simulator sends crc 0)")
     p.add_argument("--params", help="ROS 2 parameter YAML (ros__parameters of `policy_node`)")
     p.add_argument("--model", help="G1 MuJoCo XML (default $BCG_G1_MODEL)")
     p.add_argument("--transport", choices=("auto", "ros2", "dds"))

@@ -75,5 +75,6 @@ def run(config, endpoint: Endpoint, open_transport=None) -> int:
         return EXIT_REFUSED
     if runtime.error is not None:
         return 1
-    log.info("stopped: %d commands written, %d policy steps", summary["commands_written"], summary["policy_steps"])
+    log.info("stopped: %d commands written, %d policy steps, LowStates dropped: %s", summary["commands_written"],
+             summary["policy_steps"], runtime.drops)
     return 0

@@ -20,6 +20,8 @@ LOGGER_NAME = "bcg_sim_bridge"
 """The std logger every module of the bridge logs to (routed to rclpy's logger in a ROS 2 node)."""
 SIMULATOR_DOMAIN = 1
 """The DDS domain when `domain` is -1 outside ROS 2 (or ROS_DOMAIN_ID is unset): Unitree's simulator's."""
+EMULATIONS = ("", "unitree_mujoco")
+"""`emulate` values (`unitree_emulation.py`; kept here for the same reason as BAND_MODES)."""
 BAND_MODES = ("hold", "hang")
 """Elastic band modes (`elastic_band.py`). Kept here, not there: this module must not import mujoco,
 which reads $MUJOCO_GL once, at its import (`display.choose_offscreen_backend`)."""
@@ -42,6 +44,11 @@ class BridgeConfig:
     """DDS domain id (the robot uses 0, Unitree's simulator 1); -1: $ROS_DOMAIN_ID in a ROS 2 node, else 1."""
     interface: str = "lo"
     """Network interface DDS binds to (loopback by default)."""
+    emulate: str = ""
+    """'': behave like the robot (validate LowCmd, PD inside every physics step, CRC on LowState);
+    'unitree_mujoco': behave like Unitree's MuJoCo simulator, as measured (`unitree_emulation.py`:
+    crc / mode_machine / tick 0, zero LowStates before the first step, zero torque before the first
+    LowCmd, explicit PD once per command from one-step-old sensors). Needs state_hz = physics_hz."""
     physics_hz: float = 1000.0
     """MuJoCo step rate, Hz (model.opt.timestep = 1 / physics_hz); the PD law runs every step."""
     state_hz: float = 500.0
@@ -134,6 +141,11 @@ def _validate(c: BridgeConfig) -> None:
     _require(c.band_mode == "hold" or c.band_length >= 0, "band_length", "must be >= 0 in 'hang' mode",
              c.band_length)
     _require(c.initial_pose in ("default", "zero"), "initial_pose", "must be 'default' or 'zero'", c.initial_pose)
+    _require(c.emulate in EMULATIONS, "emulate", f"must be one of {EMULATIONS}", c.emulate)
+    _require(not c.emulate or c.state_hz == c.physics_hz, "state_hz", "must equal physics_hz when emulating "
+             "Unitree's simulator (one LowState per physics step)", c.state_hz)
+    _require(not c.emulate or c.wait_for_command == 0, "wait_for_command", "must be 0 when emulating Unitree's "
+             "simulator (it steps from the start, commands or not)", c.wait_for_command)
     _require(bool(c.band_body), "band_body", "must name a body of the model", c.band_body)
 
 

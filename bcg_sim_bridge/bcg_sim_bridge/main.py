@@ -35,6 +35,7 @@ _FLAGS = (
     ("--transport", "transport", str, "'auto' (ROS 2 in a ROS 2 node, else DDS), 'dds' or 'ros2'"),
     ("--domain", "domain", int, "DDS domain id"),
     ("--interface", "interface", str, "network interface for DDS (lo: unicast 127.0.0.1)"),
+    ("--emulate", "emulate", str, "'unitree_mujoco': behave like Unitree's MuJoCo simulator (crc 0, explicit PD)"),
     ("--physics-hz", "physics_hz", float, "MuJoCo step rate, Hz"),
     ("--state-hz", "state_hz", float, "LowState rate, Hz"),
     ("--duration", "duration", float, "simulated seconds to run, then exit 0 (0: forever)"),

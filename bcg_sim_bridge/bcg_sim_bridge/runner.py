@@ -29,16 +29,18 @@ def build_bridge(config: BridgeConfig, transport: Transport) -> SimBridge:
     robot = RobotDescription.load(config.model or None)
     motion = load_motion(config.motion) if config.motion else None
     bridge = SimBridge(config, robot, transport.lowcmd_reader(check_crc=False, depth=COMMAND_HISTORY),
-                       transport.lowstate_writer(), motion)
+                       transport.lowstate_writer(crc=not config.emulate), motion)
     if config.record:
         bridge.recorder = Recorder(bridge.core.model, config.record, config.record_fps,
                                    config.record_width, config.record_height, track_body=robot.root_body)
     if not config.headless and display_available():
         bridge.viewer = Viewer(bridge.core.model, bridge.core.data)
-    log.info("%s (%d joints, mode_machine %d), %s domain %d on %s, physics %g Hz, state %g Hz, %s",
+    log.info("%s (%d joints, mode_machine %d), %s domain %d on %s, physics %g Hz, state %g Hz, %s%s",
              robot.model_path, robot.num_joints, robot.mode_machine, transport.kind, config.domain,
              config.interface or "Cyclone's interface", config.physics_hz, config.state_hz,
-             "fast" if config.fast else "real time")
+             "fast" if config.fast else "real time",
+             f", emulating {config.emulate} (crc 0, mode_machine 0, explicit PD from one-step-old sensors)"
+             if config.emulate else "")
     return bridge
 
 
@@ -51,13 +53,14 @@ def run_bridge(bridge: SimBridge, stop: Optional[threading.Event] = None) -> dic
     finally:
         if bridge.viewer is not None:
             bridge.viewer.close()
+        bridge.report_rejections()
         report = bridge.report()
         if config.metrics:
             write_json_atomic(config.metrics, report)
         rtf = report["real_time_factor"]
         log.info("simulated %.3f s in %.3f s wall (real-time factor %s), commands accepted %d, rejected %s",
                  report["sim_time_s"], report["wall_time_s"], rtf if rtf is None else round(rtf, 2),
-                 report["commands"]["accepted"], report["commands"]["rejected"])
+                 report["commands"]["accepted"], bridge.rejections)
         if bridge.recorder is not None:
             log.info("rendering the %d of %d frames not drawn yet", bridge.recorder.pending, bridge.recorder.captured)
             written = bridge.recorder.close()

@@ -29,11 +29,14 @@ validate and count every LowCmd the controller sent.
 """
 import abc
 import dataclasses
-from typing import List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
 TRANSPORT_KINDS = ("auto", "ros2", "dds")
+DROP_REASONS = ("crc", "malformed")
+"""Why a reader drops a sample: its CRC is wrong (when it checks CRCs), or it cannot be decoded
+(wrong size, unknown encoding, arrays of the wrong length)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -78,20 +81,21 @@ class Writer(abc.ABC):
 
     @abc.abstractmethod
     def write(self, rec: np.void) -> None:
-        """Send `rec` (a record from ``bcg.wire``); sets ``rec['crc']`` first."""
+        """Send `rec` (a record from ``bcg.wire``); sets ``rec['crc']`` first (0 for a writer made
+        with ``crc=False``)."""
 
 
 class Reader(abc.ABC):
     """Receives one message type and keeps the newest valid samples (`depth` of them, default 1).
 
-    Invalid DDS samples (instance state changes) are dropped; so are samples whose CRC is wrong
-    when the reader checks CRCs (counted in ``crc_errors``).
+    Invalid DDS samples (instance state changes) are skipped; samples whose CRC is wrong (when the
+    reader checks CRCs) or that cannot be decoded are dropped and counted by reason in ``dropped``.
     """
 
     received: int
     """Valid samples received so far."""
-    crc_errors: int
-    """Samples dropped because their CRC was wrong."""
+    dropped: Dict[str, int]
+    """Samples dropped so far, by reason (`DROP_REASONS`)."""
 
     @abc.abstractmethod
     def take(self) -> Optional[np.void]:
@@ -117,8 +121,9 @@ class Transport(abc.ABC):
         """Publisher of LowCmd (host -> robot)."""
 
     @abc.abstractmethod
-    def lowstate_writer(self) -> Writer:
-        """Publisher of LowState (robot / simulator -> host)."""
+    def lowstate_writer(self, crc: bool = True) -> Writer:
+        """Publisher of LowState (robot / simulator -> host); `crc` False sends crc = 0, as Unitree's
+        MuJoCo simulator does (to emulate it)."""
 
     @abc.abstractmethod
     def lowcmd_reader(self, check_crc: bool = True, depth: int = 1) -> Reader:
@@ -156,4 +161,4 @@ def make_transport(config: TransportConfig, ros_node=None) -> Transport:
     return DdsTransport(config)
 
 
-__all__ = ["TRANSPORT_KINDS", "TransportConfig", "Writer", "Reader", "Transport", "make_transport"]
+__all__ = ["DROP_REASONS", "TRANSPORT_KINDS", "TransportConfig", "Writer", "Reader", "Transport", "make_transport"]

@@ -37,16 +37,16 @@ def _qos(reliable: bool, depth: int = 1):
 
 
 class Ros2Writer(Writer):
-    """Publishes records as unitree_hg messages (one message object, reused)."""
+    """Publishes records as unitree_hg messages (one message object, reused); `crc` False: crc = 0."""
 
-    def __init__(self, node, msg_type, topic: str, codec: MessageCodec):
-        self.codec = codec
+    def __init__(self, node, msg_type, topic: str, codec: MessageCodec, crc: bool = True):
+        self.codec, self.crc = codec, crc
         self._msg = msg_type()
         self._lock = threading.Lock()
         self.endpoint = node.create_publisher(msg_type, topic, _qos(reliable=True))
 
     def write(self, rec) -> None:
-        rec["crc"] = self.codec.crc(rec)
+        rec["crc"] = self.codec.crc(rec) if self.crc else 0
         with self._lock:
             record_to_message(rec, self.codec, self._msg)
             self.endpoint.publish(self._msg)
@@ -61,7 +61,12 @@ class Ros2Reader(LatestSampleReader):
             msg_type, topic, self._on_message, _qos(reliable=False, depth=depth))
 
     def _on_message(self, msg) -> None:
-        self.offer(message_to_record(msg, self.codec))
+        try:
+            rec = message_to_record(msg, self.codec)
+        except ValueError:           # an array of the wrong length
+            self.drop("malformed")
+            return
+        self.offer(rec)
 
 
 class Ros2Transport(Transport):
@@ -94,9 +99,9 @@ class Ros2Transport(Transport):
     def lowcmd_writer(self) -> Ros2Writer:
         return self._made(Ros2Writer(self._node, self._types["cmd"], LOWCMD_ROS_TOPIC, LOWCMD))
 
-    def lowstate_writer(self) -> Ros2Writer:
+    def lowstate_writer(self, crc: bool = True) -> Ros2Writer:
         return self._made(Ros2Writer(self._node, self._types["state"], LOWSTATE_ROS_TOPIC,
-                                     LOWSTATE))
+                                     LOWSTATE, crc))
 
     def lowcmd_reader(self, check_crc: bool = True, depth: int = 1) -> Ros2Reader:
         return self._made(Ros2Reader(self._node, self._types["cmd"], LOWCMD_ROS_TOPIC, LOWCMD,
