@@ -49,7 +49,7 @@ def main() -> int:
     from bcg.transport.endpoint import transport_settings
     from bcg_sim_bridge.bridge import SimBridge
     from bcg_sim_bridge.config import NODE_NAME, BridgeConfig
-    from bcg_sim_bridge.physics import PhysicsCore
+    from bcg.mujoco_plant import PhysicsCore
     from bcg_sim_bridge.runner import COMMAND_HISTORY
 
     robot = RobotDescription.load(args.model)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-import bcg_policy_node.main as policy_node
+import bcg_policy_node.entry.main as policy_node
 import bcg_sim_bridge.main as sim_bridge
 from bcg.launch_graph import G1_RUN, MUJOCO_CHECK
 from bcg.ros_params import ParameterError
@@ -103,4 +103,5 @@ def test_the_ros_executables_are_those_the_packages_install():
     from bcg_policy_node.config import ROS_EXECUTABLE as POLICY_NODE_EXE
     from bcg_sim_bridge.config import ROS_EXECUTABLE as BRIDGE_EXE
     for package, exe in (("bcg_policy_node", POLICY_NODE_EXE), ("bcg_sim_bridge", BRIDGE_EXE)):
-        assert f'"{exe} = {package}.main:main"' in (REPO / package / "setup.py").read_text()
+        entry = "entry.main" if package == "bcg_policy_node" else "main"
+        assert f'"{exe} = {package}.{entry}:main"' in (REPO / package / "setup.py").read_text()

@@ -1,22 +1,24 @@
 """Pure parts of the policy node: state machine, safety checks, joint mapping, LowCmd contents."""
+import dataclasses
 import logging
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from bcg.contract import (load_motion, load_policy, mlp_model, robot_state_spec, stand_contract, stand_policy_path,
                           tracking_spec, write_policy)
-from bcg.robot import RobotDescription, SDK_JOINT_NAMES
+from bcg.robot import SDK_JOINT_NAMES, RobotDescription, resolve_model_path
 from bcg.wire import crc_ok, decode_lowcmd, encode_lowcmd, new_lowstate
-from bcg_policy_node.command_plan import LowCmdComposer, new_plan
 from bcg_policy_node.config import ConfigError, PolicyNodeConfig
-from bcg_policy_node.controller import Controller
-from bcg_policy_node.joint_map import JointMap, JointMapError
-from bcg_policy_node.remote import key_mask, set_keys
-from bcg_policy_node.safety import SafetyLimits, check_action, check_ready, check_stale, check_state
-from bcg_policy_node.state_machine import Phase, StateMachine
+from bcg_policy_node.core.command_plan import LowCmdComposer, new_plan
+from bcg_policy_node.core.controller import Controller
+from bcg_policy_node.core.joint_map import JointMap, JointMapError
+from bcg_policy_node.core.remote import key_mask, set_keys
+from bcg_policy_node.core.safety import SafetyLimits, check_action, check_ready, check_stale, check_state
+from bcg_policy_node.core.state_machine import Phase, StateMachine
 
-MODEL_DIR = "/work/shared/robots/unitree_g1/"
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
@@ -125,8 +127,16 @@ def test_policy_order_maps_by_name(robot):
     assert not jm.valid_slots[29:].any() and jm.valid_slots[:29].all()
 
 
-def test_23dof_and_locked_waist_mask_their_slots(robot):
-    small = RobotDescription.load(MODEL_DIR + "scene_23dof.xml")
+@pytest.fixture(scope="module")
+def robot23():
+    path = resolve_model_path().parent / "scene_23dof.xml"     # beside $BCG_G1_MODEL, as Unitree ships them
+    if not path.is_file():
+        pytest.skip(f"no 23-DoF model beside {resolve_model_path()}")
+    return RobotDescription.load(path)
+
+
+def test_23dof_and_locked_waist_mask_their_slots(robot, robot23):
+    small = robot23
     with pytest.raises(JointMapError, match="waist_roll_joint"):
         JointMap.build(stand_contract(robot), small)              # 29-DoF policy on a 23-DoF robot
     jm = JointMap.build(stand_contract(small), small, mode_machine=4)
@@ -277,7 +287,7 @@ def test_timing_parameters_are_checked_by_name(key, value, message):
 
 def test_command_line_leaves_ros_sections_to_rclpy_and_refuses_anything_unknown(capsys):
     from bcg.ros_params import without_ros_arguments
-    from bcg_policy_node.main import main, parse_args
+    from bcg_policy_node.entry.main import main, parse_args
     launched = ["--policy", "a.onnx", "--domain", "0", "--ros-args", "-r", "__node:=policy_node",
                 "--params-file", "/tmp/launch_params", "--", "--autostart"]   # as launch_ros appends it
     assert without_ros_arguments(launched) == ["--policy", "a.onnx", "--domain", "0", "--autostart"]
@@ -352,7 +362,7 @@ def test_damping_gains_are_per_joint(robot, stand):
 # -- gains against the PD path the commands meet ---------------------------------------------
 def test_damping_is_capped_and_unstable_policy_gains_are_named(robot, stand):
     from bcg.robot.pd_stability import PdPath
-    from bcg_policy_node.gains import damping_gains, policy_gain_warning
+    from bcg_policy_node.core.gains import damping_gains, policy_gain_warning
     kd, note = damping_gains(robot, 4.0, PdPath(0.001, 0))
     assert note is None and np.all(kd == 4.0)                           # g1.yaml's 4 at the bridge's 1 ms
     kd, note = damping_gains(robot, 4.0, PdPath(0.005, 1))
@@ -366,7 +376,7 @@ def test_damping_is_capped_and_unstable_policy_gains_are_named(robot, stand):
 
 
 def test_the_node_warns_at_start_for_its_declared_path(robot, caplog):
-    from bcg_policy_node.setup_node import build_controller
+    from bcg_policy_node.entry.setup_node import build_controller
     caplog.set_level(logging.INFO, logger="bcg_policy_node")
     build_controller(PolicyNodeConfig(pd_step=0.005, pd_delay_steps=1))
     assert "the policy's gains are unstable under explicit PD every 5 ms" in caplog.text
@@ -374,3 +384,21 @@ def test_the_node_warns_at_start_for_its_declared_path(robot, caplog):
     caplog.clear()
     build_controller(PolicyNodeConfig())
     assert "unstable" not in caplog.text and "capped" not in caplog.text
+
+
+def test_shipped_parameter_file_is_exactly_the_defaults():
+    """config/policy_node.yaml names every parameter, each at PolicyNodeConfig's default."""
+    from bcg.ros_params import read_ros_parameters
+    from bcg_policy_node.config import NODE_NAME
+    params = read_ros_parameters(REPO / "config" / "policy_node.yaml", NODE_NAME)
+    assert list(params) == [f.name for f in dataclasses.fields(PolicyNodeConfig)]
+    assert PolicyNodeConfig(**params) == PolicyNodeConfig()
+
+
+def test_the_unitree_mujoco_profile_changes_only_what_that_simulator_needs():
+    from bcg.ros_params import read_ros_parameters
+    from bcg_policy_node.config import NODE_NAME
+    params = read_ros_parameters(REPO / "config" / "policy_node_unitree_mujoco.yaml", NODE_NAME)
+    assert params == {"domain": 1, "interface": "lo", "check_state_crc": False, "autostart": True,
+                      "pd_step": 0.002, "pd_delay_steps": 1}
+    PolicyNodeConfig(**params)

@@ -18,6 +18,8 @@ from typing import Any, Dict, Optional
 
 import numpy as np
 
+from bcg.contract import ReferenceMotion
+from bcg.mujoco_plant import PhysicsCore
 from bcg.robot import RobotDescription
 from bcg.transport import Reader, Writer
 from bcg.transport.drop_log import DropLog
@@ -28,8 +30,6 @@ from .config import LOGGER_NAME, BridgeConfig
 from .elastic_band import ElasticBand
 from .lowstate_fill import LowStateFiller
 from .metrics import RunMetrics
-from bcg.contract import ReferenceMotion
-from .physics import PhysicsCore
 from .unitree_emulation import PRESTEP_STATES, ExplicitPdCommands
 
 MAX_PACING_LAG_S = 0.05

@@ -11,7 +11,6 @@ from typing import Any, Dict, Mapping, Optional, Union
 
 from bcg.ros_params import ParameterError, coerce_parameters, layered_parameters
 
-
 NODE_NAME = "sim_bridge"
 """The node's name: its ROS 2 node name and its section in a ROS 2 parameter file."""
 ROS_EXECUTABLE = "sim_bridge"

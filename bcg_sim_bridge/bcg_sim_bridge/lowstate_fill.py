@@ -8,9 +8,8 @@ import math
 import mujoco
 import numpy as np
 
+from bcg.mujoco_plant.indexing import as_slice_if_contiguous
 from bcg.robot import RobotDescription
-
-from .indexing import as_slice_if_contiguous
 
 
 class SensorError(ValueError):

@@ -97,7 +97,7 @@ def run(config: BridgeConfig, endpoint: Endpoint, stop: threading.Event, ros_nod
     """Open the transport (on `ros_node` in a ROS 2 node), build the bridge and run it until `stop`."""
     from bcg.transport import make_transport
 
-    from .runner import SETUP_ERRORS, build_bridge, run_bridge   # imports mujoco
+    from .runner import SETUP_ERRORS, build_bridge, run_bridge  # imports mujoco
     for note in endpoint.notes:
         log.info("%s", note)
     with make_transport(endpoint.transport, ros_node=ros_node) as transport:

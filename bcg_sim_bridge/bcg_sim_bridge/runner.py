@@ -3,15 +3,15 @@ import logging
 import threading
 from typing import Optional
 
+from bcg.contract import MotionFileError, load_motion
 from bcg.robot import ModelNotFoundError, RobotDescription, RobotDescriptionError
 from bcg.transport import Transport
 
 from .bridge import SimBridge
 from .config import LOGGER_NAME, BridgeConfig
 from .display import Recorder, Viewer, display_available
-from .metrics import write_json_atomic
 from .lowstate_fill import SensorError
-from bcg.contract import MotionFileError, load_motion
+from .metrics import write_json_atomic
 
 COMMAND_HISTORY = 64
 """LowCmd samples kept between two physics steps (the reader's depth): every command a 500 Hz

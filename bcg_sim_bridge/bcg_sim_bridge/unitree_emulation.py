@@ -19,10 +19,10 @@ from typing import Dict, Optional
 import mujoco
 import numpy as np
 
+from bcg.mujoco_plant import JointCommand
 from bcg.robot import RobotDescription
 
 from .command_gate import REJECT_REASONS
-from .joint_command import JointCommand
 from .lowstate_fill import joint_sensor_index
 
 PRESTEP_STATES = 80

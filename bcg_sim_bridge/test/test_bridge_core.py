@@ -1,26 +1,26 @@
 """Unit tests of the bridge's pure core: real MuJoCo, real wire records, no DDS."""
+import dataclasses
 import os
-from pathlib import Path
-
 import threading
+from pathlib import Path
 
 import mujoco
 import numpy as np
 import pytest
 
+from bcg.contract import MotionFileError, load_motion
+from bcg.contract.builtin import stand_gains
+from bcg.mujoco_plant import JointCommand, PhysicsCore
 from bcg.robot import SDK_JOINT_NAMES, RobotDescription, resolve_model_path
+from bcg.ros_params import read_ros_parameters
 from bcg.wire import crc_ok, encode_lowcmd, encode_lowstate, new_lowcmd
 from bcg_sim_bridge.bridge import SimBridge
 from bcg_sim_bridge.command_gate import CommandGate
-from bcg_sim_bridge.config import BridgeConfig, ConfigError, load_config
+from bcg_sim_bridge.config import NODE_NAME, BridgeConfig, ConfigError, load_config
 from bcg_sim_bridge.display import Recorder
 from bcg_sim_bridge.elastic_band import ElasticBand
-from bcg_sim_bridge.joint_command import JointCommand
 from bcg_sim_bridge.lowstate_fill import quat_to_rpy
 from bcg_sim_bridge.metrics import write_json_atomic
-from bcg.contract import MotionFileError, load_motion
-from bcg.contract.builtin import stand_gains
-from bcg_sim_bridge.physics import PhysicsCore
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -322,6 +322,8 @@ def test_config_errors_name_the_key(tmp_path):
 
 def test_shipped_parameter_file_matches_the_defaults():
     assert load_config(REPO / "config" / "sim_bridge.yaml") == BridgeConfig()
+    params = read_ros_parameters(REPO / "config" / "sim_bridge.yaml", NODE_NAME)
+    assert list(params) == [f.name for f in dataclasses.fields(BridgeConfig)]      # every one, in order
 
 
 def test_tracking_is_measured_from_the_motion_start(robot, tmp_path):

@@ -17,7 +17,6 @@ import threading
 from typing import Dict, List
 
 import numpy as np
-
 from cyclonedds._clayer import ddspy_take, ddspy_write
 from cyclonedds.core import (DDSException, Entity, InstanceState, Policy, Qos, ReadCondition,
                              SampleState, ViewState, WaitSet)

@@ -19,7 +19,7 @@ import numpy as np
 
 from bcg.contract import ObservationInputs, Policy, ReferenceMotion
 
-from .config import LOGGER_NAME
+from ..config import LOGGER_NAME
 from .joint_map import UNSET_MODE_MACHINE, JointMap
 from .remote import pressed_keys
 from .safety import SafetyLimits, check_action, check_finite, check_ready, check_stale, check_state

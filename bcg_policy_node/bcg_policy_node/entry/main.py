@@ -8,7 +8,7 @@ Started as `bcg-policy-node` (or by `bcg launch`) it talks Cyclone DDS directly;
 executable `policy_node` (ros2 run, ros2 launch) or with `--ros-args`, it is a ROS 2 node
 (`ros_node`): the rule, and which domain and interface follow from it, is `bcg.transport.endpoint`'s.
 The node is two processes: this one (LowState, safety checks, phases, policy) and the LowCmd writer
-it starts (`command_writer`); see `runtime`.
+it starts (`realtime.command_writer`); see `realtime.runtime`.
 Exit codes: 0 after a clean stop, 2 when it refuses to start (nothing published), 1 on a failure
 while running.
 """
@@ -20,7 +20,7 @@ from typing import List, Optional, Tuple
 from bcg.ros_params import without_ros_arguments
 from bcg.transport.endpoint import Endpoint, NodeStart, begin_node, node_settings
 
-from .config import LOGGER_NAME, NODE_NAME, ROBOT_DOMAIN, ROS_EXECUTABLE, PolicyNodeConfig
+from ..config import LOGGER_NAME, NODE_NAME, ROBOT_DOMAIN, ROS_EXECUTABLE, PolicyNodeConfig
 
 EXIT_REFUSED = 2
 """Exit code when the node refuses to start (bad policy, motion, parameters, robot)."""
@@ -64,7 +64,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     if endpoint.ros:
         from .ros_node import ros_main
         return ros_main(config, endpoint, start)
-    from .run_node import run     # the heavy imports (onnxruntime, mujoco) only once the arguments are good
+    from .run_node import run  # the heavy imports (onnxruntime, mujoco) only once the arguments are good
     return run(config, endpoint)
 
 

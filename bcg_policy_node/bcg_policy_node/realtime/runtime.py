@@ -33,13 +33,13 @@ from typing import Optional
 
 from bcg.transport.drop_log import DropLog
 
-from .command_plan import LowCmdComposer, new_plan
+from ..config import LOGGER_NAME
+from ..core.command_plan import LowCmdComposer, new_plan
+from ..core.controller import Controller
+from ..core.state_machine import Phase, Transition
 from .command_writer import WriterSettings, writer_main
-from .config import LOGGER_NAME
-from .controller import Controller
-from .realtime import PolicySchedule, request_cpu, request_fifo
+from .scheduling import PolicySchedule, request_cpu, request_fifo
 from .shared_plan import SharedPlan
-from .state_machine import Phase, Transition
 from .timing_stats import TimingStats
 
 log = logging.getLogger(LOGGER_NAME)

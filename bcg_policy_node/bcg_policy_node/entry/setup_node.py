@@ -9,12 +9,12 @@ from bcg.contract import MotionFileError, PolicyFileError, load_motion, load_pol
 from bcg.robot import ModelNotFoundError, RobotDescription, RobotDescriptionError
 from bcg.robot.pd_stability import PdPath
 
-from .config import LOGGER_NAME, ConfigError, PolicyNodeConfig
-from .controller import Controller
-from .gains import damping_gains, policy_gain_warning
-from .joint_map import JointMapError
-from .safety import SafetyLimits
-from .state_machine import StateMachine
+from ..config import LOGGER_NAME, ConfigError, PolicyNodeConfig
+from ..core.controller import Controller
+from ..core.gains import damping_gains, policy_gain_warning
+from ..core.joint_map import JointMapError
+from ..core.safety import SafetyLimits
+from ..core.state_machine import StateMachine
 
 WRITER_NODE_NAME = "policy_node_lowcmd_writer"
 """ROS 2 node name of the LowCmd writer process (it needs a node of its own)."""

@@ -14,7 +14,7 @@ from bcg.ros_node_shell import RclpyApi, ros_node_session
 from bcg.transport import make_transport
 from bcg.transport.endpoint import Endpoint, NodeStart
 
-from .config import LOGGER_NAME, NODE_NAME, PolicyNodeConfig
+from ..config import LOGGER_NAME, NODE_NAME, PolicyNodeConfig
 from .run_node import run
 
 

@@ -11,11 +11,11 @@ import signal
 from bcg.transport import make_transport
 from bcg.transport.endpoint import Endpoint
 
-from .command_writer import WriterSettings
-from .config import LOGGER_NAME
-from .joint_map import JointMapError
+from ..config import LOGGER_NAME
+from ..core.joint_map import JointMapError
+from ..realtime.command_writer import WriterSettings
+from ..realtime.runtime import EventLog, NodeRuntime
 from .main import EXIT_REFUSED
-from .runtime import EventLog, NodeRuntime
 from .setup_node import WRITER_NODE_NAME, StartupError, build_controller
 
 log = logging.getLogger(LOGGER_NAME)
