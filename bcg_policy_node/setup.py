@@ -17,5 +17,6 @@ setup(
     maintainer_email="maintainers@bcg-robotics.org",
     description="Realtime ONNX policy node for the Unitree G1.",
     license="BSD-3-Clause",
-    entry_points={"console_scripts": ["bcg-policy-node = bcg_policy_node.main:main", "policy_node = bcg_policy_node.main:main"]},
+    entry_points={"console_scripts": ["bcg-policy-node = bcg_policy_node.entry.main:main",
+                                      "policy_node = bcg_policy_node.entry.main:main"]},
 )

@@ -24,7 +24,7 @@ with make_transport(TransportConfig.simulation(int(sys.argv[1]), transport="dds"
     n = 0
     while not stop.is_set():
         n += r.wait(0.2) is not None
-    print(n, "/", r.crc_errors, flush=True)
+    print(n, "/", r.dropped["crc"], flush=True)
 """
 
 
@@ -46,9 +46,10 @@ def main() -> int:
 
     from bcg.robot import RobotDescription
     from bcg.transport import make_transport
+    from bcg.transport.endpoint import transport_settings
     from bcg_sim_bridge.bridge import SimBridge
-    from bcg_sim_bridge.config import BridgeConfig, transport_config
-    from bcg_sim_bridge.physics import PhysicsCore
+    from bcg_sim_bridge.config import NODE_NAME, BridgeConfig
+    from bcg.mujoco_plant import PhysicsCore
     from bcg_sim_bridge.runner import COMMAND_HISTORY
 
     robot = RobotDescription.load(args.model)
@@ -57,7 +58,7 @@ def main() -> int:
     sub = subprocess.Popen([sys.executable, "-c", SUBSCRIBER, str(args.domain)], stdout=subprocess.PIPE, text=True,
                            preexec_fn=(lambda: pin(cores[-1])) if len(cores) > 1 else None)
     pin(bench_core)
-    with make_transport(transport_config(config)) as transport:
+    with make_transport(transport_settings("dds", config.domain, config.interface, NODE_NAME)) as transport:
         bridge = SimBridge(config, robot, transport.lowcmd_reader(check_crc=False, depth=COMMAND_HISTORY),
                            transport.lowstate_writer())
         time.sleep(2.0)  # let the subscriber be discovered

@@ -35,7 +35,7 @@ from bcg.robot import SDK_JOINT_NAMES, RobotDescription
 from bcg.transport import TransportConfig, make_transport
 from bcg.wire import new_lowstate
 from bcg_policy_node.config import PolicyNodeConfig
-from bcg_policy_node.setup_node import build_controller
+from bcg_policy_node.entry.setup_node import build_controller
 
 FRAMES = tuple(range(1, 22))
 GOALS_MS = {"latency": 1.0, "writer_lateness": 0.3}

@@ -266,7 +266,10 @@ def test_a_killed_writer_process_is_replaced_by_damping_from_the_policy_process(
     proc = start_node(tmp_path, 56)
     try:
         t_kill = reach_policy(client)
-        os.kill(writer_process(proc.pid), signal.SIGKILL)
+        writer = writer_process(proc.pid)
+        libraries = Path(f"/proc/{writer}/maps").read_text()
+        assert "mujoco" not in libraries and "onnxruntime" not in libraries      # the 500 Hz writer stays light
+        os.kill(writer, signal.SIGKILL)
         out, _ = proc.communicate(timeout=20)
         time.sleep(0.1)
     finally:

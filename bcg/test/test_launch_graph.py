@@ -10,7 +10,7 @@ import pytest
 from bcg.cli import find_launch_file, load_graph
 from bcg.launch_graph import (G1_RUN, MUJOCO_CHECK, LaunchArgumentError, ProcessSpec, Supervisor, parse_assignments,
                               run_files)
-from bcg.launch_graph.verdict import evaluate, run as run_verdict
+from bcg.launch_graph.verdict import evaluate, run as run_verdict, table
 
 
 def test_launch_files_declare_the_shared_graphs():
@@ -112,6 +112,17 @@ def test_verdict_fields_and_safety_events():
     assert v["safety_events"] == [fault]                 # the stale event after the bridge ended is not one
     assert not evaluate(metrics(fell=True), events(), 5.0)["passed"]
     assert not evaluate(metrics(sim_time=2.0), events(), 5.0)["passed"]
+
+
+def test_the_verdict_reports_what_each_node_dropped_by_reason():
+    summary = {"policy_steps": 10, "final_phase": "damping",
+               "states_dropped": {"crc": 1250, "malformed": 0, "non_finite": 0, "not_ready": 80}}
+    v = evaluate(metrics(), {"transitions": [], "summary": summary}, 5.0)
+    assert v["states_dropped_by_reason"] == summary["states_dropped"]
+    assert v["commands_rejected_by_reason"] == {"crc": 1}
+    text = table(v)
+    assert "commands rejected" in text and "1 of 2501 (crc 1)" in text
+    assert "LowStates dropped by the node  1330 (crc 1250, not_ready 80)" in text
 
 
 def test_verdict_files_and_exit_codes(tmp_path):

@@ -19,7 +19,7 @@ from bcg.launch_graph.lifecycle import Decision, Lifecycle
 
 REPO = Path(__file__).resolve().parents[2]
 LAUNCH_FILES = sorted((REPO / "launch").glob("*.launch.py"))
-ROS_SHELLS = [REPO / "bcg_policy_node" / "bcg_policy_node" / "ros_node.py",
+ROS_SHELLS = [REPO / "bcg_policy_node" / "bcg_policy_node" / "entry" / "ros_node.py",
               REPO / "bcg_sim_bridge" / "bcg_sim_bridge" / "ros_node.py",
               REPO / "bcg" / "bcg" / "transport" / "ros2.py",
               REPO / "bcg" / "bcg" / "launch_graph" / "ros.py"]

@@ -1,16 +1,22 @@
-"""Typed parameters of the policy node: dataclass defaults < params YAML (`ros__parameters`) < flags.
+"""Typed parameters of the policy node: dataclass defaults < `--params` YAML (`ros__parameters`) <
+the ROS 2 command line's `--params-file` / `-p` < the node's own flags (`bcg.ros_params.layered_parameters`).
 
 The same YAML (config/policy_node.yaml) is passed to the ROS 2 node by the launch files and read by
 the direct-DDS entry point. Every bad value raises `ConfigError` naming the key.
 """
 import math
 from dataclasses import dataclass, fields
-from pathlib import Path
-from typing import Any, Dict, Mapping, Optional, Union
 
-from bcg.ros_params import ParameterError, coerce_parameters, read_ros_parameters
+from bcg.ros_params import ParameterError
 
 NODE_NAME = "policy_node"
+"""The node's name: its ROS 2 node name and its section in a parameter file."""
+ROS_EXECUTABLE = "policy_node"
+"""The executable `ros2 run` / `ros2 launch` start (setup.py); started as it, the node is a ROS 2 node."""
+LOGGER_NAME = "bcg_policy_node"
+"""The std logger every module of the node logs to (routed to rclpy's logger in a ROS 2 node)."""
+ROBOT_DOMAIN = 0
+"""The DDS domain when `domain` is -1 outside ROS 2 (or ROS_DOMAIN_ID is unset): the robot's."""
 
 
 ConfigError = ParameterError
@@ -26,9 +32,10 @@ class PolicyNodeConfig:
     model: str = ""
     """G1 MuJoCo XML (joint names, limits); empty: $BCG_G1_MODEL."""
     transport: str = "auto"
-    """'auto' (ROS 2 when rclpy imports, else direct DDS), 'ros2' or 'dds'."""
-    domain: int = 0
-    """DDS domain id (0 on the robot, 1 in simulation)."""
+    """'auto': ROS 2 in a ROS 2 node (started by ros2 run / ros2 launch, or with --ros-args), else
+    Cyclone DDS directly; 'ros2' or 'dds' to insist (`bcg.transport.endpoint`)."""
+    domain: int = -1
+    """DDS domain id (0 on the robot, 1 in simulation); -1: $ROS_DOMAIN_ID in a ROS 2 node, else 0."""
     interface: str = ""
     """Network interface ('lo': loopback with unicast peer 127.0.0.1); empty: Cyclone's choice."""
     autostart: bool = False
@@ -54,7 +61,8 @@ class PolicyNodeConfig:
     """CPU the LowCmd writer process is pinned to (best effort); -1: any. Measured on 2 cores with
     receiver_cpu 0 / writer_cpu 1: LowState -> LowCmd p99 about 0.15 ms lower than unpinned."""
     check_state_crc: bool = True
-    """Drop LowState whose CRC is wrong (turn off for senders that leave crc = 0)."""
+    """Drop LowState whose CRC is wrong (turn off, or --no-state-crc, for senders that leave crc = 0,
+    such as Unitree's MuJoCo simulator: config/policy_node_unitree_mujoco.yaml)."""
     stale_periods: float = 3.0
     """LowState older than this many policy periods triggers damping."""
     max_joint_velocity: float = 35.0
@@ -65,7 +73,14 @@ class PolicyNodeConfig:
     """Bits of MotorState.motorstate that count as a motor fault (`safety.MOTOR_FAULT_BITS` names the
     documented 16; all 32 by default, the undocumented ones included). The damping log names the bits."""
     damping_kd: float = -1.0
-    """N m s/rad in damping (kp = 0); negative: the robot description's damping_kd."""
+    """N m s/rad in damping (kp = 0); negative: the robot description's damping_kd. Capped per joint to
+    stay stable under the PD path below (`gains.damping_gains`; the start-up log names the joints)."""
+    pd_step: float = 0.001
+    """s: step of the explicit PD law the node's commands meet, held over the step: this suite's bridge
+    evaluates it in every 1 ms physics step (the robot's motor drivers faster still); Unitree's MuJoCo
+    simulator once per SIMULATE_DT. The damping gain is capped for it, the policy's gains checked."""
+    pd_delay_steps: int = 0
+    """How many steps old the sensors that PD law reads are (Unitree's MuJoCo simulator: 1; the bridge: 0)."""
     shutdown_damping: float = 1.0
     """s of damping published after stop / SIGINT / SIGTERM before exiting."""
     events: str = ""
@@ -77,7 +92,7 @@ class PolicyNodeConfig:
             if isinstance(v, float) and not math.isfinite(v):
                 raise ConfigError(f"{NODE_NAME} parameter `{f.name}` = {v!r}: must be finite")
         checks = (("transport", self.transport in ("auto", "ros2", "dds"), "must be 'auto', 'ros2' or 'dds'"),
-                  ("domain", 0 <= self.domain <= 232, "DDS domain ids are 0..232"),
+                  ("domain", -1 <= self.domain <= 232, "DDS domain ids are 0..232 (-1: unset)"),
                   ("writer_hz", self.writer_hz > 0, "must be > 0"),
                   ("writer_spin", 0 <= self.writer_spin < 1.0 / max(self.writer_hz, 1e-9), "must be >= 0 and "
                    "shorter than the writer period"),
@@ -89,20 +104,9 @@ class PolicyNodeConfig:
                   ("ramp_duration", self.ramp_duration >= 0, "must be >= 0"),
                   ("autostart_hold", self.autostart_hold >= 0, "must be >= 0"),
                   ("shutdown_damping", self.shutdown_damping >= 0, "must be >= 0"),
+                  ("pd_step", self.pd_step > 0, "must be > 0"),
+                  ("pd_delay_steps", 0 <= self.pd_delay_steps <= 10, "must be 0..10"),
                   ("motor_fault_mask", 0 <= self.motor_fault_mask <= 0xFFFFFFFF, "must fit in uint32"))
         for key, ok, message in checks:
             if not ok:
                 raise ConfigError(f"{NODE_NAME} parameter `{key}` = {getattr(self, key)!r}: {message}")
-
-
-def coerce(values: Mapping[str, Any]) -> Dict[str, Any]:
-    """Check names and types against PolicyNodeConfig (ints accepted for floats, None for str)."""
-    return coerce_parameters(values, PolicyNodeConfig, NODE_NAME)
-
-
-def load_config(params_file: Optional[Union[str, Path]] = None,
-                overrides: Optional[Mapping[str, Any]] = None) -> PolicyNodeConfig:
-    """Defaults, then the file's parameters, then `overrides` (command-line flags)."""
-    values = coerce(read_ros_parameters(params_file, NODE_NAME)) if params_file else {}
-    values.update(coerce(overrides or {}))
-    return PolicyNodeConfig(**values)

@@ -1,21 +1,25 @@
 """Pure parts of the policy node: state machine, safety checks, joint mapping, LowCmd contents."""
+import dataclasses
+import logging
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 from bcg.contract import (load_policy, mlp_model, robot_state_spec, stand_contract, stand_policy_path, tracking_spec,
                           write_policy)
 from bcg.motion import load_motion
-from bcg.robot import RobotDescription, SDK_JOINT_NAMES
+from bcg.robot import SDK_JOINT_NAMES, RobotDescription, resolve_model_path
 from bcg.wire import crc_ok, decode_lowcmd, encode_lowcmd, new_lowstate
-from bcg_policy_node.command_plan import LowCmdComposer, new_plan
 from bcg_policy_node.config import ConfigError, PolicyNodeConfig
-from bcg_policy_node.controller import Controller
-from bcg_policy_node.joint_map import JointMap, JointMapError
-from bcg_policy_node.remote import key_mask, set_keys
-from bcg_policy_node.safety import SafetyLimits, check_action, check_stale, check_state
-from bcg_policy_node.state_machine import Phase, StateMachine
+from bcg_policy_node.core.command_plan import LowCmdComposer, new_plan
+from bcg_policy_node.core.controller import Controller
+from bcg_policy_node.core.joint_map import JointMap, JointMapError
+from bcg_policy_node.core.remote import key_mask, set_keys
+from bcg_policy_node.core.safety import SafetyLimits, check_action, check_ready, check_stale, check_state
+from bcg_policy_node.core.state_machine import Phase, StateMachine
 
-MODEL_DIR = "/work/shared/robots/unitree_g1/"
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
@@ -124,8 +128,16 @@ def test_policy_order_maps_by_name(robot):
     assert not jm.valid_slots[29:].any() and jm.valid_slots[:29].all()
 
 
-def test_23dof_and_locked_waist_mask_their_slots(robot):
-    small = RobotDescription.load(MODEL_DIR + "scene_23dof.xml")
+@pytest.fixture(scope="module")
+def robot23():
+    path = resolve_model_path().parent / "scene_23dof.xml"     # beside $BCG_G1_MODEL, as Unitree ships them
+    if not path.is_file():
+        pytest.skip(f"no 23-DoF model beside {resolve_model_path()}")
+    return RobotDescription.load(path)
+
+
+def test_23dof_and_locked_waist_mask_their_slots(robot, robot23):
+    small = robot23
     with pytest.raises(JointMapError, match="waist_roll_joint"):
         JointMap.build(stand_contract(robot), small)              # 29-DoF policy on a 23-DoF robot
     jm = JointMap.build(stand_contract(small), small, mode_machine=4)
@@ -182,6 +194,7 @@ def test_lowcmd_echoes_mode_machine_and_enables_valid_slots(robot, stand):
     assert command_at(c, 0.0) is None                               # WAIT: nothing to send
     s = standing_state(robot, mode_machine=5)
     s["motor_state"]["q"][robot.motor_slots] = 0.0
+    s["tick"] = 1                                                   # a running robot at the zero pose
     c.on_state(s, 0.0)
     cmd = command_at(c, 0.0)
     assert cmd["mode_machine"] == 5 and crc_ok(cmd)
@@ -275,7 +288,7 @@ def test_timing_parameters_are_checked_by_name(key, value, message):
 
 def test_command_line_leaves_ros_sections_to_rclpy_and_refuses_anything_unknown(capsys):
     from bcg.ros_params import without_ros_arguments
-    from bcg_policy_node.main import main, parse_args
+    from bcg_policy_node.entry.main import main, parse_args
     launched = ["--policy", "a.onnx", "--domain", "0", "--ros-args", "-r", "__node:=policy_node",
                 "--params-file", "/tmp/launch_params", "--", "--autostart"]   # as launch_ros appends it
     assert without_ros_arguments(launched) == ["--policy", "a.onnx", "--domain", "0", "--autostart"]
@@ -284,3 +297,109 @@ def test_command_line_leaves_ros_sections_to_rclpy_and_refuses_anything_unknown(
     with pytest.raises(SystemExit) as e:
         main(["--polcy", "a.onnx"])                                         # a typo is never ignored
     assert e.value.code == 2 and "unrecognized arguments: --polcy" in capsys.readouterr().err
+
+
+# -- start-up: a robot that is not ready yet -------------------------------------------------
+def unitree_prestep_state():
+    """What Unitree's simulator publishes before its first physics step: all zero."""
+    return new_lowstate()
+
+
+def test_a_robot_that_is_not_ready_is_waited_for_not_faulted(robot, stand):
+    c = make_controller(robot, stand, autostart=True)
+    for k in range(80):
+        c.on_state(unitree_prestep_state(), 0.005 * k)
+    s = standing_state(robot)
+    s["imu_state"]["quaternion"] = [0.5, 0, 0, 0]                      # not a unit quaternion
+    c.on_state(s, 0.4)
+    nan = standing_state(robot)
+    nan["imu_state"]["gyroscope"][0] = np.nan
+    c.on_state(nan, 0.41)
+    assert c.machine.phase is Phase.WAIT and c.transitions == []          # no damping latched
+    assert c.dropped == {"non_finite": 1, "not_ready": 81} and command_at(c, 0.41) is None
+    c.on_state(standing_state(robot), 0.42)
+    c.tick(0.43)
+    assert [t.target for t in c.transitions] == [Phase.ZERO_TORQUE, Phase.RAMP]
+
+
+def test_every_joint_at_zero_with_tick_zero_is_not_ready_but_a_running_robot_is(robot):
+    s = standing_state(robot)
+    s["motor_state"]["q"][:] = 0.0
+    assert check_ready(s, VALID) == "every joint at 0 with tick 0"
+    s["tick"] = 5
+    assert check_ready(s, VALID) is None
+    s["imu_state"]["quaternion"] = 0.0
+    assert check_ready(s, VALID) == "IMU quaternion is all zero"
+
+
+def test_in_zero_torque_a_not_ready_state_keeps_the_node_waiting_and_fresh(robot, stand):
+    c = make_controller(robot, stand, autostart=False)
+    c.on_state(standing_state(robot), 0.0)
+    assert c.machine.phase is Phase.ZERO_TORQUE
+    c.on_state(unitree_prestep_state(), 0.05)
+    assert c.machine.phase is Phase.ZERO_TORQUE and c.state_time == 0.05 and c.dropped["not_ready"] == 1
+
+
+def test_once_motion_was_commanded_the_same_states_are_faults(robot, stand):
+    c = make_controller(robot, stand, autostart=True, ramp_duration_s=1.0)
+    c.on_state(standing_state(robot), 0.0)
+    c.tick(0.01)
+    assert c.machine.phase is Phase.RAMP
+    c.on_state(unitree_prestep_state(), 0.02)
+    assert c.machine.phase is Phase.DAMPING and c.transitions[-1].reason == "IMU quaternion is all zero"
+    assert c.dropped == {"non_finite": 0, "not_ready": 0}
+
+
+def test_damping_gains_are_per_joint(robot, stand):
+    kd = np.linspace(1.0, 2.0, robot.num_joints)
+    c = Controller(stand, robot, SafetyLimits(), StateMachine(), damping_kd=kd)
+    c.on_state(standing_state(robot), 0.0)
+    c.fault(0.1, "test")
+    cmd = command_at(c, 0.1)
+    np.testing.assert_allclose(cmd["motor_cmd"]["kd"][robot.motor_slots], kd, rtol=1e-6)
+    assert not cmd["motor_cmd"]["kd"][29:].any()
+
+
+# -- gains against the PD path the commands meet ---------------------------------------------
+def test_damping_is_capped_and_unstable_policy_gains_are_named(robot, stand):
+    from bcg.robot.pd_stability import PdPath
+    from bcg_policy_node.core.gains import damping_gains, policy_gain_warning
+    kd, note = damping_gains(robot, 4.0, PdPath(0.001, 0))
+    assert note is None and np.all(kd == 4.0)                           # g1.yaml's 4 at the bridge's 1 ms
+    kd, note = damping_gains(robot, 4.0, PdPath(0.005, 1))
+    ankle = robot.joint_names.index("left_ankle_roll_joint")
+    assert kd[ankle] == pytest.approx(1.37, abs=0.05) and kd.max() == 4.0
+    assert note.startswith("damping kd 4 capped on 16 joint(s)") and f"left_ankle_roll_joint {kd[ankle]:.2f}" in note
+    assert policy_gain_warning(stand.contract, robot, PdPath(0.002, 1)) is None
+    warning = policy_gain_warning(stand.contract, robot, PdPath(0.005, 1))
+    assert warning.startswith("the policy's gains are unstable under explicit PD every 5 ms from sensors 1 step")
+    assert "left_ankle_roll_joint (kp 285" in warning and "pd_step / pd_delay_steps" in warning
+
+
+def test_the_node_warns_at_start_for_its_declared_path(robot, caplog):
+    from bcg_policy_node.entry.setup_node import build_controller
+    caplog.set_level(logging.INFO, logger="bcg_policy_node")
+    build_controller(PolicyNodeConfig(pd_step=0.005, pd_delay_steps=1))
+    assert "the policy's gains are unstable under explicit PD every 5 ms" in caplog.text
+    assert "damping kd 4 capped on" in caplog.text
+    caplog.clear()
+    build_controller(PolicyNodeConfig())
+    assert "unstable" not in caplog.text and "capped" not in caplog.text
+
+
+def test_shipped_parameter_file_is_exactly_the_defaults():
+    """config/policy_node.yaml names every parameter, each at PolicyNodeConfig's default."""
+    from bcg.ros_params import read_ros_parameters
+    from bcg_policy_node.config import NODE_NAME
+    params = read_ros_parameters(REPO / "config" / "policy_node.yaml", NODE_NAME)
+    assert list(params) == [f.name for f in dataclasses.fields(PolicyNodeConfig)]
+    assert PolicyNodeConfig(**params) == PolicyNodeConfig()
+
+
+def test_the_unitree_mujoco_profile_changes_only_what_that_simulator_needs():
+    from bcg.ros_params import read_ros_parameters
+    from bcg_policy_node.config import NODE_NAME
+    params = read_ros_parameters(REPO / "config" / "policy_node_unitree_mujoco.yaml", NODE_NAME)
+    assert params == {"domain": 1, "interface": "lo", "check_state_crc": False, "autostart": True,
+                      "pd_step": 0.002, "pd_delay_steps": 1}
+    PolicyNodeConfig(**params)

@@ -5,28 +5,43 @@ reject each (so the counts are those of what the controller sent), apply the com
 (latest accepted, or damping after the timeout), the elastic band, one `mj_step`. Every
 `steps_per_state` steps: fill and publish a LowState, sample the metrics, queue a frame for the
 recorder (rendered in its own thread), sync the viewer, and (unless `fast`) sleep until the wall
-clock catches up. Transport-agnostic: it sees only a `Reader` of LowCmd and a `Writer` of LowState.
+clock catches up. Rejected LowCmds are reported as the node reports dropped LowStates
+(`DropLog`: the first at once, then a summary every few seconds, the totals at the end).
+Transport-agnostic: it sees only a `Reader` of LowCmd and a `Writer` of LowState. Emulating
+Unitree's simulator (`config.emulate`), the gate and the LowState are that simulator's
+(`unitree_emulation.py`), and zero LowStates precede the first step.
 """
+import logging
 import threading
 import time
 from typing import Any, Dict, Optional
 
 import numpy as np
 
+from bcg.motion import ReferenceMotion
+from bcg.mujoco_plant import PhysicsCore
 from bcg.robot import RobotDescription
 from bcg.transport import Reader, Writer
+from bcg.transport.drop_log import DropLog
 from bcg.wire import new_lowstate
 
 from .command_gate import REJECT_REASONS, CommandGate
-from .config import BridgeConfig
+from .config import LOGGER_NAME, BridgeConfig
 from .elastic_band import ElasticBand
 from .lowstate_fill import LowStateFiller
 from .metrics import RunMetrics
-from bcg.motion import ReferenceMotion
-from .physics import PhysicsCore
+from .unitree_emulation import PRESTEP_STATES, ExplicitPdCommands
 
 MAX_PACING_LAG_S = 0.05
 """Wall-clock seconds the paced loop may fall behind before it stops trying to catch up."""
+log = logging.getLogger(LOGGER_NAME)
+
+
+def rejection_texts(robot: RobotDescription) -> dict:
+    """What each of `REJECT_REASONS` means, and what to do about it (for the bridge's log)."""
+    return {"crc": "CRC mismatch (the sender does not set the robot's CRC on LowCmd)",
+            "mode_machine": f"mode_machine is not the robot's {robot.mode_machine} (echo LowState's mode_machine)",
+            "non_finite": "non-finite value in a motor command"}
 
 
 class SimBridge:
@@ -38,9 +53,11 @@ class SimBridge:
         self.config = config
         self.core = PhysicsCore(robot, config.physics_hz, config.initial_pose)
         kd = robot.damping_kd if config.damping_kd < 0 else config.damping_kd
-        self.gate = CommandGate(robot, config.command_timeout, kd)
+        self.gate = (ExplicitPdCommands(robot, self.core.model, self.core.data) if config.emulate else
+                     CommandGate(robot, config.command_timeout, kd))
+        self.rejections = DropLog("LowCmd", rejection_texts(robot), verb="rejected")
         self.lowstate = new_lowstate()
-        self.filler = LowStateFiller(self.core.model, robot, self.lowstate)
+        self.filler = LowStateFiller(self.core.model, robot, self.lowstate, as_robot=not config.emulate)
         self.metrics = RunMetrics(self.core.model, robot, config.fall_height, motion, config.motion_start)
         self.band = None
         if config.elastic_band:
@@ -81,10 +98,17 @@ class SimBridge:
             self.states.write(self.lowstate)
         self.states_published += 1
 
+    def report_rejections(self) -> None:
+        """Log what `rejections` has to say about the gate's counters now (wall clock)."""
+        line = self.rejections.update(self.gate.rejected, time.monotonic())
+        if line is not None:
+            log.warning("%s", line)
+
     def state_period(self) -> bool:
         """Advance one state period and do what follows it; False when the viewer was closed."""
         for _ in range(self.config.steps_per_state):
             self.physics_step()
+        self.report_rejections()
         self.publish_state()
         data = self.core.data
         self.metrics.sample(data)
@@ -107,10 +131,23 @@ class SimBridge:
                 return True
         return False
 
+    def publish_prestep_states(self, stop: threading.Event) -> None:
+        """Unitree's simulator before its first physics step: PRESTEP_STATES all-zero LowStates at the
+        state rate (wall clock)."""
+        zero, period = new_lowstate(), 1.0 / self.config.state_hz
+        for _ in range(PRESTEP_STATES):
+            if stop.is_set():
+                return
+            if self.states is not None:
+                self.states.write(zero)
+            time.sleep(period)
+
     def run(self, stop: Optional[threading.Event] = None) -> None:
         """Run until `config.duration` simulated seconds have passed (0: forever) or `stop` is set."""
         stop = stop or threading.Event()
         c = self.config
+        if c.emulate:
+            self.publish_prestep_states(stop)
         if c.wait_for_command > 0:
             self.wait_for_first_command(stop, c.wait_for_command)
         end = c.duration - 0.5 * self.core.dt if c.duration > 0 else np.inf
@@ -140,6 +177,7 @@ class SimBridge:
         sim_time = self.core.time
         return {
             "model": str(robot.model_path),
+            "emulate": c.emulate,
             "num_joints": robot.num_joints,
             "mode_machine": robot.mode_machine,
             "physics_hz": c.physics_hz,

@@ -9,10 +9,9 @@ from typing import Dict, Optional
 
 import numpy as np
 
+from bcg.mujoco_plant import JointCommand
 from bcg.robot import RobotDescription
 from bcg.wire import crc_ok
-
-from .joint_command import JointCommand
 
 REJECT_REASONS = ("crc", "mode_machine", "non_finite")
 """Why a LowCmd was rejected, in the order the checks run."""

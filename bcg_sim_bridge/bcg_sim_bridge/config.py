@@ -9,12 +9,18 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Dict, Mapping, Optional, Union
 
-from bcg.ros_params import ParameterError, coerce_parameters, read_ros_parameters
-from bcg.transport import TransportConfig
-
+from bcg.ros_params import ParameterError, coerce_parameters, layered_parameters
 
 NODE_NAME = "sim_bridge"
-"""The node's name: its section in a ROS 2 parameter file."""
+"""The node's name: its ROS 2 node name and its section in a ROS 2 parameter file."""
+ROS_EXECUTABLE = "sim_bridge"
+"""The executable `ros2 run` / `ros2 launch` start (setup.py); started as it, the bridge is a ROS 2 node."""
+LOGGER_NAME = "bcg_sim_bridge"
+"""The std logger every module of the bridge logs to (routed to rclpy's logger in a ROS 2 node)."""
+SIMULATOR_DOMAIN = 1
+"""The DDS domain when `domain` is -1 outside ROS 2 (or ROS_DOMAIN_ID is unset): Unitree's simulator's."""
+EMULATIONS = ("", "unitree_mujoco")
+"""`emulate` values (`unitree_emulation.py`; kept here for the same reason as BAND_MODES)."""
 BAND_MODES = ("hold", "hang")
 """Elastic band modes (`elastic_band.py`). Kept here, not there: this module must not import mujoco,
 which reads $MUJOCO_GL once, at its import (`display.choose_offscreen_backend`)."""
@@ -30,12 +36,18 @@ class BridgeConfig:
 
     model: str = ""
     """Path of the G1 MuJoCo XML (scene with a floor); empty: $BCG_G1_MODEL."""
-    transport: str = "dds"
-    """'dds' (Cyclone DDS directly, like the robot) or 'ros2' (rclpy; needs a ROS 2 install)."""
-    domain: int = 1
-    """DDS domain id (the robot uses 0, Unitree's simulator 1)."""
+    transport: str = "auto"
+    """'auto': ROS 2 in a ROS 2 node (started by ros2 run / ros2 launch, or with --ros-args), else
+    Cyclone DDS directly, like the robot; 'ros2' or 'dds' to insist (`bcg.transport.endpoint`)."""
+    domain: int = -1
+    """DDS domain id (the robot uses 0, Unitree's simulator 1); -1: $ROS_DOMAIN_ID in a ROS 2 node, else 1."""
     interface: str = "lo"
     """Network interface DDS binds to (loopback by default)."""
+    emulate: str = ""
+    """'': behave like the robot (validate LowCmd, PD inside every physics step, CRC on LowState);
+    'unitree_mujoco': behave like Unitree's MuJoCo simulator, as measured (`unitree_emulation.py`:
+    crc / mode_machine / tick 0, zero LowStates before the first step, zero torque before the first
+    LowCmd, explicit PD once per command from one-step-old sensors). Needs state_hz = physics_hz."""
     physics_hz: float = 1000.0
     """MuJoCo step rate, Hz (model.opt.timestep = 1 / physics_hz); the PD law runs every step."""
     state_hz: float = 500.0
@@ -113,8 +125,8 @@ def _validate(c: BridgeConfig) -> None:
         value = getattr(c, f.name)
         if isinstance(value, float):
             _require(math.isfinite(value), f.name, "must be finite", value)
-    _require(c.transport in ("dds", "ros2"), "transport", "must be 'dds' or 'ros2'", c.transport)
-    _require(0 <= c.domain <= 232, "domain", "DDS domain ids are 0..232", c.domain)
+    _require(c.transport in ("auto", "dds", "ros2"), "transport", "must be 'auto', 'dds' or 'ros2'", c.transport)
+    _require(-1 <= c.domain <= 232, "domain", "DDS domain ids are 0..232 (-1: unset)", c.domain)
     for key in ("physics_hz", "state_hz", "command_timeout", "record_fps",
                 "record_width", "record_height"):
         _require(getattr(c, key) > 0, key, "must be > 0", getattr(c, key))
@@ -128,6 +140,11 @@ def _validate(c: BridgeConfig) -> None:
     _require(c.band_mode == "hold" or c.band_length >= 0, "band_length", "must be >= 0 in 'hang' mode",
              c.band_length)
     _require(c.initial_pose in ("default", "zero"), "initial_pose", "must be 'default' or 'zero'", c.initial_pose)
+    _require(c.emulate in EMULATIONS, "emulate", f"must be one of {EMULATIONS}", c.emulate)
+    _require(not c.emulate or c.state_hz == c.physics_hz, "state_hz", "must equal physics_hz when emulating "
+             "Unitree's simulator (one LowState per physics step)", c.state_hz)
+    _require(not c.emulate or c.wait_for_command == 0, "wait_for_command", "must be 0 when emulating Unitree's "
+             "simulator (it steps from the start, commands or not)", c.wait_for_command)
     _require(bool(c.band_body), "band_body", "must name a body of the model", c.band_body)
 
 
@@ -139,17 +156,4 @@ def coerce_values(values: Mapping[str, Any]) -> Dict[str, Any]:
 def load_config(params_file: Optional[Union[str, Path]] = None,
                 overrides: Optional[Mapping[str, Any]] = None) -> BridgeConfig:
     """Defaults, then the file's `ros__parameters`, then `overrides` (e.g. command-line flags)."""
-    values: Dict[str, Any] = {}
-    if params_file:
-        values.update(coerce_values(read_ros_parameters(params_file, NODE_NAME)))
-    values.update(coerce_values(overrides or {}))
-    return BridgeConfig(**values)
-
-
-def transport_config(config: BridgeConfig, node_name: str = NODE_NAME) -> TransportConfig:
-    """The transport settings of `config`: on 'lo' unicast to 127.0.0.1 without multicast."""
-    if config.interface == "lo":
-        return dataclasses.replace(TransportConfig.simulation(domain_id=config.domain, transport=config.transport),
-                                   node_name=node_name)
-    return TransportConfig(transport=config.transport, domain_id=config.domain,
-                           interface=config.interface or None, node_name=node_name)
+    return BridgeConfig(**layered_parameters(BridgeConfig, NODE_NAME, params_file, flags=overrides))

@@ -8,9 +8,8 @@ import math
 import mujoco
 import numpy as np
 
+from bcg.mujoco_plant.indexing import as_slice_if_contiguous
 from bcg.robot import RobotDescription
-
-from .indexing import as_slice_if_contiguous
 
 
 class SensorError(ValueError):
@@ -28,7 +27,7 @@ def _sensor_index(model: mujoco.MjModel, name: str, dim: int) -> np.ndarray:
     return np.arange(adr, adr + dim)
 
 
-def _joint_sensors(model: mujoco.MjModel, joint_names, suffix: str):
+def joint_sensor_index(model: mujoco.MjModel, joint_names, suffix: str):
     """Index (slice when contiguous) into `sensordata` of `<joint>_<suffix>` for every joint."""
     base = [n[:-len("_joint")] if n.endswith("_joint") else n for n in joint_names]
     return as_slice_if_contiguous(np.concatenate([_sensor_index(model, f"{b}_{suffix}", 1) for b in base]))
@@ -46,21 +45,24 @@ class LowStateFiller:
     """Writes the simulated robot's state into one LowState record (`bcg.wire.new_lowstate()`).
 
     Unused motor slots keep what the record holds (zeros for a fresh one); `mode` is 1 on the
-    driven slots. The CRC is left to the writer.
+    driven slots. The CRC is left to the writer. `as_robot` False fills only what Unitree's MuJoCo
+    simulator fills (joint q / dq / tau_est, IMU quaternion / gyroscope / accelerometer): `tick`,
+    `mode_machine`, motor modes and rpy stay 0.
     """
 
-    def __init__(self, model: mujoco.MjModel, robot: RobotDescription, rec: np.void):
-        self.rec = rec
-        self._q = _joint_sensors(model, robot.joint_names, "pos")
-        self._dq = _joint_sensors(model, robot.joint_names, "vel")
-        self._tau = _joint_sensors(model, robot.joint_names, "torque")
+    def __init__(self, model: mujoco.MjModel, robot: RobotDescription, rec: np.void, as_robot: bool = True):
+        self.rec, self.as_robot = rec, as_robot
+        self._q = joint_sensor_index(model, robot.joint_names, "pos")
+        self._dq = joint_sensor_index(model, robot.joint_names, "vel")
+        self._tau = joint_sensor_index(model, robot.joint_names, "torque")
         self._quat = as_slice_if_contiguous(_sensor_index(model, "imu_quat", 4))
         self._gyro = as_slice_if_contiguous(_sensor_index(model, "imu_gyro", 3))
         self._acc = as_slice_if_contiguous(_sensor_index(model, "imu_acc", 3))
         slots = as_slice_if_contiguous(robot.motor_slots)
         motors, imu = rec["motor_state"], rec["imu_state"]
-        motors["mode"][slots] = 1
-        rec["mode_machine"] = robot.mode_machine
+        if as_robot:
+            motors["mode"][slots] = 1
+            rec["mode_machine"] = robot.mode_machine
         self._views = ((motors["q"], slots, self._q), (motors["dq"], slots, self._dq),
                        (motors["tau_est"], slots, self._tau), (imu["quaternion"], slice(None), self._quat),
                        (imu["gyroscope"], slice(None), self._gyro), (imu["accelerometer"], slice(None), self._acc))
@@ -69,8 +71,9 @@ class LowStateFiller:
     def fill(self, data: mujoco.MjData) -> np.void:
         """Set tick (ms of simulated time), IMU and motor states from `data`; returns the record."""
         sd = data.sensordata
-        self.rec["tick"] = int(round(data.time * 1000.0)) & 0xFFFFFFFF
         for view, where, source in self._views:
             view[where] = sd[source]
-        self._rpy[:] = quat_to_rpy(sd[self._quat])
+        if self.as_robot:
+            self.rec["tick"] = int(round(data.time * 1000.0)) & 0xFFFFFFFF
+            self._rpy[:] = quat_to_rpy(sd[self._quat])
         return self.rec

@@ -5,28 +5,37 @@ Examples::
     bcg-sim-bridge --model scene_29dof.xml --domain 1 --interface lo
     bcg-sim-bridge --fast --duration 10 --metrics out/metrics.json --headless
     bcg-sim-bridge --params config/sim_bridge.yaml --elastic-band --record out/run.gif
-    ros2 run bcg_sim_bridge sim_bridge --ros-args --params-file config/sim_bridge.yaml
+    ros2 run bcg_sim_bridge sim_bridge --ros-args --params-file config/sim_bridge.yaml -p domain:=1
 
-Flags override the `ros__parameters` of `--params`. Exit status 0 after `--duration` or
-SIGINT / SIGTERM (metrics written either way), 2 for a bad configuration.
+Settings in layers: `--params` file, the ROS 2 command line's `--params-file` / `-p`, then flags.
+Started as `bcg-sim-bridge` it talks Cyclone DDS directly; as the ROS 2 executable `sim_bridge`
+(ros2 run, ros2 launch) or with `--ros-args` it is a ROS 2 node (`ros_node`): the rule, and which
+domain and interface follow from it, is `bcg.transport.endpoint`'s. Exit status 0 after
+`--duration` or SIGINT / SIGTERM (metrics written either way), 2 for a bad configuration.
 mujoco is imported only after MUJOCO_GL is settled (see `display.choose_offscreen_backend`).
 """
 import argparse
-import importlib.util
-import os
+import logging
 import signal
 import sys
 import threading
 from typing import Any, Dict, List, Optional, Tuple
 
-from .config import BridgeConfig, ConfigError, load_config, transport_config
+from bcg.ros_params import without_ros_arguments
+from bcg.transport.endpoint import Endpoint, NodeStart, begin_node, node_settings
+
+from .config import LOGGER_NAME, NODE_NAME, ROS_EXECUTABLE, SIMULATOR_DOMAIN, BridgeConfig, load_config
+
+EXIT_BAD_CONFIG = 2
+log = logging.getLogger(LOGGER_NAME)
 
 _FLAGS = (
     # flag, config key, type, help
     ("--model", "model", str, "G1 MuJoCo XML (default $BCG_G1_MODEL)"),
-    ("--transport", "transport", str, "'dds' (direct Cyclone DDS) or 'ros2'"),
+    ("--transport", "transport", str, "'auto' (ROS 2 in a ROS 2 node, else DDS), 'dds' or 'ros2'"),
     ("--domain", "domain", int, "DDS domain id"),
     ("--interface", "interface", str, "network interface for DDS (lo: unicast 127.0.0.1)"),
+    ("--emulate", "emulate", str, "'unitree_mujoco': behave like Unitree's MuJoCo simulator (crc 0, explicit PD)"),
     ("--physics-hz", "physics_hz", float, "MuJoCo step rate, Hz"),
     ("--state-hz", "state_hz", float, "LowState rate, Hz"),
     ("--duration", "duration", float, "simulated seconds to run, then exit 0 (0: forever)"),
@@ -68,45 +77,52 @@ def parse_args(argv: Optional[List[str]] = None) -> BridgeConfig:
     return load_config(*parse_flags(argv))
 
 
-def _install_stop_handlers(stop: threading.Event) -> None:
+def settings(start: NodeStart) -> Tuple[BridgeConfig, Endpoint]:
+    """What the bridge runs with, and where, for a process started as `start` (raises ConfigError,
+    EndpointError or SystemExit for a bad command line)."""
+    params_file, flags = parse_flags(without_ros_arguments(start.argv))
+    return node_settings(BridgeConfig, start, node_name=NODE_NAME, ros_executable=ROS_EXECUTABLE,
+                         fallback_domain=SIMULATOR_DOMAIN, params_file=params_file, flags=flags)
+
+
+def install_stop_handlers(stop: threading.Event) -> None:
+    """SIGINT / SIGTERM set `stop` (ROS 2 or not: rclpy's own handlers are not installed)."""
     def handler(signum, _frame):
         stop.set()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, handler)
 
 
-def _ros_requested(argv: List[str]) -> bool:
-    """ROS 2 mode: `--ros-args` given, or started as the `sim_bridge` executable where rclpy exists."""
-    if "--ros-args" in argv:
-        return True
-    return os.path.basename(sys.argv[0]) == "sim_bridge" and importlib.util.find_spec("rclpy") is not None
-
-
-def main(argv: Optional[List[str]] = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    if _ros_requested(argv):
-        from .ros_node import main as ros_main
-        return ros_main(argv)
-    try:
-        config = parse_args(argv)
-    except ConfigError as e:
-        print(f"bcg-sim-bridge: error: {e}", file=sys.stderr)
-        return 2
-    from .display import prepare_rendering
-    prepare_rendering(bool(config.record), config.headless)
-    stop = threading.Event()
-    _install_stop_handlers(stop)
+def run(config: BridgeConfig, endpoint: Endpoint, stop: threading.Event, ros_node=None) -> int:
+    """Open the transport (on `ros_node` in a ROS 2 node), build the bridge and run it until `stop`."""
     from bcg.transport import make_transport
 
-    from .runner import SETUP_ERRORS, build_bridge, run_bridge
-    with make_transport(transport_config(config)) as transport:
+    from .runner import SETUP_ERRORS, build_bridge, run_bridge  # imports mujoco
+    for note in endpoint.notes:
+        log.info("%s", note)
+    with make_transport(endpoint.transport, ros_node=ros_node) as transport:
         try:
             bridge = build_bridge(config, transport)
         except SETUP_ERRORS as e:
-            print(f"bcg-sim-bridge: error: {e}", file=sys.stderr)
-            return 2
+            log.error("%s", e)
+            return EXIT_BAD_CONFIG
         run_bridge(bridge, stop)
     return 0
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    started = begin_node(NODE_NAME, settings, log, argv)
+    if started is None:
+        return EXIT_BAD_CONFIG
+    start, config, endpoint = started
+    from .display import prepare_rendering
+    prepare_rendering(bool(config.record), config.headless)
+    stop = threading.Event()
+    install_stop_handlers(stop)
+    if endpoint.ros:
+        from .ros_node import ros_main
+        return ros_main(config, endpoint, start, stop)
+    return run(config, endpoint, stop)
 
 
 if __name__ == "__main__":

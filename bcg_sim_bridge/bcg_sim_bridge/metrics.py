@@ -7,28 +7,9 @@ import mujoco
 import numpy as np
 
 from bcg.atomic_file import write_text_atomic
-from bcg.robot import RobotDescription
-
 from bcg.motion import ReferenceMotion
-
-
-class FootContacts:
-    """Picks the contacts between a foot sphere and a world geom (the floor) out of MuJoCo's contacts."""
-
-    def __init__(self, model: mujoco.MjModel, robot: RobotDescription):
-        is_foot = np.zeros(model.ngeom, dtype=bool)
-        for ids in robot.foot_geoms.values():
-            is_foot[list(ids)] = True
-        is_world = model.geom_bodyid == 0
-        self._pair = np.outer(is_foot, is_world) | np.outer(is_world, is_foot)
-        """bool (ngeom, ngeom): True for a (foot sphere, world geom) pair in either order."""
-
-    def distances(self, data: mujoco.MjData) -> np.ndarray:
-        """(k,) m, signed distance of each foot-floor contact in `data` (negative: penetrating)."""
-        if not data.ncon:
-            return np.zeros(0)
-        geom = data.contact.geom
-        return np.array(data.contact.dist[self._pair[geom[:, 0], geom[:, 1]]])
+from bcg.mujoco_plant import FootContacts
+from bcg.robot import RobotDescription
 
 
 class RunMetrics:

@@ -18,9 +18,9 @@ def test_flags_override_the_parameter_file(tmp_path):
     assert config.steps_per_state == 4
 
 
-def test_bad_setting_exits_2_naming_the_key(capsys):
+def test_bad_setting_exits_2_naming_the_key(caplog):
     assert main(["--physics-hz", "1000", "--state-hz", "300", "--headless"]) == 2
-    assert "`state_hz`" in capsys.readouterr().err
+    assert "`state_hz`" in caplog.text
 
 
 @pytest.mark.timeout(120)

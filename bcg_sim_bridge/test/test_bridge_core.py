@@ -1,26 +1,26 @@
 """Unit tests of the bridge's pure core: real MuJoCo, real wire records, no DDS."""
+import dataclasses
 import os
-from pathlib import Path
-
 import threading
+from pathlib import Path
 
 import mujoco
 import numpy as np
 import pytest
 
+from bcg.motion import MotionFileError, load_motion
+from bcg.contract.builtin import stand_gains
+from bcg.mujoco_plant import JointCommand, PhysicsCore
 from bcg.robot import SDK_JOINT_NAMES, RobotDescription, resolve_model_path
+from bcg.ros_params import read_ros_parameters
 from bcg.wire import crc_ok, encode_lowcmd, encode_lowstate, new_lowcmd
 from bcg_sim_bridge.bridge import SimBridge
 from bcg_sim_bridge.command_gate import CommandGate
-from bcg_sim_bridge.config import BridgeConfig, ConfigError, load_config
+from bcg_sim_bridge.config import NODE_NAME, BridgeConfig, ConfigError, load_config
 from bcg_sim_bridge.display import Recorder
 from bcg_sim_bridge.elastic_band import ElasticBand
-from bcg_sim_bridge.joint_command import JointCommand
 from bcg_sim_bridge.lowstate_fill import quat_to_rpy
 from bcg_sim_bridge.metrics import write_json_atomic
-from bcg.motion import MotionFileError, load_motion
-from bcg.contract.builtin import STAND_GAIN_SCALE
-from bcg_sim_bridge.physics import PhysicsCore
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -169,8 +169,8 @@ def test_23dof_model_loads_with_mode_machine_4(robot23):
 
 def stand_lowcmd(robot):
     """PD on the default pose with the built-in stand policy's gains (which stand in MuJoCo)."""
-    kp_scale, kd_scale = STAND_GAIN_SCALE
-    return valid_lowcmd(robot, kp=kp_scale * robot.kp, kd=kd_scale * robot.kd, q=robot.default_q)
+    kp, kd = stand_gains(robot)
+    return valid_lowcmd(robot, kp=kp, kd=kd, q=robot.default_q)
 
 
 def run_commanded(bridge, rec, seconds):
@@ -322,6 +322,8 @@ def test_config_errors_name_the_key(tmp_path):
 
 def test_shipped_parameter_file_matches_the_defaults():
     assert load_config(REPO / "config" / "sim_bridge.yaml") == BridgeConfig()
+    params = read_ros_parameters(REPO / "config" / "sim_bridge.yaml", NODE_NAME)
+    assert list(params) == [f.name for f in dataclasses.fields(BridgeConfig)]      # every one, in order
 
 
 def test_tracking_is_measured_from_the_motion_start(robot, tmp_path):
@@ -337,3 +339,69 @@ def test_tracking_is_measured_from_the_motion_start(robot, tmp_path):
     tracking = bridge.report()["evaluation"]["tracking"]
     assert tracking["samples"] == 101                       # states every 2 ms from 0.3 s to 0.5 s
     assert tracking["mean_rms_error_rad"] > 0.1             # the reference is 0.2 rad off the held pose
+
+
+def test_rejected_commands_are_logged_first_at_once_then_summarised(robot, caplog):
+    bridge = SimBridge(BridgeConfig(fast=True), robot)
+    bad = valid_lowcmd(robot, tau=1.0)
+    bad["crc"] ^= 1
+    for _ in range(3):
+        bridge.gate.offer(bad, bridge.core.time)
+        bridge.state_period()
+    assert caplog.text.count("LowCmd rejected: CRC mismatch (the sender does not set the robot's CRC") == 1
+    assert str(bridge.rejections) == "3 (crc 3)"
+
+
+# -- emulating Unitree's MuJoCo simulator ----------------------------------------------------
+UNITREE = dict(emulate="unitree_mujoco", physics_hz=200.0, state_hz=200.0, initial_pose="zero", fast=True)
+
+
+class Recorded:
+    """A LowState writer that keeps copies of what it is given (crc as the transport would leave it: 0)."""
+
+    def __init__(self):
+        self.states = []
+
+    def write(self, rec):
+        self.states.append(rec.copy())
+
+
+def test_unitree_emulation_publishes_as_unitree_s_simulator(robot):
+    states = Recorded()
+    bridge = SimBridge(BridgeConfig(**UNITREE, duration=0.05), robot, states=states)
+    bridge.run()
+    prestep, stepped = states.states[:80], states.states[80:]
+    assert all(not s["imu_state"]["quaternion"].any() and not s["motor_state"]["q"].any() for s in prestep)
+    assert len(stepped) == 11 and bridge.core.dt == pytest.approx(0.005)      # one LowState per 5 ms step
+    last = stepped[-1]
+    assert last["mode_machine"] == 0 and last["tick"] == 0 and not last["motor_state"]["mode"].any()
+    assert last["imu_state"]["quaternion"].any() and last["motor_state"]["q"][robot.motor_slots].any()
+    with pytest.raises(ConfigError, match="`state_hz`.*one LowState per physics step"):
+        BridgeConfig(emulate="unitree_mujoco", physics_hz=1000.0, state_hz=500.0)
+
+
+def test_unitree_emulation_applies_zero_torque_until_the_first_command(robot):
+    bridge = SimBridge(BridgeConfig(**UNITREE), robot)
+    start = bridge.core.root_height
+    for _ in range(200):                                          # 1 s
+        bridge.physics_step()
+        np.testing.assert_array_equal(bridge.core.joint_torque, 0.0)
+    assert bridge.core.root_height < start - 0.1                  # it falls
+
+
+def test_unitree_emulation_computes_pd_once_per_command_from_one_step_old_sensors(robot):
+    bridge = SimBridge(BridgeConfig(**UNITREE), robot)
+    for _ in range(20):                                           # fall a little: q and dq are moving
+        bridge.physics_step()
+    sensors = bridge.core.data.sensordata.copy()                  # the state at the start of the last step
+    q_now = bridge.core.joint_q
+    rec = valid_lowcmd(robot, kp=30.0, kd=1.0, tau=0.5, q=robot.default_q)
+    rec["mode_machine"], rec["crc"] = 0, 0                         # Unitree's simulator checks neither
+    bridge.gate.offer(rec, bridge.core.time)
+    q_s, dq_s = sensors[bridge.filler._q], sensors[bridge.filler._dq]
+    assert np.abs(q_s - q_now).max() > 1e-5                        # the sensors are a step behind the state
+    want = np.clip(0.5 + 30.0 * (robot.default_q - q_s) - 1.0 * dq_s, -robot.tau_limit, robot.tau_limit)
+    for _ in range(3):                                            # held, not re-evaluated, until the next command
+        bridge.physics_step()
+        np.testing.assert_allclose(bridge.core.joint_torque, want, rtol=1e-6, atol=1e-9)
+    assert bridge.gate.accepted == 1 and sum(bridge.gate.rejected.values()) == 0

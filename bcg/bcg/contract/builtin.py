@@ -14,16 +14,28 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+from bcg.robot.pd_stability import PdPath, best_kd
+
 from .metadata import PolicyContract
 from .observation import robot_state_spec
 from .policy_file import write_policy
 
 STAND_POLICY_NAME = "builtin_stand_zero_action"
 """File stem and `description` of the built-in zero-action test policy."""
-STAND_GAIN_SCALE = (10.0, 3.0)
-"""(kp, kd) multipliers on config/g1.yaml's gains for the stand policy. g1.yaml's gains suit an
-actively balancing policy; a plain PD hold of the default pose with them tips over in MuJoCo in about
-1.5 s, while 10x kp and 3x kd stand (measured: pelvis 0.755 m after 2 s from a 5 mm drop)."""
+STAND_KP_SCALE = 10.0
+"""kp multiplier on config/g1.yaml's gains for the stand policy. g1.yaml's gains suit an actively
+balancing policy; a plain PD hold of the default pose with them tips over in MuJoCo in about 1.5 s,
+and so does 5x (the ankles, kp 142, fold); 10x stands (measured: pelvis 0.755 m)."""
+STAND_KD_SCALE_MAX = 3.0
+"""At most this multiple of g1.yaml's kd for the stand policy (below it where `best_kd` says so)."""
+STAND_PATH = PdPath(step_s=0.002, delay_steps=1)
+"""The slowest control path the stand policy is made for: Unitree's MuJoCo simulator at the 2 ms step
+the README sets (explicit PD, sensors one step old). Its kd per joint is the fastest-decaying one
+there (`pd_stability.best_kd`), at most STAND_KD_SCALE_MAX x g1.yaml's: 10x kp with 3x kd was unstable
+there on the ankle roll joints and barely stable (gain margin 1.0-1.1) on the ankle pitch and knee joints. Measured with these gains, ramping from the zero pose: standing
+(pelvis 0.755 m) after 13 s at 2 ms with one step of delay and at 1 ms without (this suite's bridge);
+at Unitree's default 5 ms no PD gains stiff enough to stand are stable (the ankles need kp about 285,
+alpha = 0.69, above the bound of about 0.25), hence the README's step setting."""
 CACHE_ENV_VAR = "BCG_CACHE_DIR"
 """Folder for generated files; default ~/.cache/bcg."""
 
@@ -63,12 +75,19 @@ def random_mlp(n_in: int, hidden: Sequence[int], n_out: int, seed: int = 0, out_
     return mlp_model(layers)
 
 
+def stand_gains(robot) -> Tuple[np.ndarray, np.ndarray]:
+    """(kp, kd), each (num_joints,), of the stand policy for `robot` (a bcg.robot.RobotDescription):
+    STAND_KP_SCALE x its kp; the kd that damps best on STAND_PATH, at most STAND_KD_SCALE_MAX x its kd."""
+    kp = robot.kp * STAND_KP_SCALE
+    return kp, np.minimum(robot.kd * STAND_KD_SCALE_MAX, best_kd(kp, robot.joint_inertia, STAND_PATH))
+
+
 def stand_contract(robot, control_period_s: float = 0.02) -> PolicyContract:
     """The zero-action policy's contract for `robot` (a bcg.robot.RobotDescription): its joints,
-    default pose, standing gains (STAND_GAIN_SCALE), proprioceptive observation, action scale 0.25 rad."""
+    default pose, standing gains (`stand_gains`), proprioceptive observation, action scale 0.25 rad."""
     n = robot.num_joints
-    kp_scale, kd_scale = STAND_GAIN_SCALE
-    return PolicyContract(joint_names=robot.joint_names, kp=robot.kp * kp_scale, kd=robot.kd * kd_scale,
+    kp, kd = stand_gains(robot)
+    return PolicyContract(joint_names=robot.joint_names, kp=kp, kd=kd,
                           default_joint_pos=robot.default_q, action_scale=np.full(n, 0.25),
                           observation=robot_state_spec(n), control_period_s=control_period_s,
                           contact_stiffness=0.0, motion="",

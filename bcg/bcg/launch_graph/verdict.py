@@ -77,6 +77,7 @@ def evaluate(metrics: Dict[str, Any], events: Dict[str, Any], duration_s: float)
         "safety_events": safety,
         "phases": events["transitions"],
         "policy_steps": summary.get("policy_steps"),
+        "states_dropped_by_reason": summary.get("states_dropped"),
         "final_phase": summary.get("final_phase"),
         "elastic_band": metrics.get("elastic_band"),
     }
@@ -86,6 +87,11 @@ def table(v: Dict[str, Any]) -> str:
     """The verdict as a human-readable table."""
     def fmt(x, unit="", digits=2):
         return "n/a" if x is None else f"{x:.{digits}f}{unit}"
+
+    def by_reason(counts):
+        named = ", ".join(f"{r} {n}" for r, n in (counts or {}).items() if n)
+        return f" ({named})" if named else ""
+    dropped = v["states_dropped_by_reason"]
     up = "yes" if v["stayed_up"] else f"NO, fell at {fmt(v['fall_time_s'], ' s')}"
     rows = [
         ("verdict", "PASS" if v["passed"] else "FAIL"),
@@ -96,7 +102,9 @@ def table(v: Dict[str, Any]) -> str:
         ("tracking error (joint RMS)", fmt(v["tracking_error_rad"], " rad", 3) if v["tracking_error_rad"] is not None
          else "n/a (no motion)"),
         ("command rate achieved", fmt(v["command_rate_hz"], " Hz", 1)),
-        ("commands rejected", f"{v['commands_rejected']} of {v['commands_accepted'] + v['commands_rejected']}"),
+        ("commands rejected", f"{v['commands_rejected']} of {v['commands_accepted'] + v['commands_rejected']}"
+                              f"{by_reason(v['commands_rejected_by_reason'])}"),
+        ("LowStates dropped by the node", "n/a" if dropped is None else f"{sum(dropped.values())}{by_reason(dropped)}"),
         ("safety events", str(len(v["safety_events"]))),
     ]
     rows += [(f"  at sim {fmt(None if e.get('state_tick_ms') is None else e['state_tick_ms'] / 1e3, ' s', 3)}",

@@ -45,6 +45,7 @@ class RobotDescription:
     kp: np.ndarray                   # N m/rad
     kd: np.ndarray                   # N m s/rad
     damping_kd: float                # N m s/rad, damping mode
+    joint_inertia: np.ndarray        # kg m^2, the smallest inertia each joint can see (`_joint_inertia`)
     foot_geoms: Dict[str, Tuple[int, ...]]   # 'left'/'right' -> sphere geom ids
     root_body: int                   # MuJoCo body id of the floating base (pelvis)
     valid_slots: np.ndarray = field(repr=False)   # bool (35,)
@@ -105,10 +106,25 @@ class RobotDescription:
                 raise RobotDescriptionError(f"{path}: no contact spheres on the {side} foot ({jname}'s body)")
             feet[side] = spheres
         return cls(model_path=Path(path), joint_names=tuple(names), motor_slots=slots,
+                   joint_inertia=_joint_inertia(m, jids, default_q),
                    joint_qpos_adr=m.jnt_qposadr[jids].copy(), joint_dof_adr=m.jnt_dofadr[jids].copy(),
                    actuator_ids=acts, q_lower=m.jnt_range[jids, 0].copy(), q_upper=m.jnt_range[jids, 1].copy(),
                    tau_limit=tau.astype(float), default_q=default_q, kp=kp, kd=kd, damping_kd=damping_kd,
                    foot_geoms=feet, root_body=root_body, valid_slots=valid)
+
+
+def _joint_inertia(m: mujoco.MjModel, joints: np.ndarray, default_q: np.ndarray) -> np.ndarray:
+    """(num_joints,) kg m^2: 1 / (M^-1)_jj at the default pose with the floating base free, M the
+    joint-space inertia matrix (armature included): the inertia a joint's torque meets when every
+    other joint and the base move freely, i.e. its reflected link inertia plus rotor armature with
+    nothing held. Contact and the other joints' gains only add to it, so PD stability checked
+    against it (`pd_stability`) holds in stance as well as in the air."""
+    data = mujoco.MjData(m)
+    data.qpos[m.jnt_qposadr[joints]] = default_q
+    mujoco.mj_forward(m, data)
+    full = np.zeros((m.nv, m.nv))
+    mujoco.mj_fullM(m, data, full)
+    return 1.0 / np.diag(np.linalg.inv(full))[m.jnt_dofadr[joints]]
 
 
 def _read_gains(path: Path, names):

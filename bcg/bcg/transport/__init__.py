@@ -7,7 +7,8 @@ One small interface, two implementations:
   ROS 2 nodes on the Cyclone RMW alike. Needs no ROS.
 - ``'ros2'`` : rclpy with ``unitree_hg/msg/LowCmd`` / ``LowState`` from unitree_ros2, topics
   ``/lowcmd`` / ``/lowstate`` (``bcg.transport.ros2``).
-- ``'auto'`` : ``'ros2'`` when ``rclpy`` imports, else ``'dds'``.
+- ``'auto'`` : ``'ros2'`` on a given ROS 2 node, else ``'dds'``. Which one a node uses, on which
+  domain and interface, is decided once, for both nodes, by `bcg.transport.endpoint`.
 
 Messages are numpy structured records from ``bcg.wire`` (``new_lowcmd()``, ``new_lowstate()``);
 nothing here hands out middleware objects. Usage::
@@ -28,12 +29,14 @@ validate and count every LowCmd the controller sent.
 """
 import abc
 import dataclasses
-import importlib.util
-from typing import List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
 TRANSPORT_KINDS = ("auto", "ros2", "dds")
+DROP_REASONS = ("crc", "malformed")
+"""Why a reader drops a sample: its CRC is wrong (when it checks CRCs), or it cannot be decoded
+(wrong size, unknown encoding, arrays of the wrong length)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -41,7 +44,7 @@ class TransportConfig:
     """Where and how to reach the robot (or the simulator)."""
 
     transport: str = "auto"
-    """'auto' (ROS 2 when rclpy imports, else direct DDS), 'ros2' or 'dds'."""
+    """'auto' (ROS 2 on a given ROS 2 node, else direct DDS), 'ros2' or 'dds'."""
     domain_id: int = 0
     """DDS domain id: 0 on the real robot, 1 for Unitree's MuJoCo simulator."""
     interface: Optional[str] = None
@@ -78,20 +81,21 @@ class Writer(abc.ABC):
 
     @abc.abstractmethod
     def write(self, rec: np.void) -> None:
-        """Send `rec` (a record from ``bcg.wire``); sets ``rec['crc']`` first."""
+        """Send `rec` (a record from ``bcg.wire``); sets ``rec['crc']`` first (0 for a writer made
+        with ``crc=False``)."""
 
 
 class Reader(abc.ABC):
     """Receives one message type and keeps the newest valid samples (`depth` of them, default 1).
 
-    Invalid DDS samples (instance state changes) are dropped; so are samples whose CRC is wrong
-    when the reader checks CRCs (counted in ``crc_errors``).
+    Invalid DDS samples (instance state changes) are skipped; samples whose CRC is wrong (when the
+    reader checks CRCs) or that cannot be decoded are dropped and counted by reason in ``dropped``.
     """
 
     received: int
     """Valid samples received so far."""
-    crc_errors: int
-    """Samples dropped because their CRC was wrong."""
+    dropped: Dict[str, int]
+    """Samples dropped so far, by reason (`DROP_REASONS`)."""
 
     @abc.abstractmethod
     def take(self) -> Optional[np.void]:
@@ -117,8 +121,9 @@ class Transport(abc.ABC):
         """Publisher of LowCmd (host -> robot)."""
 
     @abc.abstractmethod
-    def lowstate_writer(self) -> Writer:
-        """Publisher of LowState (robot / simulator -> host)."""
+    def lowstate_writer(self, crc: bool = True) -> Writer:
+        """Publisher of LowState (robot / simulator -> host); `crc` False sends crc = 0, as Unitree's
+        MuJoCo simulator does (to emulate it)."""
 
     @abc.abstractmethod
     def lowcmd_reader(self, check_crc: bool = True, depth: int = 1) -> Reader:
@@ -140,23 +145,14 @@ class Transport(abc.ABC):
         self.close()
 
 
-def resolve_kind(transport: str) -> str:
-    """'auto' -> 'ros2' when rclpy can be imported, else 'dds'; others unchanged (validated)."""
-    if transport not in TRANSPORT_KINDS:
-        raise ValueError(f"transport: {transport!r} is not one of {TRANSPORT_KINDS}")
-    if transport != "auto":
-        return transport
-    return "ros2" if importlib.util.find_spec("rclpy") is not None else "dds"
-
-
 def make_transport(config: TransportConfig, ros_node=None) -> Transport:
     """Open the transport `config.transport` names.
 
     `ros_node`: an existing rclpy Node to attach to (ROS 2 only; the caller spins it). Without
-    one, the ROS 2 transport creates its own node and spins it in a background thread.
+    one, the ROS 2 transport creates its own node and spins it in a background thread. 'auto' is
+    'ros2' with a `ros_node`, else 'dds'. ROS 2 needs rclpy and unitree_hg (ModuleNotFoundError).
     """
-    kind = resolve_kind(config.transport)
-    if kind == "ros2":
+    if config.transport == "ros2" or (config.transport == "auto" and ros_node is not None):
         from bcg.transport.ros2 import Ros2Transport
         return Ros2Transport(config, node=ros_node)
     if ros_node is not None:
@@ -165,5 +161,4 @@ def make_transport(config: TransportConfig, ros_node=None) -> Transport:
     return DdsTransport(config)
 
 
-__all__ = ["TRANSPORT_KINDS", "TransportConfig", "Writer", "Reader", "Transport",
-           "resolve_kind", "make_transport"]
+__all__ = ["DROP_REASONS", "TRANSPORT_KINDS", "TransportConfig", "Writer", "Reader", "Transport", "make_transport"]

@@ -1,8 +1,7 @@
-"""Cyclone DDS XML configuration written from a `TransportConfig` (no CYCLONEDDS_URI needed)."""
-import os
+"""Cyclone DDS XML configuration from a `TransportConfig`: given to the direct transport's Domain, and
+to rmw_cyclonedds_cpp inline in CYCLONEDDS_URI (`bcg.transport.endpoint`)."""
 import re
 
-from bcg.atomic_file import write_text_atomic
 from bcg.transport import TransportConfig
 
 _NAME = re.compile(r"^[A-Za-z0-9_.:\-]+$")
@@ -21,12 +20,14 @@ def cyclone_config_xml(config: TransportConfig) -> str:
 
     Robot: the wired interface, multicast as Cyclone defaults. Simulation / tests: ``lo``,
     multicast off, unicast peer 127.0.0.1 (loopback cannot multicast), participant indices
-    assigned automatically so that peers on the same host find each other's ports.
+    assigned automatically so that peers on the same host find each other's ports. No interface
+    (None): no ``<Interfaces>`` element, so Cyclone picks one, or keeps the one another
+    configuration fragment selected (ROS 2's for ROS_LOCALHOST_ONLY).
     """
-    if config.interface is None:
-        interface = '<NetworkInterface autodetermine="true" priority="default"/>'
-    else:
-        interface = f'<NetworkInterface name="{_checked("interface", config.interface)}"/>'
+    interfaces = ""
+    if config.interface is not None:
+        interfaces = (f'<Interfaces><NetworkInterface name="{_checked("interface", config.interface)}"/>'
+                      f'</Interfaces>')
     peers = "".join(f'<Peer address="{_checked("peers", p)}"/>' for p in config.peers)
     discovery = ""
     if peers:
@@ -36,12 +37,7 @@ def cyclone_config_xml(config: TransportConfig) -> str:
     multicast = "default" if config.multicast else "false"
     return (f'<?xml version="1.0" encoding="UTF-8"?>'
             f'<CycloneDDS xmlns="https://cdds.io/config"><Domain Id="{int(config.domain_id)}">'
-            f"<General><Interfaces>{interface}</Interfaces>"
+            f"<General>{interfaces}"
             f"<AllowMulticast>{multicast}</AllowMulticast></General>"
             f"{discovery}</Domain></CycloneDDS>")
 
-
-def write_cyclone_config(config: TransportConfig, path: str) -> str:
-    """Write `config`'s XML to `path` atomically; return the ``file://`` URI for CYCLONEDDS_URI."""
-    write_text_atomic(path, cyclone_config_xml(config))
-    return "file://" + os.path.abspath(path)

@@ -16,6 +16,7 @@ matches every writer and a reliable writer matches every reader.
 import threading
 from typing import Dict, List
 
+import numpy as np
 from cyclonedds._clayer import ddspy_take, ddspy_write
 from cyclonedds.core import (DDSException, Entity, InstanceState, Policy, Qos, ReadCondition,
                              SampleState, ViewState, WaitSet)
@@ -80,17 +81,27 @@ def _release_domain(domain_id: int) -> None:
 
 class DdsWriter(Writer):
     """Writes records as serialized samples through the fast codec, into one reused buffer
-    (Cyclone copies it during the write)."""
+    (Cyclone copies it during the write). `crc` False: the samples carry crc = 0 (the CRC is the
+    last member of both messages, so the last 4 bytes of the sample; checked at construction)."""
 
-    def __init__(self, participant: DomainParticipant, topic: Topic, codec: MessageCodec):
-        self.codec = codec
+    def __init__(self, participant: DomainParticipant, topic: Topic, codec: MessageCodec, crc: bool = True):
+        self.codec, self.crc = codec, crc
         self._writer = DataWriter(participant, topic, WRITER_QOS)
         self._encoder = RecordEncoder(codec)
         self._lock = threading.Lock()
+        if not crc:
+            probe = np.zeros(1, codec.dtype)[0]
+            tail = bytes(self._encoder.encode(probe)[-4:])
+            if tail != int(probe["crc"]).to_bytes(4, "little"):
+                raise RuntimeError(f"{codec.idl_type.__name__}: the CRC is not the last 4 bytes of a sample")
 
     def write(self, rec) -> None:
         with self._lock:
-            ret = ddspy_write(self._writer._ref, self._encoder.encode(rec))
+            sample = self._encoder.encode(rec)
+            if not self.crc:
+                sample[-4:] = bytes(4)
+                rec["crc"] = 0
+            ret = ddspy_write(self._writer._ref, sample)
         if ret < 0:
             raise DDSException(ret, f"while writing {self.codec.idl_type.__name__}")
 
@@ -119,8 +130,7 @@ class DdsReader(LatestSampleReader):
                 try:
                     rec = self.codec.decode(data)
                 except ValueError:
-                    with self._cond:
-                        self.crc_errors += 1
+                    self.drop("malformed")
                     continue
                 self.offer(rec)
 
@@ -149,8 +159,8 @@ class DdsTransport(Transport):
     def lowcmd_writer(self) -> DdsWriter:
         return DdsWriter(self._participant, self._topic(LOWCMD_TOPIC, LOWCMD), LOWCMD)
 
-    def lowstate_writer(self) -> DdsWriter:
-        return DdsWriter(self._participant, self._topic(LOWSTATE_TOPIC, LOWSTATE), LOWSTATE)
+    def lowstate_writer(self, crc: bool = True) -> DdsWriter:
+        return DdsWriter(self._participant, self._topic(LOWSTATE_TOPIC, LOWSTATE), LOWSTATE, crc)
 
     def lowcmd_reader(self, check_crc: bool = True, depth: int = 1) -> DdsReader:
         return DdsReader(self._participant, self._topic(LOWCMD_TOPIC, LOWCMD), LOWCMD, check_crc, depth)

@@ -6,7 +6,7 @@ from typing import List, Optional
 
 import numpy as np
 
-from bcg.transport import Reader
+from bcg.transport import DROP_REASONS, Reader
 from bcg.wire import MessageCodec
 
 
@@ -24,15 +24,19 @@ class LatestSampleReader(Reader):
         self.check_crc = check_crc
         self.depth = depth
         self.received = 0
-        self.crc_errors = 0
+        self.dropped = dict.fromkeys(DROP_REASONS, 0)
         self._kept = collections.deque(maxlen=depth)
         self._cond = threading.Condition()
+
+    def drop(self, reason: str) -> None:
+        """Count one sample dropped for `reason` (one of `DROP_REASONS`)."""
+        with self._cond:
+            self.dropped[reason] += 1
 
     def offer(self, rec: np.void) -> bool:
         """Keep `rec` as the newest sample unless its CRC is wrong; True when kept."""
         if self.check_crc and not self.codec.crc_ok(rec):
-            with self._cond:
-                self.crc_errors += 1
+            self.drop("crc")
             return False
         with self._cond:
             self._kept.append(rec)

@@ -12,10 +12,8 @@ import mujoco
 import numpy as np
 import torch
 
+from bcg.mujoco_plant import FootContacts, JointCommand, PhysicsCore
 from bcg.robot import RobotDescription
-from bcg_sim_bridge.joint_command import JointCommand
-from bcg_sim_bridge.metrics import FootContacts
-from bcg_sim_bridge.physics import PhysicsCore
 from bcg_train.diffsim import Model, SimConfig, Simulator
 from bcg_train.diffsim.torch_bridge import body_frames
 

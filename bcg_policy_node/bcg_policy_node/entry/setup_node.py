@@ -1,36 +1,36 @@
 """Everything the node checks before it sends anything: config, robot, policy, motion -> Controller.
 
-Shared by the direct-DDS entry point (`main.py`) and the ROS 2 shell (`ros_node.py`). Every refusal
+Shared by the direct-DDS and the ROS 2 paths (`run_node.run`). Every refusal
 is a `StartupError` whose message names the problem; the entry points exit non-zero on it.
 """
+import logging
+
 from bcg.contract import PolicyFileError, load_policy, stand_policy_path
 from bcg.motion import MotionFileError, load_motion
 from bcg.robot import ModelNotFoundError, RobotDescription, RobotDescriptionError
-from bcg.transport import TransportConfig
+from bcg.robot.pd_stability import PdPath
 
-from .config import ConfigError, PolicyNodeConfig
-from .controller import Controller
-from .joint_map import JointMapError
-from .safety import SafetyLimits
-from .state_machine import StateMachine
+from ..config import LOGGER_NAME, ConfigError, PolicyNodeConfig
+from ..core.controller import Controller
+from ..core.gains import damping_gains, policy_gain_warning
+from ..core.joint_map import JointMapError
+from ..core.safety import SafetyLimits
+from ..core.state_machine import StateMachine
 
 WRITER_NODE_NAME = "policy_node_lowcmd_writer"
 """ROS 2 node name of the LowCmd writer process (it needs a node of its own)."""
+
+
+log = logging.getLogger(LOGGER_NAME)
 
 
 class StartupError(RuntimeError):
     """The node refuses to run; nothing was published."""
 
 
-def transport_config(config: PolicyNodeConfig) -> TransportConfig:
-    if config.interface == "lo":
-        return TransportConfig.simulation(domain_id=config.domain, transport=config.transport)
-    return TransportConfig(transport=config.transport, domain_id=config.domain, interface=config.interface or None,
-                           node_name="policy_node")
-
-
 def build_controller(config: PolicyNodeConfig, on_transition=None) -> Controller:
-    """Load and cross-check robot, policy and motion; raise StartupError naming what is wrong."""
+    """Load and cross-check robot, policy and motion; raise StartupError naming what is wrong. The
+    damping gain is capped, and the policy's gains checked, for the declared PD path (logged)."""
     try:
         robot = RobotDescription.load(config.model or None)
         policy = load_policy(config.policy or stand_policy_path(robot))
@@ -39,8 +39,13 @@ def build_controller(config: PolicyNodeConfig, on_transition=None) -> Controller
                               motor_fault_mask=config.motor_fault_mask, stale_periods=config.stale_periods)
         machine = StateMachine(ramp_duration_s=config.ramp_duration, autostart=config.autostart,
                                autostart_hold_s=config.autostart_hold)
-        kd = config.damping_kd if config.damping_kd >= 0 else robot.damping_kd
-        return Controller(policy, robot, limits, machine, kd, motion, on_transition)
+        path = PdPath(config.pd_step, config.pd_delay_steps)
+        kd, capped = damping_gains(robot, config.damping_kd if config.damping_kd >= 0 else robot.damping_kd, path)
+        controller = Controller(policy, robot, limits, machine, kd, motion, on_transition)
+        for note, level in ((capped, logging.INFO), (policy_gain_warning(policy.contract, robot, path), logging.WARNING)):
+            if note is not None:
+                log.log(level, "%s", note)
+        return controller
     except (ConfigError, PolicyFileError, MotionFileError, JointMapError, ModelNotFoundError,
             RobotDescriptionError, ValueError) as e:
         raise StartupError(str(e)) from None

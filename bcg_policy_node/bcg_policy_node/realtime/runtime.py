@@ -7,7 +7,9 @@
   observation, runs the policy, publishes the new targets and wakes the writer, which sends them
   at once (the "LowState received -> LowCmd written" latency the bench measures). Only then does
   it prepare the next step's reference-motion samples. Without LowState it checks staleness every
-  `IDLE_CHECK_S`.
+  `IDLE_CHECK_S`. Every LowState dropped (by the reader: CRC, malformed; by the controller before
+  any motion: not finite, robot not ready) is counted by reason and reported (`LOWSTATE_DROPS`):
+  the first at once, then a summary every few seconds, the totals in the stop summary.
 - LowCmd writer process (`command_writer`): the 500 Hz deadline schedule, in its own process so
   that the policy step never delays it; fed through the shared command plan (`shared_plan`).
 - monitor thread (this process): turns the writer's reports into controller faults (logged, phase
@@ -29,15 +31,18 @@ import time
 from pathlib import Path
 from typing import Optional
 
-from .command_plan import LowCmdComposer, new_plan
+from bcg.transport.drop_log import DropLog
+
+from ..config import LOGGER_NAME
+from ..core.command_plan import LowCmdComposer, new_plan
+from ..core.controller import Controller
+from ..core.state_machine import Phase, Transition
 from .command_writer import WriterSettings, writer_main
-from .controller import Controller
-from .realtime import PolicySchedule, request_cpu, request_fifo
+from .scheduling import PolicySchedule, request_cpu, request_fifo
 from .shared_plan import SharedPlan
-from .state_machine import Phase, Transition
 from .timing_stats import TimingStats
 
-log = logging.getLogger("bcg_policy_node")
+log = logging.getLogger(LOGGER_NAME)
 IDLE_CHECK_S = 0.005
 """s between staleness checks of the receiver while no LowState arrives."""
 WRITER_START_TIMEOUT_S = 60.0
@@ -45,6 +50,14 @@ WRITER_START_TIMEOUT_S = 60.0
 WRITER_EXIT_GRACE_S = 3.0
 """s the writer gets to end on its own after its stop time before it is killed."""
 WRITER_DIED_REASON = "LowCmd writer process died"
+LOWSTATE_DROPS = {
+    "crc": "CRC mismatch (a simulator that sends crc 0? set check_state_crc: false, or --no-state-crc)",
+    "malformed": "malformed (wrong size or encoding: not a unitree_hg LowState?)",
+    "non_finite": "non-finite values before anything was commanded",
+    "not_ready": "robot not ready (zero or non-unit IMU quaternion, or every joint at 0 with tick 0: a simulator "
+                 "before its first physics step?); waiting, nothing is commanded until it is",
+}
+"""Why a LowState is dropped (the reader's `DROP_REASONS`, the controller's `STATE_DROP_REASONS`), and what to do."""
 
 
 class EventLog:
@@ -94,6 +107,7 @@ class NodeRuntime:
         self.done = threading.Event()
         self.error: Optional[BaseException] = None
         self.states_received = 0
+        self.drops = DropLog("LowState", LOWSTATE_DROPS)
         self.policy_step_time = TimingStats()
         """Observation + inference + targets of each policy step, s."""
         self.policy_period_error = TimingStats()
@@ -165,6 +179,13 @@ class NodeRuntime:
         for t in self._threads:
             if t.is_alive():
                 t.join(timeout=2.0)
+        self._report_drops(time.monotonic())
+
+    def _report_drops(self, now: float) -> None:
+        """Log what `drops` has to say about the reader's and the controller's counters at `now`."""
+        line = self.drops.update({**self.reader.dropped, **self.controller.dropped}, now)
+        if line is not None:
+            log.warning("%s", line)
 
     # -- threads ---------------------------------------------------------------------------
     def _guard(self, loop):
@@ -224,6 +245,7 @@ class NodeRuntime:
                 if new_targets:
                     self.shared.wake_writer()
                     c.prepare_next_step()
+            self._report_drops(now)
 
     def _monitor_loop(self) -> None:
         while self.writer_summary is None:
@@ -278,7 +300,8 @@ class NodeRuntime:
         w = self.writer_summary or {}
         c = self.controller
         return {"commands_written": w.get("commands_written", 0), "policy_steps": c.policy_steps,
-                "states_received": self.states_received, "final_phase": c.machine.phase.value,
+                "states_received": self.states_received, "states_dropped": dict(self.drops.totals),
+                "final_phase": c.machine.phase.value,
                 "latency": w.get("latency"), "writer_lateness": w.get("writer_lateness"),
                 "policy_step": self.policy_step_time.summary(),
                 "policy_period_error": self.policy_period_error.summary(), "writer_fault": w.get("writer_fault"),

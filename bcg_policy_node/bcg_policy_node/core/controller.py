@@ -1,6 +1,8 @@
 """The node's core without threads or middleware: LowState in, a command plan out, time as an argument.
 
-`Controller.on_state` runs the safety checks and the remote on each LowState, `policy_step`
+`Controller.on_state` runs the safety checks and the remote on each LowState (before the node has
+commanded motion, in WAIT and ZERO_TORQUE, a LowState that is not yet a robot's, or not finite, is
+dropped and counted in `dropped` instead: the robot is not ready, the node keeps waiting), `policy_step`
 builds the observation (the contract's spec, `bcg.contract.observation`), runs the policy and
 sets new joint targets, `write_plan` describes the current phase's command as a `command_plan`
 record, which the LowCmd writer turns into a LowCmd at each write. All methods take the caller's
@@ -18,20 +20,34 @@ import numpy as np
 from bcg.contract import ObservationInputs, Policy
 from bcg.motion import ReferenceMotion
 
+from ..config import LOGGER_NAME
 from .joint_map import UNSET_MODE_MACHINE, JointMap
 from .remote import pressed_keys
-from .safety import SafetyLimits, check_action, check_stale, check_state
+from .safety import SafetyLimits, check_action, check_finite, check_ready, check_stale, check_state
 from .state_machine import Phase, StateMachine, Transition
 
-log = logging.getLogger("bcg_policy_node")
+log = logging.getLogger(LOGGER_NAME)
+
+
+NOT_COMMANDED = (Phase.WAIT, Phase.ZERO_TORQUE)
+"""Phases in which the node has sent nothing but zero torque."""
+STATE_DROP_REASONS = ("non_finite", "not_ready")
+"""Why the controller drops a LowState before it has commanded motion (`Controller.dropped`)."""
 
 
 class Controller:
-    def __init__(self, policy: Policy, robot, limits: SafetyLimits, machine: StateMachine, damping_kd: float,
+    """`damping_kd`: N m s/rad in DAMPING, per robot joint (num_joints,) or one for all."""
+
+    def __init__(self, policy: Policy, robot, limits: SafetyLimits, machine: StateMachine, damping_kd,
                  motion: Optional[ReferenceMotion] = None,
                  on_transition: Optional[Callable[[Transition, Optional[int]], None]] = None):
         self.policy, self.robot, self.contract = policy, robot, policy.contract
-        self.limits, self.machine, self.damping_kd = limits, machine, float(damping_kd)
+        self.limits, self.machine = limits, machine
+        self.damping_slots = np.zeros(len(robot.valid_slots))
+        """(35,) N m s/rad: the damping gain of each SDK slot's joint."""
+        self.damping_slots[robot.motor_slots] = np.broadcast_to(np.asarray(damping_kd, float), (robot.num_joints,))
+        self.dropped = dict.fromkeys(STATE_DROP_REASONS, 0)
+        """LowStates dropped so far, by reason (before any motion was commanded)."""
         self.on_transition = on_transition or (lambda t, tick: None)
         if self.contract.observation.needs_reference and motion is None:
             raise ValueError("motion: the policy's observation has reference-motion terms "
@@ -72,6 +88,14 @@ class Controller:
 
     def on_state(self, state: np.void, now: float) -> None:
         """A LowState arrived at `now`. Raises JointMapError when the robot variant cannot run the policy."""
+        if self.machine.phase in NOT_COMMANDED:
+            for reason, why in (("non_finite", check_finite(state, self.joints.valid_index)),
+                                ("not_ready", check_ready(state, self.joints.valid_index))):
+                if why is not None:
+                    self.dropped[reason] += 1
+                    if self.machine.phase is Phase.ZERO_TORQUE:
+                        self.state_time = now         # the robot is there (zero torque goes on), not stale
+                    return
         if self.mode_machine is None:          # set only once the variant is known to fit: nothing is sent before
             self.joints = JointMap.build(self.contract, self.robot, int(state["mode_machine"]))
             self.mode_machine = int(state["mode_machine"])
@@ -154,7 +178,7 @@ class Controller:
         plan["damping"] = phase is Phase.DAMPING
         plan["mode_machine"] = self.mode_machine or 0
         plan["mode"] = j.valid_slots
-        plan["damping_kd"] = np.where(j.valid_slots, self.damping_kd, 0.0)
+        plan["damping_kd"] = np.where(j.valid_slots, self.damping_slots, 0.0)
         plan["stale_after_s"] = self.stale_after_s
         plan["t_from"] = plan["t_to"] = self.machine.entered_s
         plan["kp"], plan["kd"] = j.kp, j.kd

@@ -29,9 +29,9 @@ import numpy as np
 
 from bcg.transport import TransportConfig, Writer, make_transport
 
-from .command_plan import PLAN_DTYPE, LowCmdComposer
-from .realtime import advance, request_cpu, request_fifo, wait_until
-from .safety import check_stale
+from ..core.command_plan import PLAN_DTYPE, LowCmdComposer
+from ..core.safety import check_stale
+from .scheduling import advance, request_cpu, request_fifo, wait_until
 from .shared_plan import SharedPlan
 from .timing_stats import TimingStats
 

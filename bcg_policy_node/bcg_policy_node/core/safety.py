@@ -53,23 +53,53 @@ def projected_gravity_z(quat_wxyz: np.ndarray) -> float:
     return -(1.0 - 2.0 * (x * x + y * y) / n) if n > 0 else float("nan")
 
 
+QUATERNION_NORM_TOLERANCE = 0.05
+"""|norm - 1| of the IMU quaternion above which a LowState is not yet valid (start-up only)."""
+
+
+def check_finite(state: np.void, valid: np.ndarray) -> Optional[str]:
+    """A reason when the IMU or a valid slot's q / dq holds NaN or Inf, else None."""
+    imu, motors = state["imu_state"], state["motor_state"]
+    quat, gyro = imu["quaternion"], imu["gyroscope"]
+    q, dq = motors["q"][valid], motors["dq"][valid]
+    if np.isfinite(quat.sum(dtype=np.float64) + gyro.sum(dtype=np.float64) + q.sum(dtype=np.float64)
+                   + dq.sum(dtype=np.float64)):
+        return None
+    for name, values, slots in (("IMU quaternion", quat, None), ("IMU gyroscope", gyro, None),
+                                ("motor q", q, valid), ("motor dq", dq, valid)):
+        bad = np.flatnonzero(~np.isfinite(values))
+        if bad.size and slots is None:
+            return f"non-finite {name} in LowState: {values.tolist()}"
+        if bad.size:
+            return f"non-finite {name} in LowState on {_slot_name(slots[bad[0]])}"
+    return None
+
+
+def check_ready(state: np.void, valid: np.ndarray) -> Optional[str]:
+    """A reason when a (finite) LowState is not yet a robot's: a zero or non-unit IMU quaternion, or
+    every valid joint at exactly 0 with tick 0 (Unitree's simulator before its first physics step);
+    None when it is. Judged only before the node has commanded motion (`Controller.on_state`)."""
+    quat = state["imu_state"]["quaternion"].astype(np.float64)
+    norm = float(np.sqrt(quat @ quat))
+    if norm == 0.0:
+        return "IMU quaternion is all zero"
+    if abs(norm - 1.0) > QUATERNION_NORM_TOLERANCE:
+        return f"IMU quaternion is not a unit quaternion (norm {norm:.3f})"
+    if int(state["tick"]) == 0 and not state["motor_state"]["q"][valid].any():
+        return "every joint at 0 with tick 0"
+    return None
+
+
 def check_state(state: np.void, valid: np.ndarray, limits: SafetyLimits) -> Optional[str]:
     """The first fault in a LowState record, or None. `valid` (k,) int: the SDK slots the robot drives.
 
     Runs on every LowState (500 Hz), so it reads each field once, on the valid slots only.
     """
+    reason = check_finite(state, valid)
+    if reason is not None:
+        return reason
     imu, motors = state["imu_state"], state["motor_state"]
-    quat, gyro = imu["quaternion"], imu["gyroscope"]
-    q, dq = motors["q"][valid], motors["dq"][valid]
-    if not np.isfinite(quat.sum(dtype=np.float64) + gyro.sum(dtype=np.float64) + q.sum(dtype=np.float64)
-                       + dq.sum(dtype=np.float64)):
-        for name, values, slots in (("IMU quaternion", quat, None), ("IMU gyroscope", gyro, None),
-                                    ("motor q", q, valid), ("motor dq", dq, valid)):
-            bad = np.flatnonzero(~np.isfinite(values))
-            if bad.size and slots is None:
-                return f"non-finite {name} in LowState: {values.tolist()}"
-            if bad.size:
-                return f"non-finite {name} in LowState on {_slot_name(slots[bad[0]])}"
+    quat, dq = imu["quaternion"], motors["dq"][valid]
     gz = projected_gravity_z(quat)
     if not gz <= 0:
         return "IMU quaternion is all zero" if not np.any(quat) else f"base upside down: projected gravity z = {gz:.2f} > 0"

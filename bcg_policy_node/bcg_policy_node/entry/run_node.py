@@ -9,14 +9,16 @@ import logging
 import signal
 
 from bcg.transport import make_transport
+from bcg.transport.endpoint import Endpoint
 
-from .command_writer import WriterSettings
-from .joint_map import JointMapError
+from ..config import LOGGER_NAME
+from ..core.joint_map import JointMapError
+from ..realtime.command_writer import WriterSettings
+from ..realtime.runtime import EventLog, NodeRuntime
 from .main import EXIT_REFUSED
-from .runtime import EventLog, NodeRuntime
-from .setup_node import WRITER_NODE_NAME, StartupError, build_controller, transport_config
+from .setup_node import WRITER_NODE_NAME, StartupError, build_controller
 
-log = logging.getLogger("bcg_policy_node")
+log = logging.getLogger(LOGGER_NAME)
 SIGNAL_POLL_S = 0.02
 """s between the main thread's checks for a stop signal (damping starts at most this late)."""
 
@@ -29,9 +31,11 @@ def record_stop_signals(requests: list) -> None:
         signal.signal(sig, lambda s, f: requests.append(signal.Signals(s).name))
 
 
-def run(config, open_transport=None) -> int:
-    """Run the node until stopped; returns the exit code. `open_transport()`: default from `config`
+def run(config, endpoint: Endpoint, open_transport=None) -> int:
+    """Run the node until stopped; returns the exit code. `open_transport()`: default the endpoint's
     (LowState side; the LowCmd writer process opens its own, as node `WRITER_NODE_NAME` on ROS 2)."""
+    for note in endpoint.notes:
+        log.info("%s", note)
     events = EventLog(config.events)
     try:
         controller = build_controller(config, on_transition=events.transition)
@@ -39,11 +43,11 @@ def run(config, open_transport=None) -> int:
         log.error("refusing to start: %s", e)
         events.close()
         return EXIT_REFUSED
-    writer = WriterSettings(dataclasses.replace(transport_config(config), node_name=WRITER_NODE_NAME),
+    writer = WriterSettings(dataclasses.replace(endpoint.transport, node_name=WRITER_NODE_NAME),
                             writer_hz=config.writer_hz, spin_s=config.writer_spin,
                             realtime_priority=config.realtime_priority + 1 if config.realtime_priority else 0,
                             cpu=config.writer_cpu, shutdown_damping_s=config.shutdown_damping)
-    with (open_transport or (lambda: make_transport(transport_config(config))))() as transport:
+    with (open_transport or (lambda: make_transport(endpoint.transport)))() as transport:
         runtime = NodeRuntime(controller, transport, writer, check_state_crc=config.check_state_crc,
                               receiver_priority=config.realtime_priority, receiver_cpu=config.receiver_cpu)
         requests = []
@@ -71,5 +75,6 @@ def run(config, open_transport=None) -> int:
         return EXIT_REFUSED
     if runtime.error is not None:
         return 1
-    log.info("stopped: %d commands written, %d policy steps", summary["commands_written"], summary["policy_steps"])
+    log.info("stopped: %d commands written, %d policy steps, LowStates dropped: %s", summary["commands_written"],
+             summary["policy_steps"], runtime.drops)
     return 0

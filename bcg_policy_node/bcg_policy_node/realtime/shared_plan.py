@@ -10,7 +10,7 @@ rebuild it there with `SharedPlan(*handles)`.
 """
 import numpy as np
 
-from .command_plan import PLAN_DTYPE
+from ..core.command_plan import PLAN_DTYPE
 
 LOCK_TIMEOUT_S = 0.05
 """Longest wait for the plan lock; the holder only copies ~1.5 KB, so a timeout means it died holding it."""
