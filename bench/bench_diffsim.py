@@ -1,7 +1,6 @@
 """Throughput and backward cost of the Warp G1 simulator, against MuJoCo measured in the same run.
 
-Scenario for both: PD (10x kp, 3x kd of the description) holding the default pose after a 5 mm
-drop, physics step h = 0.005 s (the simulator: dt 0.02 s with 4 substeps; MuJoCo: Euler at
+Scenario for both: the stand policy's PD gains holding the default pose after a 5 mm drop, physics step h = 0.005 s (the simulator: dt 0.02 s with 4 substeps; MuJoCo: Euler at
 0.005 s with the PD as a servo actuator, so no Python work between its steps).
 
 - forward: environment-substeps per second, `--envs` environments in one batch (requires_grad
@@ -33,6 +32,7 @@ import mujoco  # noqa: E402
 import numpy as np  # noqa: E402
 import warp as wp  # noqa: E402
 
+from bcg.contract.builtin import stand_gains  # noqa: E402
 from bcg_train.diffsim import Model, SimConfig, Simulator, Tape  # noqa: E402
 from bcg_train.diffsim import mujoco_reference as vd  # noqa: E402  (the shared scenario)
 
@@ -45,8 +45,8 @@ CONFIG = SimConfig(kappa=300.0, substeps=SUBSTEPS)
 def standing_setup(sim: Simulator):
     """(state_in, control) of the PD standing scenario for every environment of `sim`."""
     model = sim.model
-    kp, kd = vd.pd_gains(model.robot)
-    s = sim.state().assign(model.default_qpos(vd.DROP_HEIGHT), np.zeros(model.nv))
+    kp, kd = stand_gains(model.robot)
+    s = sim.state().assign(model.default_qpos(vd.drop_height(model, vd.DROP_CLEARANCES[0])), np.zeros(model.nv))
     return s, sim.control().set_pd(q_target=model.robot.default_q, kp=kp, kd=kd)
 
 
@@ -71,11 +71,12 @@ def warp_forward_rate(model: Model, envs: int, steps: int) -> float:
 def mujoco_rate(model: Model, envs: int, steps: int) -> float:
     """Environment-steps per second of mj_step at h = DT / SUBSTEPS, `envs` MjData in sequence."""
     robot = model.robot
-    kp, kd = vd.pd_gains(robot)
+    kp, kd = stand_gains(robot)
     m = vd.mujoco_model(robot, DT / SUBSTEPS, kp=kp, kd=kd)
     datas = [mujoco.MjData(m) for _ in range(envs)]
     for d in datas:
-        vd.set_mujoco_state(model, d, model.default_qpos(vd.DROP_HEIGHT), np.zeros(model.nv))
+        vd.set_mujoco_state(model, d, model.default_qpos(vd.drop_height(model, vd.DROP_CLEARANCES[0])),
+                            np.zeros(model.nv))
         d.ctrl[robot.actuator_ids] = robot.default_q
         mujoco.mj_step(m, d)   # warm-up
     n = steps * SUBSTEPS

@@ -18,7 +18,7 @@ import warp as wp
 
 from bcg.atomic_file import write_atomic, write_text_atomic
 from bcg_train.diffsim import Model, SimConfig
-from bcg_train.diffsim.mujoco_reference import (DROP_HEIGHTS, STANDING_HEIGHT, AirResult, DropTrace, mujoco_drop,
+from bcg_train.diffsim.mujoco_reference import (DROP_CLEARANCES, AirResult, DropTrace, mujoco_drop,
                                                 no_contact_agreement, warp_drop)
 
 wp.config.log_level = wp.LOG_WARNING
@@ -30,9 +30,9 @@ class Report:
     drop_duration: float            # s
     air: List[AirResult] = field(default_factory=list)
     mujoco: Dict[float, DropTrace] = field(default_factory=dict)
-    """drop height [m] -> MuJoCo's trace"""
+    """clearance of the feet at release [m] -> MuJoCo's trace"""
     drops: Dict[Tuple[float, float], DropTrace] = field(default_factory=dict)
-    """(drop height [m], kappa) -> the simulator's trace"""
+    """(clearance [m], kappa) -> the simulator's trace"""
 
 
 def drop_rows(report: Report) -> List[dict]:
@@ -42,7 +42,7 @@ def drop_rows(report: Report) -> List[dict]:
     for (drop, kappa), w in report.drops.items():
         mj = report.mujoco[drop]
         rows.append({
-            "drop_mm": round((drop - STANDING_HEIGHT) * mm), "kappa": kappa,
+            "drop_mm": round(drop * mm), "kappa": kappa,
             "final_height_warp_mm": w.base_height[-1] * mm, "final_height_mujoco_mm": mj.base_height[-1] * mm,
             "final_height_diff_mm": (w.base_height[-1] - mj.base_height[-1]) * mm,
             "min_height_warp_mm": w.base_height.min() * mm,
@@ -127,7 +127,7 @@ def write_plots(report: Report, out: Path) -> None:
                 ax.plot(tr.time, getattr(tr, attr) * 1000.0, label=tr.label, **style)
             ax.set_ylabel(ylabel)
             ax.grid(alpha=0.3)
-        axes[0, col].set_title(f"released {round((drop - STANDING_HEIGHT) * 1000)} mm above the floor")
+        axes[0, col].set_title(f"released {round(drop * 1000)} mm above the floor")
         axes[0, col].legend(fontsize=8)
         axes[-1, col].set_xlabel("time [s]")
     fig.suptitle("Drop test: Warp diffsim vs MuJoCo (PD holding the default pose)")
@@ -149,7 +149,7 @@ def main():
     for fl in (False, True):
         report.air.append(no_contact_agreement(fl, air_duration, model_path=args.model))
     model = Model.from_mujoco(args.model, device="cpu")
-    for drop in DROP_HEIGHTS:
+    for drop in DROP_CLEARANCES:
         report.mujoco[drop] = mujoco_drop(drop_duration, model, drop)
         for kappa in kappas:
             report.drops[(drop, kappa)] = warp_drop(SimConfig(kappa=kappa), drop_duration, model, drop)

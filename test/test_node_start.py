@@ -13,7 +13,7 @@ import pytest
 import bcg_policy_node.entry.main as policy_node
 import bcg_sim_bridge.main as sim_bridge
 from bcg.launch_graph import G1_RUN, MUJOCO_CHECK
-from bcg.ros_params import ParameterError
+from bcg.config_check import ConfigError
 from bcg.transport.endpoint import EndpointError, NodeStart
 
 REPO = Path(__file__).resolve().parents[1]
@@ -85,7 +85,7 @@ def test_contradictions_are_refused_by_name():
         sim_bridge.settings(ros_run("sim_bridge", "--transport", "dds"))
     with pytest.raises(EndpointError, match="rclpy cannot be imported"):
         policy_node.settings(ros_run("policy_node", "--ros-args", "-p", "domain:=3", rclpy=False))
-    with pytest.raises(ParameterError, match="unknown policy_node parameter `domian`"):
+    with pytest.raises(ConfigError, match="unknown policy_node parameter `domian`"):
         policy_node.settings(ros_run("policy_node", "--ros-args", "-p", "domian:=3"))
 
 

@@ -12,12 +12,10 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
 import yaml
 
+from bcg.config_check import ConfigError
+
 ROS_OWN_PARAMETERS = ("use_sim_time", "start_type_description_service")
 """Parameters rclpy declares on every node itself; a ROS 2 command line may set them, no config holds them."""
-
-
-class ParameterError(ValueError):
-    """A parameter file or value is unusable; the message names the file, node and key."""
 
 
 def _node_sections(doc: Any, node_name: str) -> List[str]:
@@ -32,34 +30,34 @@ def read_ros_parameters(path: Union[str, Path], node_name: str, required: bool =
     try:
         doc = yaml.safe_load(path.read_text())
     except (OSError, yaml.YAMLError) as e:
-        raise ParameterError(f"cannot read parameter file {path}: {e}") from None
+        raise ConfigError(f"cannot read parameter file {path}: {e}") from None
     sections = _node_sections(doc, node_name)
     if not sections and required:
-        raise ParameterError(f"parameter file {path}: no `{node_name}:` or `/**:` section with `ros__parameters`")
+        raise ConfigError(f"parameter file {path}: no `{node_name}:` or `/**:` section with `ros__parameters`")
     params: Dict[str, Any] = {}
     for key in sections:
         section = doc[key]
         if not isinstance(section, dict) or not isinstance(section.get("ros__parameters"), dict):
-            raise ParameterError(f"parameter file {path}: section `{key}` has no `ros__parameters` mapping")
+            raise ConfigError(f"parameter file {path}: section `{key}` has no `ros__parameters` mapping")
         params.update(section["ros__parameters"])
     return params
 
 
 def coerce_parameters(values: Mapping[str, Any], config_cls, node_name: str) -> Dict[str, Any]:
     """Check names and types of `values` against the dataclass `config_cls` (ints are accepted for
-    floats, None for strings); an unknown key or a wrong type is a ParameterError naming it."""
+    floats, None for strings); an unknown key or a wrong type is a ConfigError naming it."""
     types = {f.name: f.type for f in fields(config_cls)}
     out = {}
     for key, value in values.items():
         want = types.get(key)
         if want is None:
-            raise ParameterError(f"unknown {node_name} parameter `{key}`; known: {', '.join(sorted(types))}")
+            raise ConfigError(f"unknown {node_name} parameter `{key}`; known: {', '.join(sorted(types))}")
         if want is float and isinstance(value, int) and not isinstance(value, bool):
             value = float(value)
         if want is str and value is None:
             value = ""
         if type(value) is not want:
-            raise ParameterError(f"{node_name} parameter `{key}` = {value!r}: expected {want.__name__}, "
+            raise ConfigError(f"{node_name} parameter `{key}` = {value!r}: expected {want.__name__}, "
                                  f"got {type(value).__name__}")
         out[key] = value
     return out
@@ -91,7 +89,7 @@ def _classified(argv: Sequence[str]):
 def _assignment(rule: str, option: str) -> tuple:
     name, sep, value = rule.partition(":=")
     if not sep or not name:
-        raise ParameterError(f"ROS 2 argument `{option} {rule}`: expected NAME:=VALUE")
+        raise ConfigError(f"ROS 2 argument `{option} {rule}`: expected NAME:=VALUE")
     return name, value
 
 
@@ -123,7 +121,7 @@ def ros_argument_parameters(argv: Sequence[str], node_name: str) -> Dict[str, An
         try:
             params[key] = yaml.safe_load(text) if text else ""
         except yaml.YAMLError as e:
-            raise ParameterError(f"ROS 2 argument `-p {key}:={text}`: not a YAML value ({e})") from None
+            raise ConfigError(f"ROS 2 argument `-p {key}:={text}`: not a YAML value ({e})") from None
     return {k: v for k, v in params.items() if k not in ROS_OWN_PARAMETERS}
 
 

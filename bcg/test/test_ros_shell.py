@@ -12,7 +12,8 @@ import pytest
 
 from bcg.node_log import routed_to_ros
 from bcg.ros_node_shell import READ_ONLY_REASON, Spinner, ros_node_session
-from bcg.ros_params import ParameterError, ros_argument_parameters
+from bcg.config_check import ConfigError
+from bcg.ros_params import ros_argument_parameters
 from bcg.transport import TransportConfig
 from bcg.transport.cyclone_config import cyclone_config_xml
 from bcg.transport.endpoint import EndpointError, NodeStart, resolve_endpoint, ros2_cyclone_uri
@@ -161,7 +162,7 @@ def test_ros_command_line_parameters_in_rcl_order(tmp_path):
     assert ros_argument_parameters(argv, "policy_node") == {"domain": 188, "writer_hz": 250.0, "interface": "lo",
                                                             "autostart": True}
     assert ros_argument_parameters(["--domain", "5"], "policy_node") == {}
-    with pytest.raises(ParameterError, match="NAME:=VALUE"):
+    with pytest.raises(ConfigError, match="NAME:=VALUE"):
         ros_argument_parameters(["--ros-args", "-p", "domain=5"], "policy_node")
 
 

@@ -7,7 +7,7 @@ the direct-DDS entry point. Every bad value raises `ConfigError` naming the key.
 import math
 from dataclasses import dataclass, fields
 
-from bcg.ros_params import ParameterError
+from bcg.config_check import check
 
 NODE_NAME = "policy_node"
 """The node's name: its ROS 2 node name and its section in a parameter file."""
@@ -17,10 +17,6 @@ LOGGER_NAME = "bcg_policy_node"
 """The std logger every module of the node logs to (routed to rclpy's logger in a ROS 2 node)."""
 ROBOT_DOMAIN = 0
 """The DDS domain when `domain` is -1 outside ROS 2 (or ROS_DOMAIN_ID is unset): the robot's."""
-
-
-ConfigError = ParameterError
-"""A parameter is unknown, of the wrong type or out of range; the message names the key."""
 
 
 @dataclass(frozen=True)
@@ -89,8 +85,8 @@ class PolicyNodeConfig:
     def __post_init__(self):
         for f in fields(self):
             v = getattr(self, f.name)
-            if isinstance(v, float) and not math.isfinite(v):
-                raise ConfigError(f"{NODE_NAME} parameter `{f.name}` = {v!r}: must be finite")
+            check(not isinstance(v, float) or math.isfinite(v), f"{NODE_NAME} parameter `{f.name}` = {v!r}",
+                  "must be finite")
         checks = (("transport", self.transport in ("auto", "ros2", "dds"), "must be 'auto', 'ros2' or 'dds'"),
                   ("domain", -1 <= self.domain <= 232, "DDS domain ids are 0..232 (-1: unset)"),
                   ("writer_hz", self.writer_hz > 0, "must be > 0"),
@@ -108,5 +104,4 @@ class PolicyNodeConfig:
                   ("pd_delay_steps", 0 <= self.pd_delay_steps <= 10, "must be 0..10"),
                   ("motor_fault_mask", 0 <= self.motor_fault_mask <= 0xFFFFFFFF, "must fit in uint32"))
         for key, ok, message in checks:
-            if not ok:
-                raise ConfigError(f"{NODE_NAME} parameter `{key}` = {getattr(self, key)!r}: {message}")
+            check(ok, f"{NODE_NAME} parameter `{key}` = {getattr(self, key)!r}", message)

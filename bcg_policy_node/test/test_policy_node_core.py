@@ -11,7 +11,8 @@ from bcg.contract import (load_policy, mlp_model, robot_state_spec, stand_contra
 from bcg.motion import load_motion
 from bcg.robot import SDK_JOINT_NAMES, RobotDescription, resolve_model_path
 from bcg.wire import crc_ok, decode_lowcmd, encode_lowcmd, new_lowstate
-from bcg_policy_node.config import ConfigError, PolicyNodeConfig
+from bcg.config_check import ConfigError
+from bcg_policy_node.config import PolicyNodeConfig
 from bcg_policy_node.core.command_plan import LowCmdComposer, new_plan
 from bcg_policy_node.core.controller import Controller
 from bcg_policy_node.core.joint_map import JointMap, JointMapError

@@ -9,7 +9,9 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Dict, Mapping, Optional, Union
 
-from bcg.ros_params import ParameterError, coerce_parameters, layered_parameters
+from bcg.config_check import check
+from bcg.robot import FALL_HEIGHT
+from bcg.ros_params import coerce_parameters, layered_parameters
 
 NODE_NAME = "sim_bridge"
 """The node's name: its ROS 2 node name and its section in a ROS 2 parameter file."""
@@ -24,10 +26,6 @@ EMULATIONS = ("", "unitree_mujoco")
 BAND_MODES = ("hold", "hang")
 """Elastic band modes (`elastic_band.py`). Kept here, not there: this module must not import mujoco,
 which reads $MUJOCO_GL once, at its import (`display.choose_offscreen_backend`)."""
-
-
-ConfigError = ParameterError
-"""A configuration value is missing, unknown or out of range; the message names the key."""
 
 
 @dataclass(frozen=True)
@@ -83,7 +81,7 @@ class BridgeConfig:
     """Model body the band pulls on."""
     band_release_time: float = 0.0
     """Simulated seconds after which the band is released; 0: never."""
-    fall_height: float = 0.3
+    fall_height: float = FALL_HEIGHT
     """Root (pelvis) height below which the robot counts as fallen, m."""
     metrics: str = ""
     """Path of the metrics JSON written at exit; empty: none."""
@@ -116,8 +114,7 @@ class BridgeConfig:
 
 
 def _require(ok: bool, key: str, message: str, value: Any) -> None:
-    if not ok:
-        raise ConfigError(f"{NODE_NAME} parameter `{key}` = {value!r}: {message}")
+    check(ok, f"{NODE_NAME} parameter `{key}` = {value!r}", message)
 
 
 def _validate(c: BridgeConfig) -> None:

@@ -16,7 +16,8 @@ from bcg.ros_params import read_ros_parameters
 from bcg.wire import crc_ok, encode_lowcmd, encode_lowstate, new_lowcmd
 from bcg_sim_bridge.bridge import SimBridge
 from bcg_sim_bridge.command_gate import CommandGate
-from bcg_sim_bridge.config import NODE_NAME, BridgeConfig, ConfigError, load_config
+from bcg.config_check import ConfigError
+from bcg_sim_bridge.config import NODE_NAME, BridgeConfig, load_config
 from bcg_sim_bridge.display import Recorder
 from bcg_sim_bridge.elastic_band import ElasticBand
 from bcg_sim_bridge.lowstate_fill import quat_to_rpy

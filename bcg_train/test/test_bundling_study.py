@@ -1,17 +1,13 @@
-"""The bundling study's pieces (bench/bundling_study.py, bench/bundling_pointmass.py): the 1-D bundled
+"""The bundling study's pieces (bcg_train.bundling_study, run by bench/bundling_study.py): the 1-D bundled
 estimate behaves as randomised smoothing says, and the G1 per-environment gradients are what a
 direct per-environment computation gives."""
-import sys
 from dataclasses import fields, replace
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
-
-import bundling_pointmass as pm  # noqa: E402
-import bundling_study as bs  # noqa: E402
+from bcg_train.bundling_study import pointmass as pm
+from bcg_train.bundling_study import scenarios, statistics, window
 
 
 def test_pointmass_gradient_matches_finite_differences():
@@ -36,35 +32,35 @@ def test_pointmass_bundled_estimate_is_unbiased_for_the_smoothed_gradient_and_it
 
 @pytest.fixture(scope="module")
 def two_env_jump():
-    model = bs.g1_model()
-    clip, landing = bs.jump_clip(model)
-    return model, bs.jump_scenario(model, clip, landing, envs=2, seed=1)
+    model = scenarios.g1_model()
+    clip, landing = scenarios.jump_clip(model)
+    return model, scenarios.jump_scenario(model, clip, landing, envs=2, seed=1)
 
 
-def one_env(scenario: bs.Scenario, e: int) -> bs.Scenario:
+def one_env(scenario: scenarios.Scenario, e: int) -> scenarios.Scenario:
     arrays = {f.name: getattr(scenario, f.name)[e:e + 1] for f in fields(scenario) if f.name != "name"}
     return replace(scenario, **arrays)
 
 
 def test_per_env_gradients_equal_a_direct_per_env_computation(two_env_jump):
     model, scenario = two_env_jump
-    both = bs.StudyWindow(bs.study_config(300.0, None), scenario).run()
+    both = window.StudyWindow(scenarios.study_config(300.0, None), scenario).run()
     both.check_finite("two envs")
-    assert both.param_grads.shape == (2, 10333) and both.action_grads.shape == (2, bs.HORIZON, model.nj)
+    assert both.param_grads.shape == (2, 10333) and both.action_grads.shape == (2, scenarios.HORIZON, model.nj)
     for e in range(2):
-        alone = bs.StudyWindow(bs.study_config(300.0, None), one_env(scenario, e)).run()
+        alone = window.StudyWindow(scenarios.study_config(300.0, None), one_env(scenario, e)).run()
         np.testing.assert_allclose(both.param_grads[e], alone.param_grads[0], rtol=1e-9, atol=1e-12)
         np.testing.assert_allclose(both.action_grads[e], alone.action_grads[0], rtol=1e-9, atol=1e-12)
-    var = bs.sum_variance(both.param_grads)
+    var = statistics.sum_variance(both.param_grads)
     assert var > 0
     assert var == pytest.approx(0.5 * np.square(both.param_grads[0] - both.param_grads[1]).sum(), rel=1e-12)
-    counts = bs.resample_counts(2, 50, np.random.default_rng(0))
-    direct = [bs.sum_variance(np.repeat(both.param_grads, c.astype(int), axis=0)) for c in counts]
-    np.testing.assert_allclose(bs.bootstrap_sum_variance(both.param_grads, counts), direct, rtol=1e-9, atol=1e-12)
+    counts = statistics.resample_counts(2, 50, np.random.default_rng(0))
+    direct = [statistics.sum_variance(np.repeat(both.param_grads, c.astype(int), axis=0)) for c in counts]
+    np.testing.assert_allclose(statistics.bootstrap_sum_variance(both.param_grads, counts), direct, rtol=1e-9, atol=1e-12)
 
 
 def test_a_bundle_triggers_on_the_landing_and_gives_finite_gradients(two_env_jump):
     model, scenario = two_env_jump
-    res = bs.StudyWindow(bs.study_config(300.0, replace(bs.DEFAULT_BUNDLE, branches=3)), scenario).run()
+    res = window.StudyWindow(scenarios.study_config(300.0, replace(scenarios.DEFAULT_BUNDLE, branches=3)), scenario).run()
     res.check_finite("bundled")
     assert res.bundles >= 2 and res.branch_substeps > 0 and res.in_bundle.max() > 0

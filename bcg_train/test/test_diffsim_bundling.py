@@ -13,11 +13,11 @@ from bcg_train.diffsim.bundling import kernels as bk
 DT = 0.02
 DROP = 0.10           # m above standing height
 FALL_SPEED = 1.2      # m/s downwards at the start
-STANDING = 0.757      # m, pelvis height with the feet on the floor
 RNG = np.random.default_rng(3)
 
 
 MODEL = Model.from_mujoco(device="cpu")
+STANDING = MODEL.robot.standing_height      # m, pelvis height with the feet on the floor
 
 
 def sim_config(**bundle) -> SimConfig:

@@ -27,7 +27,7 @@ def model():
 
 def standing_q(model, n=N, lift=0.0):
     """(n, nq) default pose with the feet just touching (sphere bottoms about 1 mm above ground)."""
-    q = np.tile(model.default_qpos(0.758 + lift), (n, 1))
+    q = np.tile(model.default_qpos(model.robot.standing_height + 0.001 + lift), (n, 1))
     q[:, 7:] += RNG.normal(0, 0.02, (n, model.nq - 7))
     return q
 

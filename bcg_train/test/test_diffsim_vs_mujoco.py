@@ -5,6 +5,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from bcg.contract.builtin import stand_gains
 from bcg.robot import resolve_model_path
 from bcg_train.diffsim import Model, NonFiniteStateError, SimConfig, Simulator
 from bcg_train.diffsim import mujoco_reference as vd
@@ -61,15 +62,15 @@ def test_23dof_model_builds_and_steps():
     assert model.nj == 23 and model.nv == 29 and model.nq == 30 and model.nc == 8
     sim = Simulator(model, 2)
     s0, s1 = sim.state(), sim.state()
-    s0.assign(model.default_qpos(vd.DROP_HEIGHT))
-    kp, kd = vd.pd_gains(model.robot)
+    s0.assign(model.default_qpos(vd.drop_height(model, 0.005)))
+    kp, kd = stand_gains(model.robot)
     ctrl = sim.control().set_pd(q_target=model.robot.default_q, kp=kp, kd=kd)
     for _ in range(5):
         sim.step(s0, s1, ctrl, vd.CONTROL_DT)
         s0, s1 = s1, s0
     q = s0.q.numpy()
     assert q.shape == (2, 30) and np.isfinite(q).all()
-    assert 0.7 < q[0, 2] < vd.DROP_HEIGHT
+    assert 0.7 < q[0, 2] < vd.drop_height(model, 0.005)
     np.testing.assert_allclose(q[0], q[1])
 
 
@@ -78,7 +79,7 @@ def test_nan_initial_state_is_reported_with_its_environment(model):
     s0, s1 = sim.state(), sim.state()
     qd = np.zeros((3, model.nv))
     qd[1, 7] = np.nan
-    s0.assign(model.default_qpos(vd.DROP_HEIGHT), qd)
+    s0.assign(model.default_qpos(model.robot.standing_height), qd)
     with pytest.raises(NonFiniteStateError) as err:
         sim.step(s0, s1, sim.control(), vd.CONTROL_DT)
     assert err.value.env_ids == [1]

@@ -15,7 +15,6 @@ from bcg_train.motion.kinematics import RobotKinematics
 from bcg_train.motion.library import load_clip
 from bcg_train.motion.resample import ResampleConfig
 
-STANDING_HEIGHT = 0.757   # m, pelvis with the default pose's feet on the floor
 
 
 @pytest.fixture(scope="module")
@@ -27,7 +26,7 @@ def robot():
 def standing_csv(robot, tmp_path_factory):
     """Two seconds of standing still, in Unitree's LAFAN1 CSV layout (30 fps, SDK joint order)."""
     joints = dict(zip(robot.joint_names, robot.default_q))
-    row = np.r_[0.0, 0.0, STANDING_HEIGHT, 0.0, 0.0, 0.0, 1.0, [joints[j] for j in SDK_JOINT_NAMES]]
+    row = np.r_[0.0, 0.0, robot.standing_height, 0.0, 0.0, 0.0, 1.0, [joints[j] for j in SDK_JOINT_NAMES]]
     path = tmp_path_factory.mktemp("motion") / "standing.csv"
     np.savetxt(path, np.tile(row, (61, 1)), delimiter=",")
     return path

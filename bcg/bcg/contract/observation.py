@@ -17,6 +17,7 @@ from typing import Any, Callable, Dict, Optional, Sequence, Tuple
 import numpy as np
 
 from bcg.motion.reference import ReferenceFrames
+from bcg.rotations import array_namespace, projected_gravity, rot6d, rotation_matrix
 
 
 class ObservationSpecError(ValueError):
@@ -41,62 +42,6 @@ class ObservationInputs:
     """(n,) rad, the contract's default pose."""
     reference: Optional[ReferenceFrames] = None
     """Reference samples; required when the spec has reference terms."""
-
-
-def _xp(x):
-    """The array namespace of `x`: torch for tensors (imported only then), else numpy."""
-    if type(x).__module__.startswith("torch"):
-        import torch
-        return torch
-    return np
-
-
-def _stack_last(xp, parts):
-    """xp.stack(parts, -1). numpy builds it with one array() call: np.stack spends ~7 us on the
-    scalars of a single observation, which the node builds on its latency path."""
-    if xp is np:
-        stacked = np.array(parts)
-        return stacked.transpose(tuple(range(1, stacked.ndim)) + (0,))
-    return xp.stack(parts, -1)
-
-
-def quat_rotate_inverse(q, v):
-    """Rotate world vectors v (..., 3) into the frame of quaternions q (..., 4) (w, x, y, z)."""
-    xp = _xp(v)
-    w, u = q[..., 0:1], q[..., 1:4]
-    uv = xp.stack([u[..., 1] * v[..., 2] - u[..., 2] * v[..., 1],
-                   u[..., 2] * v[..., 0] - u[..., 0] * v[..., 2],
-                   u[..., 0] * v[..., 1] - u[..., 1] * v[..., 0]], -1)
-    uuv = xp.stack([u[..., 1] * uv[..., 2] - u[..., 2] * uv[..., 1],
-                    u[..., 2] * uv[..., 0] - u[..., 0] * uv[..., 2],
-                    u[..., 0] * uv[..., 1] - u[..., 1] * uv[..., 0]], -1)
-    return v - 2.0 * w * uv + 2.0 * uuv
-
-
-def projected_gravity(q):
-    """The world's down vector (0, 0, -1) in the frame of quaternions q (..., 4) (w, x, y, z): minus
-    the last row of q's rotation matrix, (..., 3). q must be a unit quaternion."""
-    xp = _xp(q)
-    w, x, y, z = q[..., 0], q[..., 1], q[..., 2], q[..., 3]
-    return _stack_last(xp, [2 * (w * y - x * z), -2 * (y * z + w * x), 2 * (x * x + y * y) - 1])
-
-
-def rotation_matrix(q):
-    """Rotation matrices (..., 3, 3) of unit quaternions q (..., 4) (w, x, y, z)."""
-    xp = _xp(q)
-    w, x, y, z = q[..., 0], q[..., 1], q[..., 2], q[..., 3]
-    return _stack_last(xp, [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y),
-                            2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x),
-                            2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)]
-                       ).reshape(tuple(q.shape[:-1]) + (3, 3))
-
-
-def rot6d(q):
-    """First two columns of the rotation matrix of q (..., 4), flattened to (..., 6)."""
-    xp = _xp(q)
-    w, x, y, z = q[..., 0], q[..., 1], q[..., 2], q[..., 3]
-    return _stack_last(xp, [1 - 2 * (y * y + z * z), 2 * (x * y + w * z), 2 * (x * z - w * y),
-                            2 * (x * y - w * z), 1 - 2 * (x * x + z * z), 2 * (y * z + w * x)])
 
 
 def _flatten_frames(x):
@@ -275,7 +220,7 @@ class ObservationSpec:
             prepared = self.prepare(inputs.reference, inputs.default_joint_pos)
         elif prepared is None:
             prepared = (None,) * len(self.terms)
-        xp = _xp(inputs.joint_pos)
+        xp = array_namespace(inputs.joint_pos)
         parts = [TERMS[t.name].compute(inputs, p) * t.scale for t, p in zip(self.terms, prepared)]
         out = xp.concatenate(parts, -1)
         return out.astype(np.float32) if xp is np else out

@@ -3,7 +3,8 @@ from pathlib import Path
 from typing import Dict, List
 
 from bcg.config_files import config_file
-from bcg.ros_params import ParameterError, read_ros_parameters
+from bcg.config_check import ConfigError
+from bcg.ros_params import read_ros_parameters
 
 from .graph import LaunchArgument, LaunchGraph, ProcessSpec, as_bool, as_number
 
@@ -58,7 +59,7 @@ def policy_start_s() -> float:
     params = read_ros_parameters(config_file("policy_node.yaml"), "policy_node")
     missing = [k for k in ("ramp_duration", "autostart_hold") if k not in params]
     if missing:
-        raise ParameterError(f"{config_file('policy_node.yaml')}: mujoco_check needs {missing} to know when the "
+        raise ConfigError(f"{config_file('policy_node.yaml')}: mujoco_check needs {missing} to know when the "
                              "policy starts")
     return float(params["ramp_duration"]) + float(params["autostart_hold"])
 

@@ -5,6 +5,7 @@ model, so `description.py` imports MuJoCo; it is imported here on first use only
 what needs no model (the policy node's 500 Hz LowCmd writer process: the SDK slot table) never loads
 MuJoCo. `pd_stability` is plain numpy.
 """
+from .falls import FALL_HEIGHT
 from .model_path import ENV_VAR as MODEL_ENV_VAR
 from .model_path import ModelNotFoundError, resolve_model_path
 from .sdk_joints import MODE_MACHINE, NUM_MOTOR_SLOTS, SDK_JOINT_NAMES
@@ -19,5 +20,5 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-__all__ = ["FOOT_JOINTS", "MODE_MACHINE", "MODEL_ENV_VAR", "ModelNotFoundError", "NUM_MOTOR_SLOTS",
+__all__ = ["FALL_HEIGHT", "FOOT_JOINTS", "MODE_MACHINE", "MODEL_ENV_VAR", "ModelNotFoundError", "NUM_MOTOR_SLOTS",
            "RobotDescription", "RobotDescriptionError", "SDK_JOINT_NAMES", "resolve_model_path"]

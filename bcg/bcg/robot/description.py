@@ -46,6 +46,7 @@ class RobotDescription:
     kd: np.ndarray                   # N m s/rad
     damping_kd: float                # N m s/rad, damping mode
     joint_inertia: np.ndarray        # kg m^2, the smallest inertia each joint can see (`_joint_inertia`)
+    standing_height: float           # m, pelvis height of the default pose with the feet's lowest sphere on z = 0
     foot_geoms: Dict[str, Tuple[int, ...]]   # 'left'/'right' -> sphere geom ids
     root_body: int                   # MuJoCo body id of the floating base (pelvis)
     valid_slots: np.ndarray = field(repr=False)   # bool (35,)
@@ -107,10 +108,23 @@ class RobotDescription:
             feet[side] = spheres
         return cls(model_path=Path(path), joint_names=tuple(names), motor_slots=slots,
                    joint_inertia=_joint_inertia(m, jids, default_q),
+                   standing_height=_standing_height(m, jids, default_q, root_body, feet),
                    joint_qpos_adr=m.jnt_qposadr[jids].copy(), joint_dof_adr=m.jnt_dofadr[jids].copy(),
                    actuator_ids=acts, q_lower=m.jnt_range[jids, 0].copy(), q_upper=m.jnt_range[jids, 1].copy(),
                    tau_limit=tau.astype(float), default_q=default_q, kp=kp, kd=kd, damping_kd=damping_kd,
                    foot_geoms=feet, root_body=root_body, valid_slots=valid)
+
+
+def _standing_height(m: mujoco.MjModel, joints: np.ndarray, default_q: np.ndarray, root_body: int,
+                     feet: Dict[str, Tuple[int, ...]]) -> float:
+    """Pelvis height [m] at which the default pose, upright, has its lowest foot sphere touching z = 0."""
+    data = mujoco.MjData(m)
+    root = m.jnt_qposadr[m.body_jntadr[root_body]]
+    data.qpos[root:root + 7] = (0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0)
+    data.qpos[m.jnt_qposadr[joints]] = default_q
+    mujoco.mj_kinematics(m, data)
+    spheres = [g for side in feet.values() for g in side]
+    return float(-np.min(data.geom_xpos[spheres, 2] - m.geom_size[spheres, 0]))
 
 
 def _joint_inertia(m: mujoco.MjModel, joints: np.ndarray, default_q: np.ndarray) -> np.ndarray:

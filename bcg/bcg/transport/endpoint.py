@@ -31,7 +31,8 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Optional, Sequence, Tuple, Union
 
 from bcg.node_log import log_to_console
-from bcg.ros_params import ParameterError, layered_parameters
+from bcg.config_check import ConfigError
+from bcg.ros_params import layered_parameters
 from bcg.transport import TRANSPORT_KINDS, TransportConfig
 from bcg.transport.cyclone_config import cyclone_config_xml
 
@@ -182,7 +183,7 @@ def node_settings(config_cls, start: NodeStart, *, node_name: str, ros_executabl
     `domain` and `interface` fields) filled in layers (`bcg.ros_params.layered_parameters`: the
     node's `--params` file, the ROS 2 command line's `--params-file` / `-p`, its own `flags`), then
     `transport` and `domain` replaced by what `resolve_endpoint` chose: what the node reports (its
-    ROS 2 parameters, its log) is what it does. Raises ParameterError or EndpointError."""
+    ROS 2 parameters, its log) is what it does. Raises ConfigError or EndpointError."""
     asked = config_cls(**layered_parameters(config_cls, node_name, params_file, start.argv, flags))
     endpoint = resolve_endpoint(start, transport=asked.transport, domain=asked.domain, interface=asked.interface,
                                 node_name=node_name, ros_executable=ros_executable, fallback_domain=fallback_domain)
@@ -193,12 +194,12 @@ def begin_node(node_name: str, settings: Callable[[NodeStart], Tuple[Any, Endpoi
                argv: Optional[Sequence[str]] = None) -> Optional[Tuple[NodeStart, Any, Endpoint]]:
     """How both nodes start: console logging, this process's `NodeStart`, then `settings(start)`
     (the node's `node_settings`). Returns (start, settings, endpoint), or None when the settings are
-    refused (ParameterError, EndpointError: the reason is logged; the caller exits non-zero)."""
+    refused (ConfigError, EndpointError: the reason is logged; the caller exits non-zero)."""
     log_to_console(node_name)
     start = NodeStart.of_this_process(argv)
     try:
         config, endpoint = settings(start)
-    except (ParameterError, EndpointError) as e:
+    except (ConfigError, EndpointError) as e:
         log.error("refusing to start: %s", e)
         return None
     return (start, config, endpoint)

@@ -9,6 +9,7 @@ from typing import Optional
 import numpy as np
 
 from bcg.robot import SDK_JOINT_NAMES
+from bcg.rotations import projected_gravity
 
 
 @dataclass(frozen=True)
@@ -47,10 +48,11 @@ def _slot_name(slot: int) -> str:
 
 
 def projected_gravity_z(quat_wxyz: np.ndarray) -> float:
-    """z of the world's down vector in the base frame: -1 upright, > 0 upside down."""
-    w, x, y, z = (float(v) for v in quat_wxyz)
-    n = w * w + x * x + y * y + z * z
-    return -(1.0 - 2.0 * (x * x + y * y) / n) if n > 0 else float("nan")
+    """z of the world's down vector in the base frame (`bcg.rotations.projected_gravity` of the
+    normalised quaternion): -1 upright, > 0 upside down; NaN for a zero quaternion."""
+    q = np.asarray(quat_wxyz, dtype=float)
+    n = float(np.linalg.norm(q))
+    return float(projected_gravity(q / n)[2]) if n > 0 else float("nan")
 
 
 QUATERNION_NORM_TOLERANCE = 0.05

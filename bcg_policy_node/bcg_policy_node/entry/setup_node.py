@@ -10,7 +10,9 @@ from bcg.motion import MotionFileError, load_motion
 from bcg.robot import ModelNotFoundError, RobotDescription, RobotDescriptionError
 from bcg.robot.pd_stability import PdPath
 
-from ..config import LOGGER_NAME, ConfigError, PolicyNodeConfig
+from bcg.config_check import ConfigError
+
+from ..config import LOGGER_NAME, PolicyNodeConfig
 from ..core.controller import Controller
 from ..core.gains import damping_gains, policy_gain_warning
 from ..core.joint_map import JointMapError

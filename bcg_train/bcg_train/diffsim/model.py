@@ -203,8 +203,9 @@ class Model:
             robot=robot, body_names=tuple(m.body(b).name for b in bodies), mj_body_ids=np.array(bodies), mj_qpos_adr=np.array(mj_q), mj_dof_adr=mj_d,
         )
 
-    def default_qpos(self, height: float = 0.793) -> np.ndarray:
-        """(nq,) base at `height` m, upright, joints at the description's default pose."""
+    def default_qpos(self, height: float) -> np.ndarray:
+        """(nq,) base at `height` m, upright, joints at the description's default pose (at
+        `robot.standing_height` the lowest foot sphere touches the ground)."""
         q = np.zeros(self.nq)
         q[2] = height
         q[3] = 1.0

@@ -7,8 +7,8 @@ bench/validate_diffsim.py (which adds the report, tables and plots).
     limit) from random initial velocities (std 0.1). Friction loss off in both (MuJoCo:
     disableflags; simulator: frictionloss_scale = 0), or on in both (MuJoCo: a constraint;
     simulator: a smooth -F tanh(qd / v), so they differ).
-(b) Drop test: PD holding the default pose (kp = 10 x, kd = 3 x the description's gains), pelvis
-    released with the feet above the ground; MuJoCo at 1 kHz (the PD as a servo actuator, i.e.
+(b) Drop test: the stand policy's PD gains (`bcg.contract.builtin.stand_gains`) holding the default
+    pose, pelvis released with the feet above the ground; MuJoCo at 1 kHz (the PD as a servo actuator, i.e.
     explicit PD clamped to the torque limit each step), the simulator at dt 0.02 s with its
     substeps. Base height and foot penetration over time. MuJoCo penetration: mean / max of -dist
     over foot-sphere/floor contacts. Simulator: mean / max of max(-height, 0) over spheres carrying
@@ -21,17 +21,16 @@ from typing import List, Optional
 import mujoco
 import numpy as np
 
+from bcg.contract.builtin import stand_gains
+
 from .config import SimConfig
 from .model import Model
 from .simulator import Simulator
 
 AIR_HEIGHT = 6.5            # m, pelvis start of the no-contact runs
-DROP_HEIGHT = 0.762         # m, pelvis start of the drop test (feet 5 mm above the ground)
-STANDING_HEIGHT = 0.757     # m, pelvis height with the default pose's sphere bottoms at z = 0
-DROP_HEIGHTS = (DROP_HEIGHT, STANDING_HEIGHT + 0.030)   # m, the drop tests: feet 5 mm and 30 mm above the ground
+DROP_CLEARANCES = (0.005, 0.030)   # m, the drop tests: feet this far above the ground at release
 TORQUE_FRACTION = 0.01      # joint torque amplitude as a fraction of the torque limit
 VELOCITY_STD = 0.1          # std of the random initial velocities (rad/s, m/s)
-KP_SCALE, KD_SCALE = 10.0, 3.0   # drop-test PD gains over the description's (1x tips over in MuJoCo too)
 MUJOCO_DROP_STEP = 0.001    # s
 CONTROL_DT = 0.02           # s, simulator step of the drop test (4 substeps)
 IMPULSE_FRACTION = 1e-3     # 'carrying impulse': normal impulse above this share of m g h / nc
@@ -146,18 +145,19 @@ def _summarise(heights: np.ndarray):
     return float(pen.mean()), float(pen.max()), float(heights.mean())
 
 
-def pd_gains(robot):
-    """Drop-test PD gains (num_joints,): KP_SCALE x kp, KD_SCALE x kd."""
-    return KP_SCALE * robot.kp, KD_SCALE * robot.kd
+def drop_height(model: Model, clearance: float) -> float:
+    """Pelvis height [m] that releases the default pose with its feet `clearance` m above the ground."""
+    return model.robot.standing_height + clearance
 
 
-def mujoco_drop(duration: float, model: Model, drop_height: float = DROP_HEIGHT) -> DropTrace:
-    """MuJoCo at MUJOCO_DROP_STEP with the PD servo, pelvis released at `drop_height` [m], sampled every CONTROL_DT."""
+def mujoco_drop(duration: float, model: Model, clearance: float = DROP_CLEARANCES[0]) -> DropTrace:
+    """MuJoCo at MUJOCO_DROP_STEP with the stand policy's PD gains as a servo, the feet released
+    `clearance` m above the ground, sampled every CONTROL_DT."""
     robot = model.robot
-    kp, kd = pd_gains(robot)
+    kp, kd = stand_gains(robot)
     m = mujoco_model(robot, MUJOCO_DROP_STEP, kp=kp, kd=kd)
     d = mujoco.MjData(m)
-    set_mujoco_state(model, d, model.default_qpos(drop_height), np.zeros(model.nv))
+    set_mujoco_state(model, d, model.default_qpos(drop_height(model, clearance)), np.zeros(model.nv))
     d.ctrl[robot.actuator_ids] = robot.default_q
     floor = {g for g in range(m.ngeom) if m.geom_type[g] == mujoco.mjtGeom.mjGEOM_PLANE}
     feet = {g for side in robot.foot_geoms.values() for g in side}
@@ -181,13 +181,14 @@ def _trace(label: str, rows: List[tuple]) -> DropTrace:
                      a[:, 4].astype(int))
 
 
-def warp_drop(config: SimConfig, duration: float, model: Model, drop_height: float = DROP_HEIGHT) -> DropTrace:
-    """The simulator with `config` at CONTROL_DT, pelvis released at `drop_height` [m]."""
+def warp_drop(config: SimConfig, duration: float, model: Model, clearance: float = DROP_CLEARANCES[0]) -> DropTrace:
+    """The simulator with `config` at CONTROL_DT, the stand policy's PD gains, the feet released
+    `clearance` m above the ground."""
     robot = model.robot
-    kp, kd = pd_gains(robot)
+    kp, kd = stand_gains(robot)
     sim = Simulator(model, 1, config)
     s0, s1 = sim.state(), sim.state()
-    s0.assign(model.default_qpos(drop_height), np.zeros(model.nv))
+    s0.assign(model.default_qpos(drop_height(model, clearance)), np.zeros(model.nv))
     ctrl = sim.control().set_pd(q_target=robot.default_q, kp=kp, kd=kd)
     h = CONTROL_DT / config.substeps
     threshold = IMPULSE_FRACTION * robot_mass(model) * np.linalg.norm(model.gravity) * h / model.nc

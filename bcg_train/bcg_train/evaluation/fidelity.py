@@ -15,6 +15,7 @@ from typing import Dict, List, Sequence
 
 import numpy as np
 
+from bcg.robot import FALL_HEIGHT
 from bcg_train.diffsim import NonFiniteStateError
 from bcg_train.motion.clip import MotionClip
 
@@ -53,7 +54,7 @@ class Trace:
 
 
 def open_loop(plant, clip: MotionClip, kp: np.ndarray, kd: np.ndarray, duration_s: float,
-              fall_height: float = 0.3) -> Trace:
+              fall_height: float = FALL_HEIGHT) -> Trace:
     """`plant` (MujocoPlant or WarpPlant) from the reference's first frame, PD (kp, kd (n,)) on the
     reference's joint angles of the next frame at every control step of the clip, for `duration_s`."""
     robot = plant.robot

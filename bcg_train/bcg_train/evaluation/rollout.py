@@ -10,6 +10,7 @@ from typing import List, Optional
 
 import numpy as np
 
+from bcg.robot import FALL_HEIGHT
 from bcg.contract import ObservationInputs, Policy
 from bcg.motion import ReferenceFrames
 from bcg_train.diffsim import NonFiniteStateError
@@ -35,7 +36,7 @@ class RunResult:
 
 
 def run_policy(plant, policy: Policy, clip: MotionClip, seed: int, duration_s: float, noise_rad: float = 0.02,
-               fall_height: float = 0.3, record: Optional[List[PlantState]] = None) -> RunResult:
+               fall_height: float = FALL_HEIGHT, record: Optional[List[PlantState]] = None) -> RunResult:
     """Run `policy` in `plant` (MujocoPlant or WarpPlant) along `clip` (at the policy's rate); the
     state after each control step is appended to `record` when given."""
     contract = policy.contract

@@ -4,6 +4,7 @@ from typing import Tuple
 
 from bcg.config_check import (check, require_count, require_non_negative, require_positive, require_range,
                               validate_section)
+from bcg.robot import FALL_HEIGHT
 from bcg_train.diffsim.config import BundleConfig, SimConfig
 
 
@@ -79,7 +80,7 @@ class ImitationEnvConfig:
     """Future reference frames in the observation [control periods ahead]."""
     episode_length_s: float = 10.0
     """Time limit of an episode [s] (also ends at the end of the reference motion): a time-out, not a failure."""
-    termination_height: float = 0.3
+    termination_height: float = FALL_HEIGHT
     """Failure when the pelvis is below this height [m]."""
     termination_body_error: float = 0.5
     """Failure when the mean body position error to the reference exceeds this [m]."""

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import torch
 
-from bcg.contract.observation import quat_rotate_inverse, rot6d
+from bcg.rotations import quat_rotate_inverse, rot6d
 
 
 @dataclass
