@@ -100,6 +100,7 @@ def test_pack_receive_install_roundtrip(tmp_path):
     report = stage.install(site, sys.executable)
     assert report["dists"] == {"bcg-standin": "1.0"}
     assert report["modules"]["bcg_standin"].startswith(str(site / "site"))
+    assert set(stage.PROJECT_MODULES) < set(report["modules"])           # the project imports beside it
     out = subprocess.run(
         ["bash", "-c", f'. "{site}/env.sh" && "{sys.executable}" -c "import bcg_standin, bcg_train, os; '
                        f'print(bcg_standin.VALUE); print(bcg_train.__file__); print(os.environ[\'BCG_G1_MODEL\'])"'],
@@ -239,7 +240,7 @@ def test_a_real_wheel_from_the_index(tmp_path):
     manifest = stage.pack([wheel], xml, tmp_path / "stage", 4 * KIB, preset=0)
     site = tmp_path / "site"
     receive_all(tmp_path / "stage", site, range(1, len(manifest["parts"]) + 1))
-    report = stage.install(site, sys.executable)
+    report = stage.install(site, sys.executable, project_modules=())
     assert report["dists"] == {"pyvers": "0.2.3"} and report["modules"]["pyvers"].startswith(str(site / "site"))
 
 

@@ -440,8 +440,9 @@ print(json.dumps(out))
 """
 
 
-def install(site: Path, python: str = sys.executable) -> dict:
-    """Joins, verifies and installs what `receive` collected into `site`; returns the import report."""
+def install(site: Path, python: str = sys.executable, project_modules: Iterable[str] = PROJECT_MODULES) -> dict:
+    """Joins, verifies and installs what `receive` collected into `site`, then imports every
+    installed package and `project_modules` with `python`; returns the import report."""
     manifest, present, missing = parts_state(site)
     if manifest is None:
         raise StageError(f"{site}/parts: no part received yet; run `stage.py receive .gpu-stage/part-01` first")
@@ -465,7 +466,7 @@ def install(site: Path, python: str = sys.executable) -> dict:
         raise StageError("pip install --target failed (its output is above): " + " ".join(cmd))
     env_sh = site / "env.sh"
     env_sh.write_text(env_script(site, model_xml))
-    modules = sorted({m for w in wheels for m in top_level_modules(w)}) + list(PROJECT_MODULES)
+    modules = sorted({m for w in wheels for m in top_level_modules(w)}) + list(project_modules)
     dists = ",".join(w["name"] for w in manifest["wheels"])
     res = subprocess.run(["bash", "-c", '. "$0" && exec "$@"', str(env_sh), python, "-c", IMPORT_CHECK, dists,
                           *modules], capture_output=True, text=True)
