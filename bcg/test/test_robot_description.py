@@ -42,6 +42,7 @@ def test_model_path_order_and_errors(monkeypatch, tmp_path):
     monkeypatch.setenv(MODEL_ENV_VAR, str(menagerie))
     assert resolve_model_path() == menagerie / "scene.xml"
     monkeypatch.delenv(MODEL_ENV_VAR)
+    monkeypatch.setenv("MENAGERIE_ROOT", str(tmp_path / "empty"))     # no download: menagerie has nothing
     with pytest.raises(ModelNotFoundError, match="BCG_G1_MODEL"):
         resolve_model_path()
     with pytest.raises(ModelNotFoundError, match="does not exist"):
