@@ -1,0 +1,173 @@
+"""Does bundling help SHAC learn? The ablation of issue 15: the same motion, seed, sizes and
+environment-step budget for every configuration, trained by the suite's own runner.
+
+Configurations: SHAC at kappa 300 with and without bundling, at kappa 50 without (soft contact), at
+kappa 1000 with and without, and PPO (kappa 300, no gradients through the simulator). SHAC without
+bundling keeps the same number of environments as with it (the paper doubles them; here equal
+environment steps per iteration keep the curves comparable). Per run: the learning curves (ADD
+feature error `add/delta_abs_mean`, i.e. the mean |phi_ref - phi_sim|, and the episode length)
+against environment steps (branch steps reported separately) and wall-clock, the actor-gradient
+statistics SHAC logs (`grad_norm/actor`, `grad/*` where the runner has them), and, for the exported
+policy, MuJoCo falls and tracking error (`bcg-eval`'s evaluation). The final ADD feature error is
+the mean over the last 10 % of iterations.
+
+    python bench/bundling_ablation.py [--quick] [--motion jump] [--seeds 1] [--out out/bundling_ablation]
+
+--quick: the cpu-smoke sizes (8 environments, horizon 16), 40 SHAC iterations (PPO at the same
+environment steps), 1 seed, 3 s evaluations: about 15 minutes on 2 cores. Full: cpu-small sizes,
+300 iterations, 5 s x 3 seeds of evaluation per policy; hours per seed.
+Writes OUT/ablation.md, OUT/ablation.csv, OUT/curves_*.png and one run folder per configuration.
+Last line: learning_gain_k300=<final ADD feature error without bundling / with bundling, kappa 300>
+learning_gain_k1000=<same at kappa 1000>.
+"""
+import argparse
+import csv
+import io
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence
+
+import numpy as np
+
+from bcg.atomic_file import write_text_atomic
+from bcg_train.cli import build_env
+from bcg_train.curves import plot_runs, read_metrics
+from bcg_train.evaluation.cli import evaluate
+from bcg_train.export import export_checkpoint
+from bcg_train.runner import Runner, make_algorithm
+from bcg_train.train_config import TrainConfig, apply_overrides, load_preset
+
+
+@dataclass(frozen=True)
+class Arm:
+    """One configuration of the ablation."""
+
+    name: str
+    algorithm: str
+    kappa: float
+    bundle: bool
+
+
+ARMS = (Arm("shac_k300_bundle", "shac", 300.0, True), Arm("shac_k300_plain", "shac", 300.0, False),
+        Arm("shac_k50_plain", "shac", 50.0, False), Arm("shac_k1000_bundle", "shac", 1000.0, True),
+        Arm("shac_k1000_plain", "shac", 1000.0, False), Arm("ppo_k300", "ppo", 300.0, False))
+
+
+@dataclass(frozen=True)
+class Budget:
+    preset: str
+    shac_iterations: int
+    eval_seconds: float
+    eval_seeds: int
+
+
+QUICK = Budget("cpu-smoke", 40, 3.0, 1)
+FULL = Budget("cpu-small", 300, 5.0, 3)
+
+
+def arm_config(arm: Arm, budget: Budget, seed: int) -> TrainConfig:
+    """The preset with this arm's algorithm, contact stiffness and bundling, at the SHAC arms'
+    environment-step budget (PPO's iterations chosen to match it)."""
+    base = load_preset(budget.preset)
+    steps = base.shac.num_envs * base.shac.horizon * budget.shac_iterations
+    ppo_iterations = max(1, round(steps / (base.ppo.num_envs * base.ppo.steps_per_env)))
+    cfg = apply_overrides(base, {
+        "algorithm": arm.algorithm,
+        "shac": {"iterations": budget.shac_iterations, "num_envs_without_bundle": base.shac.num_envs},
+        "ppo": {"iterations": ppo_iterations},
+        "runner": {"seed": seed, "checkpoint_every": budget.shac_iterations, "curves_every": 10 ** 6},
+        "env": {"sim": {"kappa": arm.kappa, "bundle": {"enabled": arm.bundle}}}})
+    cfg.validate()
+    return cfg
+
+
+def final_mean(values: np.ndarray) -> float:
+    """Mean over the last 10 % of the finite values."""
+    finite = values[np.isfinite(values)]
+    return float(finite[-max(1, len(finite) // 10):].mean()) if len(finite) else float("nan")
+
+
+def run_arm(arm: Arm, budget: Budget, motion: str, seed: int, out: Path, log) -> Dict:
+    """Train, export and evaluate one arm; its row of the table."""
+    run_dir = out / f"{arm.name}_seed{seed}"
+    cfg = arm_config(arm, budget, seed)
+    log(f"{arm.name} seed {seed}: {cfg.algorithm}, kappa {arm.kappa:g}, bundle {arm.bundle} -> {run_dir}")
+    last = Runner(make_algorithm(build_env(cfg, motion, "cpu"), cfg), cfg, run_dir, {"motion": motion}).train()
+    policy, _ = export_checkpoint(last, run_dir / "policy.onnx")
+    result = evaluate(policy, motion, budget.eval_seeds, budget.eval_seconds)
+    m = read_metrics(run_dir)
+    s = result["summary"]
+    row = {"arm": arm.name, "seed": seed, "algorithm": arm.algorithm, "kappa": arm.kappa, "bundle": arm.bundle,
+           "env_steps": float(m["env_steps"][-1]), "wall_clock_s": float(m["wall_clock_s"][-1]),
+           "branch_substeps": float(m["env/branch_substeps"][-1]) if "env/branch_substeps" in m else 0.0,
+           "final_add_error": final_mean(m["add/delta_abs_mean"]),
+           "final_episode_length": final_mean(m["episode/length"]),
+           "falls_mujoco": s["falls_mujoco"], "eval_seeds": s["seeds"], "tracking_mujoco_cm": s["tracking_error_mujoco_cm"]}
+    for key in ("grad_norm/actor", "grad/clipped_fraction", "grad/cosine_previous", "grad/window_variance",
+                "env/triggered_fraction"):
+        if key in m:
+            row[key] = final_mean(m[key])
+    return row
+
+
+def gain(rows: Sequence[Dict], kappa: float) -> float:
+    """Final ADD feature error without bundling over with it, at `kappa`, averaged over seeds."""
+    def mean_error(bundle: bool) -> float:
+        return float(np.mean([r["final_add_error"] for r in rows
+                              if r["algorithm"] == "shac" and r["kappa"] == kappa and r["bundle"] == bundle]))
+    return mean_error(False) / mean_error(True)
+
+
+def markdown(rows: Sequence[Dict], command: str) -> str:
+    keys = [k for k in ("grad_norm/actor", "grad/clipped_fraction", "grad/cosine_previous", "env/triggered_fraction")
+            if any(k in r for r in rows)]
+    lines = ["# Bundling ablation", "", f"`{command}`", "",
+             "Equal environment-step budget per arm; final = mean over the last 10 % of iterations; MuJoCo "
+             "evaluation of the exported policy (bcg-eval's rollout).", "",
+             "| arm | seed | env steps | branch substeps | wall-clock [s] | final ADD error | final episode length | "
+             "falls in MuJoCo | tracking MuJoCo [cm] | " + " | ".join(keys) + " |",
+             "|---" * (9 + len(keys)) + "|"]
+    for r in rows:
+        lines.append(f"| {r['arm']} | {r['seed']} | {r['env_steps']:.0f} | {r['branch_substeps']:.0f} | "
+                     f"{r['wall_clock_s']:.0f} | {r['final_add_error']:.4f} | {r['final_episode_length']:.1f} | "
+                     f"{r['falls_mujoco']}/{r['eval_seeds']} | {r['tracking_mujoco_cm']:.1f} | "
+                     + " | ".join(f"{r.get(k, float('nan')):.3g}" for k in keys) + " |")
+    lines += ["", f"Learning gain (final ADD error without bundling / with): kappa 300 {gain(rows, 300.0):.3g}, "
+              f"kappa 1000 {gain(rows, 1000.0):.3g} (> 1: bundling learned better)."]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--quick", action="store_true", help="smoke sizes, 40 iterations, 1 seed (about 15 min)")
+    p.add_argument("--motion", default="jump",
+                   help="reference motion (default: the real jump segment, whose landings are the stiff events; "
+                        "synthetic_jump needs no data)")
+    p.add_argument("--seeds", type=int, help="training seeds per arm (default: 1 quick, 3 full)")
+    p.add_argument("--out", type=Path, default=Path("out/bundling_ablation"))
+    args = p.parse_args(argv)
+    budget = QUICK if args.quick else FULL
+    seeds = args.seeds or (1 if args.quick else 3)
+
+    def log(line: str) -> None:
+        print(f"bundling_ablation: {line}", file=sys.stderr, flush=True)
+    args.out.mkdir(parents=True, exist_ok=True)
+    rows: List[Dict] = [run_arm(arm, budget, args.motion, seed, args.out, log) for seed in range(seeds) for arm in ARMS]
+    command = "python bench/bundling_ablation.py " + " ".join(argv if argv is not None else sys.argv[1:])
+    text = markdown(rows, command)
+    write_text_atomic(args.out / "ablation.md", text)
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=list(dict.fromkeys(k for r in rows for k in r)))
+    writer.writeheader()
+    writer.writerows(rows)
+    write_text_atomic(args.out / "ablation.csv", buf.getvalue())
+    runs = {f"{r['arm']} s{r['seed']}": read_metrics(args.out / f"{r['arm']}_seed{r['seed']}") for r in rows}
+    plot_runs(runs, args.out, metrics=("add/delta_abs_mean", "episode/length", "reward/add", "grad_norm/actor"))
+    print(text)
+    print(f"learning_gain_k300={gain(rows, 300.0):.3g} learning_gain_k1000={gain(rows, 1000.0):.3g}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
