@@ -67,6 +67,15 @@ def start_running(states, commands, rec: np.void) -> np.void:
     raise AssertionError("the bridge never started simulating")
 
 
+def wait_for_tick(states, tick: int) -> int:
+    """Read LowStates until one at simulated tick >= `tick` (ms) arrives; its tick."""
+    for _ in range(int(START_TIMEOUT_S / 0.2)):
+        state = states.wait(0.2)
+        if state is not None and int(state["tick"]) >= tick:
+            return int(state["tick"])
+    raise AssertionError(f"the bridge never reached tick {tick}")
+
+
 def running_under_damping(robot, transport, check_crc: bool):
     """(LowState reader, LowCmd writer, damping LowCmd with kd = 1, newest LowState) once the bridge
     simulates under that damping command."""
@@ -204,10 +213,12 @@ def test_every_command_sent_is_validated_and_counted(robot, tmp_path):
     with bridge_process(34, metrics, "--duration", "30", fast=False) as proc, \
             make_transport(TransportConfig.simulation(34, transport="dds")) as transport:
         states, commands, damping, _ = running_under_damping(robot, transport, check_crc=True)
+        tick = 0
         for _ in range(60):
             for _ in range(5):
                 commands.write(damping)
-            states.wait(0.2)                      # the bridge steps in between
+            tick = wait_for_tick(states, tick + 2)   # the bridge steps in between
+        wait_for_tick(states, tick + 20)             # ... and past the last burst before it stops
         finish(proc, terminate=True)
     c = json.loads(metrics.read_text())["commands"]
     assert c["accepted"] >= 300 and c["rejected_total"] == 0 and c["accepted"] == c["received"]
