@@ -1,0 +1,107 @@
+"""The simulator's buffer reuse: cached launch sites (kernels.launch) give wp.launch's values and
+wp.Tape's gradients bit for bit, follow changed arguments and refuse a backward through a relaunched
+site; the substep pool (diffsim.pool) hands the same buffers back to the same requests, zeroed
+where it must."""
+import numpy as np
+import pytest
+import warp as wp
+
+from bcg_train.diffsim import Model, SimConfig
+from bcg_train.diffsim.kernels.launch import CachedLaunch, LaunchSites, StaleLaunchError
+from bcg_train.diffsim.pool import SubstepPool
+from bcg_train.diffsim.substep import Substep
+
+
+@wp.kernel
+def _scaled_square(x: wp.array(dtype=wp.float64), s: wp.float64, y: wp.array(dtype=wp.float64)):
+    i = wp.tid()
+    y[i] = s * x[i] * x[i]
+
+
+def _arr(values, grad=True):
+    return wp.array(np.asarray(values, dtype=np.float64), dtype=wp.float64, device="cpu", requires_grad=grad)
+
+
+def _reference(x0, s):
+    """y and dy/dx . 1 through wp.launch on a wp.Tape."""
+    x, y = _arr(x0), _arr(np.zeros(len(x0)))
+    tape = wp.Tape()
+    with tape:
+        wp.launch(_scaled_square, dim=len(x0), inputs=[x, wp.float64(s)], outputs=[y], device="cpu")
+    tape.backward(grads={y: wp.array(np.ones(len(x0)), dtype=wp.float64)})
+    return y.numpy(), x.grad.numpy()
+
+
+def test_a_cached_site_matches_wp_launch_and_follows_new_arguments():
+    site = CachedLaunch(_scaled_square, "cpu")
+    rng = np.random.default_rng(0)
+    for s, n in ((2.0, 5), (2.0, 5), (-0.5, 5), (3.0, 3)):     # same arguments, a new scale, fewer rows
+        x0 = rng.normal(size=n)
+        x, y = _arr(x0), wp.zeros(n, dtype=wp.float64, device="cpu")   # y gets its adjoint only at backward
+        tape = wp.Tape()
+        with tape:
+            site(n, [x, wp.float64(s), y], tape)
+        tape.backward(grads={y: wp.array(np.ones(n), dtype=wp.float64)})
+        y_ref, g_ref = _reference(x0, s)
+        np.testing.assert_array_equal(y.numpy(), y_ref)
+        np.testing.assert_array_equal(x.grad.numpy(), g_ref)
+
+
+def test_backward_through_a_relaunched_site_raises():
+    site = CachedLaunch(_scaled_square, "cpu")
+    x, y = _arr([1.0, 2.0]), _arr([0.0, 0.0])
+    tape = wp.Tape()
+    with tape:
+        site(2, [x, wp.float64(1.0), y], tape)
+    site(2, [x, wp.float64(1.0), y])
+    with pytest.raises(StaleLaunchError, match="_scaled_square"):
+        tape.backward(grads={y: wp.array([1.0, 1.0], dtype=wp.float64)})
+
+
+def test_sites_are_handed_out_in_call_order():
+    sites = LaunchSites("cpu")
+    first = [sites.site(_scaled_square), sites.site(_scaled_square)]
+    sites.begin()
+    assert [sites.site(_scaled_square), sites.site(_scaled_square)] == first
+    assert first[0] is not first[1]
+
+
+@pytest.fixture(scope="module")
+def physics():
+    return Substep(Model.from_mujoco(device="cpu"), SimConfig())
+
+
+def test_the_pool_reuses_buffers_for_the_same_requests(physics):
+    pool = SubstepPool(physics, True)
+    pool.begin()
+    a, b, sc = pool.state(20), pool.state(20), pool.scratch(20)
+    assert a.num_envs == 20 and a.q.grad is not None and a.q.ptr != b.q.ptr
+    a.q.grad.fill_(1.0)
+    a.qd.fill_(2.0)
+    sc.crb_m.fill_(3.0)
+    sc.a.grad.fill_(4.0)
+    pool.begin()
+    again = pool.state(20)
+    assert again is a and np.all(a.q.grad.numpy() == 0.0)         # adjoints zeroed on reuse
+    assert np.all(a.qd.numpy() == 2.0)                              # values kept unless asked
+    assert pool.state(20, zero=True) is b and np.all(b.qd.numpy() == 0.0)
+    assert pool.scratch(13) is sc and sc.rows == 13                 # fewer rows, same intermediates
+    assert np.all(sc.crb_m.numpy() == 0.0) and np.all(sc.a.grad.numpy() == 0.0)
+
+
+def test_the_pool_grows_shrinks_and_drops_with_the_requests(physics):
+    pool = SubstepPool(physics, False)
+    pool.begin()
+    small, other = pool.state(8), pool.state(8)
+    pool.begin()
+    grown = pool.state(30)                          # more rows than it has: reallocated
+    assert grown.num_envs == 30 and grown.q.ptr != small.q.ptr and grown.q.grad is None
+    view = pool.state(6)                            # fewer rows, over half its capacity: a view of it
+    assert view.q.ptr == other.q.ptr and view.num_envs == 6
+    pool.begin()
+    smaller = pool.state(10)                        # under half of the capacity: reallocated smaller
+    assert smaller.q.ptr != grown.q.ptr
+    ints = pool.ints(np.array([[1, 2], [3, 4]]))
+    np.testing.assert_array_equal(ints.numpy(), [[1, 2], [3, 4]])
+    pool.begin()                                    # the second state was not asked for last time: dropped
+    assert pool.state(10) is smaller and pool.state(6).q.ptr != other.q.ptr
