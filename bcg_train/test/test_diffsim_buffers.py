@@ -8,7 +8,7 @@ import warp as wp
 
 from bcg_train.diffsim import Model, SimConfig
 from bcg_train.diffsim.kernels.launch import CachedLaunch, LaunchSites, StaleLaunchError
-from bcg_train.diffsim.pool import SubstepPool
+from bcg_train.diffsim.pool import ScratchPool, SubstepPool
 from bcg_train.diffsim.substep import Substep
 
 
@@ -72,34 +72,45 @@ def physics():
 
 
 def test_the_pool_reuses_buffers_for_the_same_requests(physics):
-    pool = SubstepPool(physics, True)
+    pool = SubstepPool(physics, True, ScratchPool(physics, True))
     pool.begin()
-    a, b, sc = pool.state(20), pool.state(20), pool.scratch(20)
+    a, b = pool.state(20), pool.state(20)
     assert a.num_envs == 20 and a.q.grad is not None and a.q.ptr != b.q.ptr
     a.q.grad.fill_(1.0)
     a.qd.fill_(2.0)
-    sc.crb_m.fill_(3.0)
-    sc.a.grad.fill_(4.0)
     pool.begin()
     again = pool.state(20)
     assert again is a and np.all(a.q.grad.numpy() == 0.0)         # adjoints zeroed on reuse
     assert np.all(a.qd.numpy() == 2.0)                              # values kept unless asked
     assert pool.state(20, zero=True) is b and np.all(b.qd.numpy() == 0.0)
-    assert pool.scratch(13) is sc and sc.rows == 13                 # fewer rows, same intermediates
-    assert np.all(sc.crb_m.numpy() == 0.0) and np.all(sc.a.grad.numpy() == 0.0)
+
+
+def test_intermediates_are_shared_best_fit_and_zeroed(physics):
+    scratches = ScratchPool(physics, True)
+    big, small = scratches.take(40), scratches.take(10)
+    assert (big.rows, small.rows) == (40, 10) and big.capacity >= 40 and small.capacity >= 10
+    small.crb_m.fill_(3.0)
+    small.a.grad.fill_(4.0)
+    assert scratches.take(10) is not small                          # taken until released
+    scratches.release()
+    assert scratches.take(7) is small and small.rows == 7           # the smallest that holds them
+    assert np.all(small.crb_m.numpy() == 0.0) and np.all(small.a.grad.numpy() == 0.0)
+    assert scratches.take(12) is not big                            # big holds 12 rows, but over twice as many
+    scratches.release()                                             # big was not taken since: dropped
+    assert all(scratches.take(30) is not sc for sc in (big, small))
 
 
 def test_the_pool_grows_shrinks_and_drops_with_the_requests(physics):
-    pool = SubstepPool(physics, False)
+    pool = SubstepPool(physics, False, ScratchPool(physics, False))
     pool.begin()
     small, other = pool.state(8), pool.state(8)
     pool.begin()
     grown = pool.state(30)                          # more rows than it has: reallocated
     assert grown.num_envs == 30 and grown.q.ptr != small.q.ptr and grown.q.grad is None
-    view = pool.state(6)                            # fewer rows, over half its capacity: a view of it
+    view = pool.state(6)                            # fewer rows, over a quarter of its capacity: a view
     assert view.q.ptr == other.q.ptr and view.num_envs == 6
     pool.begin()
-    smaller = pool.state(10)                        # under half of the capacity: reallocated smaller
+    smaller = pool.state(10)                        # under a quarter of the capacity: reallocated smaller
     assert smaller.q.ptr != grown.q.ptr
     ints = pool.ints(np.array([[1, 2], [3, 4]]))
     np.testing.assert_array_equal(ints.numpy(), [[1, 2], [3, 4]])

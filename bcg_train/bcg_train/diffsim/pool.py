@@ -1,19 +1,24 @@
-"""`SubstepPool`: the buffers and launch sites one substep position hands out besides the plain
-substep's own (bundling's branch states, intermediates, controls and index arrays), reused by every
-later substep at that position instead of allocated afresh.
+"""Buffers that the simulator's substeps reuse instead of allocating afresh (bundling's branch
+states, intermediates, controls and index arrays), so that a substep also replays packed launches
+(kernels.launch) instead of packing new ones.
 
-After `begin()` the k-th request of a kind (states, controls, intermediates, arrays of one dtype and
-trailing shape) returns the k-th buffer of that kind: a substep that repeats the previous one's
-requests gets the same memory and so replays the same packed launches (kernels.launch). A buffer
-is reallocated when a request needs more rows than it has, or fewer than half (so memory follows the
-recent need, not the largest ever); the buffers of a kind beyond those the previous substep here
-used are dropped at `begin()`. Requests get arrays of exactly the rows asked for (the first rows of
-the buffer; the view is kept while the row count stays), except `scratch`, whose `rows` says how
-many of its rows are in use. Adjoints are zeroed on every reuse; values only where asked.
+- `SubstepPool`: what one substep position hands out. After `begin()` the k-th request of a kind
+  (states, controls, arrays of one dtype and trailing shape) returns the k-th buffer of that kind:
+  a substep that repeats the previous one's requests gets the same memory. A buffer is reallocated
+  (with room for half as many rows again) when a request needs more rows than it has, or fewer than
+  a quarter (memory follows the recent need, not the largest ever); the buffers of a kind beyond
+  those the previous substep here used are dropped at `begin()`. Requests get arrays of exactly the rows asked for (the first rows of the
+  buffer; the view is kept while the row count stays).
+- `ScratchPool`: intermediates (`Scratch`, the bulk of the memory), shared by all positions of a
+  segment: taken best fit by rows (`rows` says how many are in use), handed back all at once by
+  `release()`; those not taken since the previous release are dropped then. Sharing keeps the
+  memory near what one segment needs, whichever positions need it.
+Adjoints are zeroed on every reuse; values only where asked.
 
 Lifetime (the owner's to keep): nothing handed out may be reused while a tape that recorded it can
-still run backward, and nothing handed out before `begin()` may be read after it.
+still run backward, and nothing handed out before `begin()` / `release()` may be read after it.
 """
+import bisect
 from typing import Dict, List, Optional, Tuple
 
 import numpy as np
@@ -44,12 +49,42 @@ def _arrays(x) -> List[wp.array]:
     return [x] if isinstance(x, wp.array) else [a for a in vars(x).values() if isinstance(a, wp.array)]
 
 
-class SubstepPool:
-    """See the module docstring. `generation` counts the `begin()` calls; `launches` are the launch
-    sites of whatever the substep launches on the pool's buffers."""
+class ScratchPool:
+    """See the module docstring."""
 
     def __init__(self, physics: Substep, requires_grad: bool):
         self.physics, self.requires_grad = physics, requires_grad
+        self._free: List[Scratch] = []        # by capacity
+        self._free_rows: List[int] = []       # their capacities
+        self._taken: List[Scratch] = []
+
+    def take(self, rows: int) -> Scratch:
+        """Intermediates with `rows` rows in use (`Scratch.reuse`: accumulators and adjoints zeroed):
+        the smallest free ones that hold them, unless that is twice as many rows or more."""
+        i = bisect.bisect_left(self._free_rows, rows)
+        if i < len(self._free) and self._free_rows[i] < 2 * max(rows, 1):
+            del self._free_rows[i]
+            sc = self._free.pop(i)
+            sc.reuse(rows)
+        else:
+            sc = self.physics.scratch(max(rows + rows // 4, 1), self.requires_grad)
+            sc.reuse(rows, zero=False)
+        self._taken.append(sc)
+        return sc
+
+    def release(self) -> None:
+        """Everything taken is free again; what was free and not taken is dropped."""
+        self._free = sorted(self._taken, key=lambda sc: sc.capacity)
+        self._free_rows = [sc.capacity for sc in self._free]
+        self._taken = []
+
+
+class SubstepPool:
+    """See the module docstring. `generation` counts the `begin()` calls; `launches` are the launch
+    sites of whatever the substep launches on the pool's buffers; `scratches` is the segment's."""
+
+    def __init__(self, physics: Substep, requires_grad: bool, scratches: ScratchPool):
+        self.physics, self.requires_grad, self.scratches = physics, requires_grad, scratches
         self.device = physics.model.device
         self.launches = LaunchSites(self.device)
         self.generation = 0
@@ -93,21 +128,15 @@ class SubstepPool:
                 wp.copy(out, wp.array(values, dtype=wp.int32, device="cpu"))
         return out
 
-    def scratch(self, rows: int) -> Scratch:
-        """Intermediates with `rows` rows in use (`Scratch.reuse`: accumulators and adjoints zeroed)."""
-        buf, fresh = self._buffer(("scratch",), rows, lambda cap: self.physics.scratch(cap, self.requires_grad))
-        buf.full.reuse(rows, zero=not fresh)
-        return buf.full
-
     def _buffer(self, key: Tuple, rows: int, make) -> Tuple[_Buffer, bool]:
-        """The next buffer of `key`, holding at least `rows` rows and fewer than twice as many, and
-        whether it was just allocated (zeroed)."""
+        """The next buffer of `key`, holding at least `rows` rows and fewer than four times as many,
+        and whether it was just allocated (zeroed)."""
         buffers = self._buffers.setdefault(key, [])
         k = self._used.get(key, 0)
         self._used[key] = k + 1
-        if k < len(buffers) and rows <= buffers[k].capacity < 2 * max(rows, 1):
+        if k < len(buffers) and rows <= buffers[k].capacity < 4 * max(rows, 1):
             return buffers[k], False
-        cap = max(rows + rows // 4, 1)
+        cap = max(rows + rows // 2, 1)
         buf = _Buffer(make(cap), cap)
         if k < len(buffers):
             buffers[k] = buf

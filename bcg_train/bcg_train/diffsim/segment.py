@@ -3,13 +3,15 @@
 A segment is the run of steps between two cuts of the gradient graph (a SHAC rollout window is one).
 It owns what the simulator must keep or defer between `step` calls, so that no caller has to know it:
 - gradient mode: every substep's buffers (intermediates, intermediate state, and a `SubstepPool`
-  for whatever else the substep needs, e.g. bundling's), kept for the backward pass and reused by
-  the substep at the same position once `cut()` says that backward is done (or will never run);
-  without `cut()` every taped substep allocates its own. The adjoints of reused buffers are zeroed
-  when they are reused, so the per-step tapes that recorded them must not be reset by hand
-  (`Tape.reset` would zero gradients that bundles carry back to earlier steps);
-- no-gradient mode: one set of intermediates, and two intermediate states and two pools that
-  alternate substep by substep (what a substep hands to the next stays intact);
+  for whatever else the substep needs, e.g. bundling's, with a `ScratchPool` of further
+  intermediates that all substeps share), kept for the backward pass and reused once `cut()` says
+  that backward is done (or will never run); without `cut()` every taped substep allocates its own.
+  The adjoints of reused buffers are zeroed when they are reused, so the per-step tapes that
+  recorded them must not be reset by hand (`Tape.reset` would zero gradients that bundles carry
+  back to earlier steps);
+- no-gradient mode: one set of intermediates, two intermediate states and two pools that alternate
+  substep by substep (what a substep hands to the next stays intact), further intermediates reused
+  at every substep;
 - both modes: the environments whose states were replaced from outside `step` (`restart`), whose
   open bundles the simulator closes at the next substep, recorded on that substep's tape (closing
   them at once would cut the other bundles' gradients).
@@ -18,7 +20,7 @@ from typing import List, Tuple
 
 import numpy as np
 
-from .pool import SubstepPool
+from .pool import ScratchPool, SubstepPool
 from .state import State
 from .substep import Scratch, Substep
 
@@ -31,15 +33,17 @@ class Segment:
         self._taped: List[Tuple[Scratch, State, SubstepPool]] = []
         self._cursor = 0
         self._restarted: List[int] = []
+        self._scratches = ScratchPool(physics, requires_grad)
         if not requires_grad:
             self._scratch = physics.scratch(num_envs, False)
             self._between = (State.zeros(physics.model, num_envs), State.zeros(physics.model, num_envs))
-            self._pools = (SubstepPool(physics, False), SubstepPool(physics, False))
+            self._pools = tuple(SubstepPool(physics, False, self._scratches) for _ in range(2))
             self._substeps = 0
 
     def cut(self) -> None:
         """The segment's backward pass is done (or will never run): its buffers serve the next one."""
         self._cursor = 0
+        self._scratches.release()
 
     def restart(self, env_ids) -> None:
         """The states of `env_ids` were replaced from outside `step` (a reset): their bundles close
@@ -60,13 +64,14 @@ class Segment:
         substep got), and the substep position's pool, begun."""
         if not self.requires_grad:
             self._scratch.reuse(self._num_envs)
+            self._scratches.release()
             k = self._substeps
             self._substeps += 1
             pool = self._pools[k % 2]
             pool.begin()
             return self._scratch, self._between[k % 2], pool
         if self._cursor == len(self._taped):
-            pool = SubstepPool(self._physics, True)
+            pool = SubstepPool(self._physics, True, self._scratches)
             self._taped.append((self._physics.scratch(self._num_envs, True),
                                 State.zeros(self._physics.model, self._num_envs, True), pool))
         else:

@@ -8,10 +8,11 @@ A = M + armature + h (damping + friction slope + PD) and generalised force f -> 
 Gauss-Seidel on the smoothed contact impulses -> A^-1 J^T (s p) -> velocity and position update.
 """
 from dataclasses import dataclass
-from typing import Optional
+from typing import Optional, Tuple
 
 import warp as wp
 
+from .arena import carve
 from .config import SimConfig
 from .kernels import contact as ck
 from .kernels import dynamics as dk
@@ -60,6 +61,9 @@ class Scratch:
     pgs: ContactPGS
     launches: LaunchSites
     rows: int
+    zeroed_on_reuse: Tuple[wp.array, ...]
+    """The allocations holding what `reuse` zeroes: the accumulators (crb_*, frc_*, v_free,
+    gen_impulse), and every adjoint when there are adjoints."""
 
     @property
     def capacity(self) -> int:
@@ -73,11 +77,8 @@ class Scratch:
             raise ValueError(f"scratch for {self.capacity} rows asked for {rows}")
         self.rows = self.ldl.rows = self.pgs.rows = rows
         if zero:
-            for arr in (self.crb_m, self.crb_h, self.crb_i, self.frc_ang, self.frc_lin, self.v_free, self.gen_impulse):
-                arr.zero_()
-            for value in vars(self).values():
-                if isinstance(value, wp.array) and value.grad is not None:
-                    value.grad.zero_()
+            for block in self.zeroed_on_reuse:
+                block.zero_()
         for sites in (self.launches, self.ldl.launches, self.pgs.launches):
             sites.begin()
 
@@ -108,20 +109,28 @@ class Substep:
     def scratch(self, rows: int, requires_grad: bool) -> Scratch:
         """Fresh intermediates for `rows` rows (with adjoints when `requires_grad`), all in use."""
         m, nr, it, dev = self.model, self.model.ndof_contact, self.config.contact_iterations, self.model.device
-
-        def z(shape, dtype=wp.float64, grad=requires_grad):
-            return wp.zeros(shape, dtype=dtype, device=dev, requires_grad=grad)
-        v3, q4, m33, n, nb, nv = wp.vec3d, wp.quatd, wp.mat33d, rows, m.nb, m.nv
-        return Scratch(
-            xrot=z((n, nb), q4), xpos=z((n, nb), v3), s_ang=z((n, nv), v3), s_lin=z((n, nv), v3),
-            vel_ang=z((n, nb), v3), vel_lin=z((n, nb), v3), acc_ang=z((n, nb), v3), acc_lin=z((n, nb), v3),
-            crb_m=z((n, nb)), crb_h=z((n, nb), v3), crb_i=z((n, nb), m33), frc_ang=z((n, nb), v3),
-            frc_lin=z((n, nb), v3), a=z((n, m.npair)), diag=z((n, nv)), force=z((n, nv)), qdd_free=z((n, nv)),
-            jt=z((n, m.ncd), v3), y=z((n, m.ncd), v3, grad=False), g=z((n, nr, nr)), v_free=z((n, nr)),
-            smooth=z((n, m.nc)), gen_impulse=z((n, nv)), dqd_contact=z((n, nv)),
-            ldl=SparseLDL(self.kernel_model, dev, n, m.npair, requires_grad), pgs=ContactPGS(m.nc, it, n, dev),
-            launches=LaunchSites(dev), rows=n,
-        )
+        v3, q4, m33, n, nb, nv, f = wp.vec3d, wp.quatd, wp.mat33d, rows, m.nb, m.nv, wp.float64
+        accumulators = {"crb_m": ((n, nb), f), "crb_h": ((n, nb), v3), "crb_i": ((n, nb), m33),
+                        "frc_ang": ((n, nb), v3), "frc_lin": ((n, nb), v3), "v_free": ((n, nr), f),
+                        "gen_impulse": ((n, nv), f)}
+        others = {"xrot": ((n, nb), q4), "xpos": ((n, nb), v3), "s_ang": ((n, nv), v3), "s_lin": ((n, nv), v3),
+                  "vel_ang": ((n, nb), v3), "vel_lin": ((n, nb), v3), "acc_ang": ((n, nb), v3),
+                  "acc_lin": ((n, nb), v3), "a": ((n, m.npair), f), "diag": ((n, nv), f), "force": ((n, nv), f),
+                  "qdd_free": ((n, nv), f), "jt": ((n, m.ncd), v3), "g": ((n, nr, nr), f), "smooth": ((n, m.nc), f),
+                  "dqd_contact": ((n, nv), f)}
+        acc_block, acc = carve(list(accumulators.values()), dev)
+        arrays = dict(zip(accumulators, acc))
+        arrays.update({name: wp.zeros(shape, dtype=dtype, device=dev) for name, (shape, dtype) in others.items()})
+        zeroed = [acc_block]
+        if requires_grad:   # every array but y has an adjoint
+            grad_block, grads = carve([(a.shape, a.dtype) for a in arrays.values()], dev)
+            for a, g in zip(arrays.values(), grads):
+                a.grad = g
+            zeroed.append(grad_block)
+        return Scratch(**arrays, y=wp.zeros((n, m.ncd), dtype=v3, device=dev),
+                       ldl=SparseLDL(self.kernel_model, dev, n, m.npair, requires_grad),
+                       pgs=ContactPGS(m.nc, it, n, dev), launches=LaunchSites(dev), rows=n,
+                       zeroed_on_reuse=tuple(zeroed))
 
     def run(self, s_in: State, s_out: State, control: Control, h: float, sc: Scratch,
             tape: Optional[wp.Tape]) -> None:

@@ -139,7 +139,7 @@ class Bundler:
         if m0:
             b_env = np.repeat(self.bundle_env, b)
             b_out = pool.state(m0)
-            sc_b = pool.scratch(m0)
+            sc_b = pool.scratches.take(m0)
             self.physics.run(self.branch_in, b_out, self._gather_control(control, b_env, pool, tape), h, sc_b, tape)
         threshold = cfg.threshold * h
         in_bundle = np.zeros((n, 2), dtype=np.int32)
@@ -211,7 +211,8 @@ class Bundler:
                           tape)
         r_env = np.concatenate([np.repeat(self.bundle_env, cfg.branches)[rerun], new_src]).astype(int)
         r_out = pool.state(r)
-        self.physics.run(r_in, r_out, self._gather_control(control, r_env, pool, tape), h, pool.scratch(r), tape)
+        control_r = self._gather_control(control, r_env, pool, tape)
+        self.physics.run(r_in, r_out, control_r, h, pool.scratches.take(r), tape)
         return r_out
 
     def _assemble(self, nominal: State, s_out: State, n: int, pool: SubstepPool, tape) -> None:
