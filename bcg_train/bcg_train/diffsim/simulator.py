@@ -56,7 +56,8 @@ class Simulator:
         self.check_finite = check_finite
         self.physics = Substep(model, self.config)
         self.segment = Segment(self.physics, num_envs, requires_grad)
-        self.bundler = Bundler(self.physics, self.config.bundle, requires_grad) if self.config.bundle.enabled else None
+        self.bundler = (Bundler(self.physics, self.config.bundle, requires_grad, self.segment.pool)
+                        if self.config.bundle.enabled else None)
         self._nominal = None if requires_grad or self.bundler is None else State.zeros(model, num_envs)
         self._flags = wp.zeros(num_envs, dtype=int, device=model.device)
         self._nonfinite = CachedLaunch(ik.nonfinite_flags, model.device)
@@ -89,19 +90,19 @@ class Simulator:
         restarted = self.segment.take_restarted()
         src = state_in
         for k in range(substeps):
-            scratch, buf, pool = self.segment.buffers()
+            scratch, buf, sites = self.segment.buffers()
             dst = state_out if k == substeps - 1 else buf
             if self.bundler is None:
                 self.physics.run(src, dst, control, h, scratch, tape)
             else:   # the plain substep's output goes to `nominal`, the bundled one to dst
                 if restarted:
-                    self.bundler.close(restarted, pool, tape)
+                    self.bundler.close(restarted, sites, tape)
                     restarted = []
                 nominal = self._nominal
                 if self.requires_grad:
                     nominal = buf
-                    dst = state_out if k == substeps - 1 else pool.state(self.num_envs)
-                self.bundler.substep(src, nominal, dst, control, h, scratch, pool, tape)
+                    dst = state_out if k == substeps - 1 else self.segment.pool.state(self.num_envs)
+                self.bundler.substep(src, nominal, dst, control, h, scratch, sites, tape)
             src = dst
         if self.check_finite:
             self.raise_if_nonfinite(state_out)

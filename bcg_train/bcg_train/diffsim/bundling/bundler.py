@@ -30,7 +30,8 @@ import numpy as np
 import warp as wp
 
 from ..config import BundleConfig
-from ..pool import SubstepPool
+from ..kernels.launch import LaunchSites
+from ..pool import BufferPool
 from ..state import Control, State
 from ..substep import Scratch, Substep
 from . import kernels as bk
@@ -66,10 +67,12 @@ class BundleStats:
 class Bundler:
     """The open bundles and the bundled substep of one simulator (which builds it when bundling is
     enabled), running substeps through `physics` for `num_envs` environments. Every buffer it fills
-    in a substep comes from that substep's `SubstepPool` (the segment's: see diffsim.segment)."""
+    comes from `pool` (the segment's), and every kernel it launches goes through the launch sites of
+    the substep it is in (see diffsim.segment)."""
 
-    def __init__(self, physics: Substep, cfg: BundleConfig, requires_grad: bool):
-        self.physics, self.cfg, self.requires_grad = physics, cfg, requires_grad
+    def __init__(self, physics: Substep, cfg: BundleConfig, requires_grad: bool, pool: BufferPool):
+        self.physics, self.cfg, self.requires_grad, self.pool = physics, cfg, requires_grad, pool
+        self._sites: Optional[LaunchSites] = None   # the current substep's
         self.model = physics.model
         self._substeps_per_bundle = cfg.span_steps * physics.config.substeps
         self.stats = BundleStats()
@@ -86,7 +89,6 @@ class Bundler:
         self.left = np.zeros(0, dtype=int)     # substeps left per bundle
         self.flags = np.zeros((0, 2), dtype=np.int32)   # (M, 2) legs already perturbed per branch
         self.branch_in = None                  # State of the branches (M rows) entering the next substep
-        self._branch_pool: Optional[Tuple[SubstepPool, int]] = None   # (pool, generation) branch_in is from
 
     def reset(self) -> None:
         """Close every bundle and zero the counters and the noise stream: the simulator then bundles
@@ -109,28 +111,28 @@ class Bundler:
         self.flags = np.asarray(state["flags"], dtype=np.int32).reshape(-1, 2).copy()
         self._events = int(state["events"])
         self.stats = BundleStats(**state["stats"])
-        self.branch_in, self._branch_pool = None, None
+        self.branch_in = None
         if state["branch"]:
             self.branch_in = State.zeros(self.model, len(self.bundle_env) * self.cfg.branches, self.requires_grad)
             for name, arr in zip(_FIELDS, _fields(self.branch_in)):
                 arr.assign(np.asarray(state["branch"][name]))
 
-    def close(self, env_ids: List[int], pool: SubstepPool, tape: Optional[wp.Tape]) -> None:
+    def close(self, env_ids: List[int], sites: LaunchSites, tape: Optional[wp.Tape]) -> None:
         """Close the bundles of `env_ids` now, dropping their branch rows (recorded on `tape`, the
         active one when the rows carry gradients: the simulator calls it at the substep that follows
-        a restart, so the other bundles keep their gradients)."""
-        self._keep_out_of(pool)
+        a restart, so the other bundles keep their gradients); `sites` are the substep's launch sites."""
+        self._sites = sites
         closing = set(env_ids)
         keep = [w for w, e in enumerate(self.bundle_env) if e not in closing]
         if len(keep) != len(self.bundle_env):
-            self._keep_bundles(np.array(keep, dtype=int), pool, tape)
+            self._keep_bundles(np.array(keep, dtype=int), tape)
 
     # -- the substep ---------------------------------------------------------------------------------
     def substep(self, s_in: State, nominal: State, s_out: State, control: Control, h: float, sc_nominal: Scratch,
-                pool: SubstepPool, tape: Optional[wp.Tape]) -> None:
+                sites: LaunchSites, tape: Optional[wp.Tape]) -> None:
         """s_out <- one bundled substep of length h [s] from s_in; `nominal` and `sc_nominal` are the
-        plain substep's output and scratch buffers, `pool` the substep's pool; `tape` as in `Substep.run`."""
-        self._keep_out_of(pool)
+        plain substep's output and scratch buffers, `sites` its launch sites; `tape` as in `Substep.run`."""
+        self._sites, pool = sites, self.pool
         cfg, b = self.cfg, self.cfg.branches
         n = s_in.q.shape[0]
         self.physics.run(s_in, nominal, control, h, sc_nominal, tape)
@@ -139,22 +141,21 @@ class Bundler:
         if m0:
             b_env = np.repeat(self.bundle_env, b)
             b_out = pool.state(m0)
-            sc_b = pool.scratches.take(m0)
-            self.physics.run(self.branch_in, b_out, self._gather_control(control, b_env, pool, tape), h, sc_b, tape)
+            sc_b = pool.scratch(m0)
+            self.physics.run(self.branch_in, b_out, self._gather_control(control, b_env, tape), h, sc_b, tape)
         threshold = cfg.threshold * h
         in_bundle = np.zeros((n, 2), dtype=np.int32)
         in_bundle[self.bundle_env] = 1
-        env_ev = self._leg_events(nominal.contact_impulse, threshold, in_bundle, pool)
+        env_ev = self._leg_events(nominal.contact_impulse, threshold, in_bundle)
         new_envs = np.flatnonzero(env_ev.any(axis=1))
-        br_ev = (self._leg_events(b_out.contact_impulse, threshold, self.flags, pool) if m0
+        br_ev = (self._leg_events(b_out.contact_impulse, threshold, self.flags) if m0
                  else np.zeros((0, 2), np.int32))
         rerun = np.flatnonzero(br_ev.any(axis=1))
 
         new_src = np.repeat(new_envs, b)
         b_final = b_out
         if len(rerun) or len(new_src):
-            r_out = self._rerun(s_in, sc_nominal, new_src, env_ev[new_src], sc_b, rerun, br_ev[rerun], control, h,
-                                pool, tape)
+            r_out = self._rerun(s_in, sc_nominal, new_src, env_ev[new_src], sc_b, rerun, br_ev[rerun], control, h, tape)
             m1 = m0 + len(new_src)
             which = np.zeros(m1, dtype=np.int32)
             src = np.arange(m1, dtype=np.int32)
@@ -162,12 +163,12 @@ class Bundler:
             src[rerun] = np.arange(len(rerun))
             which[m0:] = 1
             src[m0:] = len(rerun) + np.arange(len(new_src))
-            b_final = self._take(which, src, b_out if m0 else r_out, r_out, pool, tape)
+            b_final = self._take(which, src, b_out if m0 else r_out, r_out, tape)
         self.flags = np.concatenate([self.flags | br_ev, env_ev[new_src]]).astype(np.int32)
         self.bundle_env = self.bundle_env + [int(e) for e in new_envs]
         self.left = np.concatenate([self.left, np.full(len(new_envs), self._substeps_per_bundle)])
-        self._set_branches(b_final, pool)
-        self._assemble(nominal, s_out, n, pool, tape)
+        self._set_branches(b_final)
+        self._assemble(nominal, s_out, n, tape)
 
         st = self.stats
         st.env_substeps += n
@@ -177,11 +178,12 @@ class Bundler:
         st.reperturbations += int(br_ev.sum())
         self.left = self.left - 1
         if (self.left <= 0).any():
-            self._keep_bundles(np.flatnonzero(self.left > 0), pool, tape)
+            self._keep_bundles(np.flatnonzero(self.left > 0), tape)
 
-    def _rerun(self, s_in, sc_nominal, new_src, new_legs, sc_b, rerun, rerun_legs, control, h, pool, tape) -> State:
+    def _rerun(self, s_in, sc_nominal, new_src, new_legs, sc_b, rerun, rerun_legs, control, h, tape
+               ) -> State:
         """Re-run this substep for the re-perturbed branches (rows first) and the new bundles' branches."""
-        m, cfg = self.model, self.cfg
+        m, cfg, pool, sites = self.model, self.cfg, self.pool, self._sites
         r = len(rerun) + len(new_src)
         dq = pool.array(r, (m.nv,), wp.float64, zero=True)
         dqd = pool.array(r, (m.nv,), wp.float64, zero=True)
@@ -198,7 +200,7 @@ class Bundler:
                 self._events += 1
                 seed = (cfg.seed * SEED_STRIDE + self._events) & 0x7FFFFFFF
                 rows = slice(first, first + count)
-                pool.launches(bk.foot_perturbation, (count, 2), [
+                sites(bk.foot_perturbation, (count, 2), [
                     self.physics.kernel_model, source.q, sc.xrot, sc.xpos, sc.s_ang, sc.s_lin, src, pool.ints(legs),
                     seed, wp.float64(cfg.sigma_p), wp.float64(cfg.sigma_v), wp.float64(cfg.damping),
                     wp.float64(cfg.max_dq), wp.float64(cfg.max_dqd), dq[rows], dqd[rows], clamped])
@@ -207,37 +209,37 @@ class Bundler:
             self.recorded.append((dq.numpy().copy(), dqd.numpy().copy()))
         r_in = pool.state(r)
         for source, _, src, count, _, first in parts:
-            pool.launches(bk.perturbed_rows, (count, m.nq), [source.q, source.qd, src, first, dq, dqd, r_in.q, r_in.qd],
+            sites(bk.perturbed_rows, (count, m.nq), [source.q, source.qd, src, first, dq, dqd, r_in.q, r_in.qd],
                           tape)
         r_env = np.concatenate([np.repeat(self.bundle_env, cfg.branches)[rerun], new_src]).astype(int)
         r_out = pool.state(r)
-        control_r = self._gather_control(control, r_env, pool, tape)
-        self.physics.run(r_in, r_out, control_r, h, pool.scratches.take(r), tape)
+        control_r = self._gather_control(control, r_env, tape)
+        self.physics.run(r_in, r_out, control_r, h, pool.scratch(r), tape)
         return r_out
 
-    def _assemble(self, nominal: State, s_out: State, n: int, pool: SubstepPool, tape) -> None:
+    def _assemble(self, nominal: State, s_out: State, n: int, tape) -> None:
         """s_out <- nominal, or the branch mean (plus the nominal-forward offset) in a bundle."""
-        m, b = self.model, self.cfg.branches
+        m, b, pool = self.model, self.cfg.branches, self.pool
         w = len(self.bundle_env)
         if not w:
-            self._select(np.zeros(n, np.int32), np.arange(n), nominal, nominal, s_out, pool, tape)
+            self._select(np.zeros(n, np.int32), np.arange(n), nominal, nominal, s_out, tape)
             return
         slot = np.full(n, -1, dtype=np.int32)
         slot[self.bundle_env] = np.arange(w, dtype=np.int32)
         mean = pool.state(w, zero=True)
         q_sum = pool.array(w, (m.nq,), wp.float64, zero=True, requires_grad=self.requires_grad)
         bi = self.branch_in
-        pool.launches(bk.branch_mean, w, [b, bi.q, bi.qd, bi.contact_impulse, bi.contact_height, q_sum,
-                                          mean.q, mean.qd, mean.contact_impulse, mean.contact_height], tape)
+        self._sites(bk.branch_mean, w, [b, bi.q, bi.qd, bi.contact_impulse, bi.contact_height, q_sum,
+                                        mean.q, mean.qd, mean.contact_impulse, mean.contact_height], tape)
         offset = None
         if self.cfg.nominal_forward:
             offset = pool.state(n, zero=True, requires_grad=False)
-            pool.launches(bk.nominal_offset, (n, m.nq), [pool.ints(slot), *_fields(nominal), *_fields(mean),
-                                                         *_fields(offset)])
+            self._sites(bk.nominal_offset, (n, m.nq), [pool.ints(slot), *_fields(nominal), *_fields(mean),
+                                                       *_fields(offset)])
         self._select((slot >= 0).astype(np.int32), np.where(slot >= 0, slot, np.arange(n)), nominal, mean, s_out,
-                     pool, tape, offset)
+                     tape, offset)
 
-    def _keep_bundles(self, keep: np.ndarray, pool: SubstepPool, tape) -> None:
+    def _keep_bundles(self, keep: np.ndarray, tape) -> None:
         """Keep only the bundles `keep` (indices into the open ones), with their branch rows."""
         b = self.cfg.branches
         rows = (keep[:, None] * b + np.arange(b)).ravel().astype(np.int32)
@@ -246,53 +248,40 @@ class Bundler:
         self.flags = self.flags[rows]
         branches = None
         if len(rows):
-            branches = self._take(np.zeros(len(rows), np.int32), rows, self.branch_in, self.branch_in, pool, tape)
-        self._set_branches(branches, pool)
+            branches = self._take(np.zeros(len(rows), np.int32), rows, self.branch_in, self.branch_in, tape)
+        self._set_branches(branches)
 
     # -- helpers -------------------------------------------------------------------------------------
-    def _set_branches(self, branches: Optional[State], pool: SubstepPool) -> None:
-        """branch_in <- `branches`, filled from `pool` in its current substep."""
+    def _set_branches(self, branches: Optional[State]) -> None:
+        """branch_in <- `branches` (from the pool, which keeps them until the next substep has read them)."""
         self.branch_in = branches
-        self._branch_pool = (pool, pool.generation)
+        self.pool.carry(branches)
 
-    def _keep_out_of(self, pool: SubstepPool) -> None:
-        """Copy the branch states out of `pool` when they came from it in an earlier substep: the pool is
-        being reused (a segment of one substep), so its buffers are about to be filled again. No gradient
-        flows through the copy: the pool's reuse means the segment before it is done with backward."""
-        if self.branch_in is None or self._branch_pool is None:
-            return
-        home, generation = self._branch_pool
-        if home is pool and generation != pool.generation:
-            copy = State.zeros(self.model, self.branch_in.num_envs, self.requires_grad)
-            for dst, src in zip(_fields(copy), _fields(self.branch_in)):
-                wp.copy(dst, src)
-            self.branch_in, self._branch_pool = copy, None
-
-    def _leg_events(self, impulse: wp.array, threshold: float, flags: np.ndarray, pool: SubstepPool) -> np.ndarray:
+    def _leg_events(self, impulse: wp.array, threshold: float, flags: np.ndarray) -> np.ndarray:
         rows = impulse.shape[0]
-        out = pool.array(rows, (2,), wp.int32)
-        pool.launches(bk.leg_events, (rows, 2), [self.physics.kernel_model, impulse, wp.float64(threshold),
-                                                 pool.ints(flags), out])
+        out = self.pool.array(rows, (2,), wp.int32)
+        self._sites(bk.leg_events, (rows, 2), [self.physics.kernel_model, impulse, wp.float64(threshold),
+                                               self.pool.ints(flags), out])
         return out.numpy().copy()
 
-    def _gather_control(self, control: Control, env_of_row: np.ndarray, pool: SubstepPool, tape) -> Control:
+    def _gather_control(self, control: Control, env_of_row: np.ndarray, tape) -> Control:
         rows = len(env_of_row)
-        out = pool.control(rows)
-        pool.launches(bk.gather_control, (rows, self.model.nj), [
-            pool.ints(env_of_row), control.q_target, control.qd_target, control.kp, control.kd, control.tau,
+        out = self.pool.control(rows)
+        self._sites(bk.gather_control, (rows, self.model.nj), [
+            self.pool.ints(env_of_row), control.q_target, control.qd_target, control.kp, control.kd, control.tau,
             out.q_target, out.qd_target, out.kp, out.kd, out.tau], tape)
         return out
 
-    def _take(self, which: np.ndarray, src: np.ndarray, a: State, b: State, pool: SubstepPool, tape) -> State:
+    def _take(self, which: np.ndarray, src: np.ndarray, a: State, b: State, tape) -> State:
         """A new batch: row i is row src[i] of a (which[i] == 0) or of b."""
-        out = pool.state(len(src))
-        self._select(which, src, a, b, out, pool, tape)
+        out = self.pool.state(len(src))
+        self._select(which, src, a, b, out, tape)
         return out
 
-    def _select(self, which: np.ndarray, src: np.ndarray, a: State, b: State, out: State, pool: SubstepPool, tape,
+    def _select(self, which: np.ndarray, src: np.ndarray, a: State, b: State, out: State, tape,
                 offset: State = None) -> None:
-        pool.launches(bk.select_rows, (len(src), self.model.nq), [
-            pool.ints(which), pool.ints(src), int(offset is not None), *_fields(a), *_fields(b),
+        self._sites(bk.select_rows, (len(src), self.model.nq), [
+            self.pool.ints(which), self.pool.ints(src), int(offset is not None), *_fields(a), *_fields(b),
             *_fields(offset if offset is not None else b), *_fields(out)], tape)
 
 

@@ -35,6 +35,15 @@ def adjoint_of(arg):
     return None
 
 
+def _repack(launch: wp.Launch, i: int, new, old, adjoint: bool = False) -> None:
+    """Argument i of `launch` <- `new` (in place of `old`). An array of the dtype and dimension the
+    site was packed with is passed as its descriptor, without wp.launch's checks (done for the first)."""
+    if type(new) is wp.array and type(old) is wp.array and new.dtype is old.dtype and new.ndim == old.ndim:
+        launch.set_param_at_index_from_ctype(i, new.__ctype__(), adjoint=adjoint)
+    else:
+        launch.set_param_at_index(i, new, adjoint=adjoint)
+
+
 def _same(a, b) -> bool:
     """Whether argument a may stand for b without repacking: the same object, or equal numbers."""
     return a is b or (type(a) is type(b) and not isinstance(a, wp.array) and getattr(a, "_cls", None) is None
@@ -66,8 +75,8 @@ class CachedLaunch:
             old = self._args
             for i, a in enumerate(args):
                 if not _same(a, old[i]):
+                    _repack(self._forward, i, a, old[i])
                     old[i] = a
-                    self._forward.set_param_at_index(i, a)
             if dim != self._dim:
                 self._dim = dim
                 self._forward.set_dim(dim)
@@ -101,9 +110,9 @@ class CachedLaunch:
             was, was_adjoint = packed[i + 1]
             adj = adjoint_of(a)
             if not _same(a, was):
-                self._adjoint.set_param_at_index(i, a)
+                _repack(self._adjoint, i, a, was)
             if adj is not was_adjoint:
-                self._adjoint.set_param_at_index(i, adj, adjoint=True)
+                _repack(self._adjoint, i, adj, was_adjoint, adjoint=True)
             packed[i + 1] = (a, adj)
         return self._adjoint
 
