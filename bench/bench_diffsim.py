@@ -10,14 +10,19 @@ Scenario for both: the stand policy's PD gains holding the default pose after a 
   (taped forward + backward) over the taped forward (the forward a training window runs anyway; the
   last line's ratio) and over the plain forward (requires_grad False) of the same window.
 - tape memory per environment-substep: the wp.arrays alive after the taped forward that were not
-  alive before it (found through the garbage collector, deduplicated by data pointer; their .grad
-  arrays are wp.arrays too and are counted), summed capacity in bytes, over envs x substeps.
-  On CUDA the mempool's growth over the window is printed as a cross-check.
+  alive before it (found through the garbage collector, each view counted as the allocation it
+  views, once; their .grad arrays are wp.arrays too and are counted), summed capacity in bytes, over
+  envs x substeps. On CUDA the mempool's growth over the window is printed as a cross-check.
+- `--bundle`: the same taped window with bundling on (B = 10, H = 2, kappa 300) and the robots
+  dropped from staggered heights (BUNDLE_DROPS) so that their landings open bundles, timed against
+  the same dropped window without bundling, interleaved, medians of `--repeats` warm windows each,
+  with the bundling counters of the last one.
 
-    python bench/bench_diffsim.py [--device cpu] [--envs 64] [--steps 50]
+    python bench/bench_diffsim.py [--device cpu] [--envs 64] [--steps 50] [--bundle]
     python bench/bench_diffsim.py --device cuda:0 --envs 4096
 
-Last line: forward_vs_mujoco=<Warp env-substeps/s over MuJoCo's> backward_over_forward=<ratio>.
+Last line: forward_vs_mujoco=<Warp env-substeps/s over MuJoCo's> backward_over_forward=<ratio>, with
+`--bundle` also bundled_over_plain=<bundled taped window (forward + backward) over the plain one>.
 """
 import os
 
@@ -33,13 +38,16 @@ import numpy as np  # noqa: E402
 import warp as wp  # noqa: E402
 
 from bcg.contract.builtin import stand_gains  # noqa: E402
-from bcg_train.diffsim import Model, SimConfig, Simulator, Tape  # noqa: E402
+from bcg_train.diffsim import BundleConfig, Model, SimConfig, Simulator, Tape  # noqa: E402
 from bcg_train.diffsim import mujoco_reference as vd  # noqa: E402  (the shared scenario)
 
 wp.config.log_level = wp.LOG_WARNING
 DT = 0.02
 SUBSTEPS = 4
 CONFIG = SimConfig(kappa=300.0, substeps=SUBSTEPS)
+BUNDLED = SimConfig(kappa=300.0, substeps=SUBSTEPS, bundle=BundleConfig(enabled=True, branches=10, span_steps=2))
+BUNDLE_DROPS = (0.02, 0.15)     # m: pelvis heights above standing, spread evenly over the environments
+BUNDLE_FALL = 1.0               # m/s: downward speed at release
 
 
 def standing_setup(sim: Simulator):
@@ -91,12 +99,26 @@ def mujoco_rate(model: Model, envs: int, steps: int) -> float:
 
 
 def _live_arrays() -> dict:
-    """{data pointer: bytes} of every live plain wp.array (views share their owner's pointer)."""
+    """{data pointer: bytes} of the allocations behind every live plain wp.array (a view counts as
+    the array it views)."""
     live = {}
     for a in gc.get_objects():
         if type(a) is wp.array and a.ptr:
+            while isinstance(a._ref, wp.array):
+                a = a._ref
             live[a.ptr] = max(live.get(a.ptr, 0), a.capacity or 0)
     return live
+
+
+def taped_forward(sim: Simulator, s0, ctrl, window: int):
+    """`window` steps from s0 under ctrl on a new tape: (tape, the states, s0 first)."""
+    tape = Tape()
+    states = [s0]
+    with tape:
+        for _ in range(window):
+            states.append(sim.state())
+            sim.step(states[-2], states[-1], ctrl, DT)
+    return tape, states
 
 
 def taped_windows(model: Model, envs: int, window: int, repeats: int):
@@ -117,12 +139,7 @@ def taped_windows(model: Model, envs: int, window: int, repeats: int):
         pool0 = wp.get_mempool_used_mem_current(dev) if pool else 0
         wp.synchronize_device(dev)
         t0 = time.perf_counter()
-        tape = Tape()
-        states = [s0]
-        with tape:
-            for _ in range(window):
-                states.append(sim.state())
-                sim.step(states[-2], states[-1], ctrl, DT)
+        tape, states = taped_forward(sim, s0, ctrl, window)
         wp.synchronize_device(dev)
         t1 = time.perf_counter()
         if rep == 0:
@@ -138,6 +155,40 @@ def taped_windows(model: Model, envs: int, window: int, repeats: int):
     return best[0], best[1], tape_bytes, pool_bytes, ok
 
 
+def dropped_setup(sim: Simulator):
+    """(state_in, control): the PD standing scenario, each robot released BUNDLE_DROPS[0] ..
+    BUNDLE_DROPS[1] above standing (evenly spread) at BUNDLE_FALL downwards."""
+    model = sim.model
+    kp, kd = vd.pd_gains(model.robot)
+    q = np.tile(model.default_qpos(vd.STANDING_HEIGHT), (sim.num_envs, 1))
+    q[:, 2] += np.linspace(*BUNDLE_DROPS, sim.num_envs)
+    qd = np.zeros((sim.num_envs, model.nv))
+    qd[:, 2] = -BUNDLE_FALL
+    return sim.state().assign(q, qd), sim.control().set_pd(q_target=model.robot.default_q, kp=kp, kd=kd)
+
+
+def bundled_windows(model: Model, envs: int, window: int, repeats: int):
+    """Taped forward + backward of the dropped scenario with and without bundling, on warm buffers,
+    interleaved. Returns (median plain s, median bundled s, the last bundled window's BundleStats)."""
+    sims = {name: Simulator(model, envs, config, requires_grad=True)
+            for name, config in (("plain", CONFIG), ("bundled", BUNDLED))}
+    times = {name: [] for name in sims}
+    for rep in range(repeats + 1):
+        for name, sim in sims.items():
+            sim.segment.cut()
+            if sim.bundler is not None:
+                sim.bundler.reset()
+            s0, ctrl = dropped_setup(sim)
+            wp.synchronize_device(model.device)
+            t0 = time.perf_counter()
+            tape, states = taped_forward(sim, s0, ctrl, window)
+            tape.backward(grads={states[-1].q: wp.ones_like(s0.q, requires_grad=False)})
+            wp.synchronize_device(model.device)
+            if rep > 0:
+                times[name].append(time.perf_counter() - t0)
+    return float(np.median(times["plain"])), float(np.median(times["bundled"])), sims["bundled"].bundle_stats
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cpu", help="Warp device (cpu, cuda:0)")
@@ -147,6 +198,7 @@ def main():
     parser.add_argument("--window", type=int, default=32, help="control steps in the taped window")
     parser.add_argument("--repeats", type=int, default=3, help="taped windows measured (best is reported)")
     parser.add_argument("--model", default=None, help="MuJoCo XML (default: $BCG_G1_MODEL)")
+    parser.add_argument("--bundle", action="store_true", help="also time a bundled window of dropped robots")
     args = parser.parse_args()
     wp.init()
     model = Model.from_mujoco(args.model, device=args.device)
@@ -169,7 +221,14 @@ def main():
           f"({tape_bytes / 2**20:.1f} MiB for the window; new live wp.arrays incl. grads)")
     if pool_bytes is not None:
         print(f"mempool growth : {pool_bytes / env_substeps / 1024:.1f} KiB per env-substep")
-    print(f"forward_vs_mujoco={warp_rate / mj_rate:.3f} backward_over_forward={(t_fwd + t_bwd) / t_fwd:.3f}")
+    last = f"forward_vs_mujoco={warp_rate / mj_rate:.3f} backward_over_forward={(t_fwd + t_bwd) / t_fwd:.3f}"
+    if args.bundle:
+        t_plain, t_bundled, st = bundled_windows(model, args.envs, args.window, args.repeats)
+        print(f"dropped window : plain {t_plain * 1e3:.1f} ms, bundled {t_bundled * 1e3:.1f} ms (taped forward + "
+              f"backward, medians of {args.repeats}); {st.bundles} bundles, {st.branch_substeps} branch-substeps "
+              f"for {st.env_substeps} env-substeps")
+        last += f" bundled_over_plain={t_bundled / t_plain:.3f}"
+    print(last)
 
 
 if __name__ == "__main__":

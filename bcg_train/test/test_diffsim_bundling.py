@@ -274,3 +274,69 @@ def test_foot_perturbation_moves_the_foot_by_the_sampled_cartesian_noise():
     np.testing.assert_allclose(np.diag(cov), sigma_p ** 2, rtol=0.2)
     assert np.abs(cov - np.diag(np.diag(cov))).max() < 0.2 * sigma_p ** 2
     assert np.abs(disp.mean(axis=0)).max() < 4 * sigma_p / np.sqrt(rows)
+
+
+def _window(sim, q, qd, actions, kp, kd):
+    """A taped window through the torch bridge: final (q, qd), the action gradient of a fixed loss."""
+    import torch
+
+    from bcg_train.diffsim.torch_bridge import step
+    a = actions.clone().requires_grad_(True)
+    for t in range(len(a)):
+        q, qd = step(sim, q, qd, a[t], DT, kp, kd)
+    ((q * torch.arange(q.shape[1])).sum() + qd.square().sum()).backward()
+    sim.segment.cut()
+    return q.detach(), qd.detach(), a.grad
+
+
+def test_reused_buffers_give_the_values_and_gradients_of_fresh_ones():
+    """A window on a simulator whose buffers served earlier windows (bundles open across the cut; the
+    second time with every row count as before, so every buffer is reused) equals, bit for bit, the
+    same window on a new simulator given the same bundles (state_dict)."""
+    import torch
+    config = sim_config(enabled=True, branches=3)
+    r = MODEL.robot
+    kp, kd = torch.tensor(r.kp * 10), torch.tensor(r.kd * 3)
+    q0, qd0 = (torch.tensor(x) for x in initial_state(MODEL, 3, dropped=[True, True, False]))
+    gen = torch.Generator().manual_seed(1)
+    actions = torch.tensor(r.default_q) + 0.03 * torch.randn(2, 4, 3, MODEL.nj, generator=gen, dtype=torch.float64)
+    used = Simulator(MODEL, 3, config, requires_grad=True)
+    q, qd, _ = _window(used, q0, qd0, actions[0], kp, kd)
+    bundles = used.state_dict()
+    assert len(bundles["bundle_env"]) > 0
+    fresh = Simulator(MODEL, 3, config, requires_grad=True)
+    fresh.load_state_dict(bundles)
+    expected = _window(fresh, q, qd, actions[1], kp, kd)
+    for _ in range(2):
+        used.load_state_dict(bundles)
+        for a, b in zip(_window(used, q, qd, actions[1], kp, kd), expected):
+            assert torch.equal(a, b)
+
+
+def test_one_substep_segments_bundle_as_one_long_segment():
+    """Backward and cut after every step of one substep: every substep reuses the same buffers, which
+    hold the open bundles' branches; states and each step's action gradient are those without cuts."""
+    import torch
+
+    from bcg_train.diffsim.torch_bridge import step
+    config = SimConfig(kappa=300.0, substeps=1, bundle=BundleConfig(enabled=True, branches=3, span_steps=8))
+    r = MODEL.robot
+    kp, kd = torch.tensor(r.kp * 10), torch.tensor(r.kd * 3)
+    q0, qd0 = (torch.tensor(x) for x in initial_state(MODEL, 2))
+    weights = torch.arange(MODEL.nq, dtype=torch.float64)
+    runs = []
+    for cut in (False, True):
+        sim = Simulator(MODEL, 2, config, requires_grad=True)
+        q, qd, out = q0, qd0, []
+        for _ in range(30):
+            a = torch.tensor(np.tile(r.default_q, (2, 1)), requires_grad=True)
+            q, qd = step(sim, q, qd, a, 0.005, kp, kd)
+            (q * weights).sum().backward()
+            q, qd = q.detach(), qd.detach()
+            out += [q, a.grad]
+            if cut:
+                sim.segment.cut()
+        assert sim.bundle_stats.bundles >= 2 and sim.bundle_stats.bundled_env_substeps > 2
+        runs.append(out)
+    for a, b in zip(*runs):
+        assert torch.equal(a, b)

@@ -2,11 +2,15 @@
 
 A segment is the run of steps between two cuts of the gradient graph (a SHAC rollout window is one).
 It owns what the simulator must keep or defer between `step` calls, so that no caller has to know it:
-- gradient mode: every substep's intermediates and intermediate state, kept for the backward pass
-  and reused once `cut()` says that backward is done (or will never run); without `cut()` every
-  taped substep allocates its own. The adjoints of reused buffers are zeroed when they are reused,
-  so the per-step tapes that recorded them must not be reset by hand (`Tape.reset` would zero
-  gradients that bundles carry back to earlier steps);
+- gradient mode: every substep's intermediates, intermediate state and launch sites (for whatever
+  else the substep launches, e.g. bundling's kernels), and a `BufferPool` of further buffers that
+  all substeps share, kept for the backward pass and reused once `cut()` says that backward is done
+  (or will never run); without `cut()` every taped substep allocates its own. The adjoints of reused
+  buffers are zeroed when they are reused, so the per-step tapes that recorded them must not be
+  reset by hand (`Tape.reset` would zero gradients that bundles carry back to earlier steps);
+- no-gradient mode: one set of intermediates and launch sites, two intermediate states that
+  alternate substep by substep (what a substep hands to the next stays intact), and the pool's
+  buffers free again at every substep (but what the bundler carries to the next);
 - both modes: the environments whose states were replaced from outside `step` (`restart`), whose
   open bundles the simulator closes at the next substep, recorded on that substep's tape (closing
   them at once would cut the other bundles' gradients).
@@ -15,6 +19,8 @@ from typing import List, Tuple
 
 import numpy as np
 
+from .kernels.launch import LaunchSites
+from .pool import BufferPool
 from .state import State
 from .substep import Scratch, Substep
 
@@ -24,16 +30,21 @@ class Segment:
 
     def __init__(self, physics: Substep, num_envs: int, requires_grad: bool):
         self._physics, self._num_envs, self.requires_grad = physics, num_envs, requires_grad
-        self._taped: List[Tuple[Scratch, State]] = []
+        self._taped: List[Tuple[Scratch, State, LaunchSites]] = []
         self._cursor = 0
         self._restarted: List[int] = []
-        if not requires_grad:   # one scratch and two alternating intermediate states, reused every substep
+        self.pool = BufferPool(physics, requires_grad)
+        """The buffers all substeps share (see diffsim.pool)."""
+        if not requires_grad:
             self._scratch = physics.scratch(num_envs, False)
             self._between = (State.zeros(physics.model, num_envs), State.zeros(physics.model, num_envs))
+            self._sites = LaunchSites(physics.model.device)
+            self._substeps = 0
 
     def cut(self) -> None:
         """The segment's backward pass is done (or will never run): its buffers serve the next one."""
         self._cursor = 0
+        self.pool.release()
 
     def restart(self, env_ids) -> None:
         """The states of `env_ids` were replaced from outside `step` (a reset): their bundles close
@@ -49,19 +60,24 @@ class Segment:
     def pending_restarts(self) -> List[int]:
         return list(self._restarted)
 
-    def buffers(self, substep_index: int) -> Tuple[Scratch, State]:
-        """Zeroed intermediates and an intermediate state for the next substep (`substep_index`
-        within the step: the no-gradient buffers alternate on it)."""
+    def buffers(self) -> Tuple[Scratch, State, LaunchSites]:
+        """For the next substep: zeroed intermediates, an intermediate state (not the one the previous
+        substep got), and the launch sites of the substep's position, begun."""
         if not self.requires_grad:
-            self._scratch.zero_accumulators()
-            return self._scratch, self._between[substep_index % 2]
+            self._scratch.reuse(self._num_envs)
+            self.pool.release()
+            self._sites.begin()
+            k = self._substeps
+            self._substeps += 1
+            return self._scratch, self._between[k % 2], self._sites
         if self._cursor == len(self._taped):
+            sites = LaunchSites(self._physics.model.device)
             self._taped.append((self._physics.scratch(self._num_envs, True),
-                                State.zeros(self._physics.model, self._num_envs, True)))
+                                State.zeros(self._physics.model, self._num_envs, True), sites))
         else:
-            scratch, state = self._taped[self._cursor]
-            scratch.zero_accumulators()
-            scratch.zero_gradients()
+            scratch, state, sites = self._taped[self._cursor]
+            scratch.reuse(self._num_envs)
             state.zero_gradients()
+        sites.begin()
         self._cursor += 1
         return self._taped[self._cursor - 1]

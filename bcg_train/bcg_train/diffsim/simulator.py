@@ -17,6 +17,7 @@ from warp._src import context as _warp_context
 from .bundling import Bundler, BundleStats
 from .config import SimConfig
 from .kernels import integrator as ik
+from .kernels.launch import CachedLaunch
 from .model import Model
 from .segment import Segment
 from .state import Control, State
@@ -55,9 +56,11 @@ class Simulator:
         self.check_finite = check_finite
         self.physics = Substep(model, self.config)
         self.segment = Segment(self.physics, num_envs, requires_grad)
-        self.bundler = Bundler(self.physics, self.config.bundle, requires_grad) if self.config.bundle.enabled else None
+        self.bundler = (Bundler(self.physics, self.config.bundle, requires_grad, self.segment.pool)
+                        if self.config.bundle.enabled else None)
         self._nominal = None if requires_grad or self.bundler is None else State.zeros(model, num_envs)
         self._flags = wp.zeros(num_envs, dtype=int, device=model.device)
+        self._nonfinite = CachedLaunch(ik.nonfinite_flags, model.device)
 
     def vary(self, config: SimConfig, variation: PhysicsVariation) -> None:
         """Later steps run with `config` and `variation` (see `Substep.vary`); `self.config` follows."""
@@ -87,19 +90,19 @@ class Simulator:
         restarted = self.segment.take_restarted()
         src = state_in
         for k in range(substeps):
-            scratch, buf = self.segment.buffers(k)
+            scratch, buf, sites = self.segment.buffers()
             dst = state_out if k == substeps - 1 else buf
             if self.bundler is None:
                 self.physics.run(src, dst, control, h, scratch, tape)
             else:   # the plain substep's output goes to `nominal`, the bundled one to dst
                 if restarted:
-                    self.bundler.close(restarted, tape)
+                    self.bundler.close(restarted, sites, tape)
                     restarted = []
                 nominal = self._nominal
                 if self.requires_grad:
                     nominal = buf
-                    dst = state_out if k == substeps - 1 else self.state()
-                self.bundler.substep(src, nominal, dst, control, h, scratch, tape)
+                    dst = state_out if k == substeps - 1 else self.segment.pool.state(self.num_envs)
+                self.bundler.substep(src, nominal, dst, control, h, scratch, sites, tape)
             src = dst
         if self.check_finite:
             self.raise_if_nonfinite(state_out)
@@ -127,8 +130,7 @@ class Simulator:
 
     def nonfinite_envs(self, state: State) -> np.ndarray:
         """Indices of environments whose q or qd hold NaN/Inf (one small kernel, one copy to host)."""
-        wp.launch(ik.nonfinite_flags, dim=self.num_envs, inputs=[state.q, state.qd, self._flags],
-                  device=self.model.device, record_tape=False)
+        self._nonfinite(self.num_envs, [state.q, state.qd, self._flags])
         return np.flatnonzero(self._flags.numpy())
 
     def raise_if_nonfinite(self, state: State) -> None:

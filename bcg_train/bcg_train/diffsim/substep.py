@@ -8,17 +8,19 @@ A = M + armature + h (damping + friction slope + PD) and generalised force f -> 
 Gauss-Seidel on the smoothed contact impulses -> A^-1 J^T (s p) -> velocity and position update.
 """
 from dataclasses import dataclass
-from typing import Optional
+from typing import Optional, Tuple
 
 import warp as wp
 
+from .arena import carve
 from .config import SimConfig
 from .kernels import contact as ck
 from .kernels import dynamics as dk
 from .kernels import integrator as ik
 from .kernels.device_model import DeviceModel, device_model
+from .kernels.launch import LaunchSites
 from .model import Model
-from .solvers import contact_pgs
+from .solvers.contact_pgs import ContactPGS
 from .solvers.sparse_ldl import SparseLDL
 from .state import Control, State
 from .variation import PhysicsVariation
@@ -26,9 +28,10 @@ from .variation import PhysicsVariation
 
 @dataclass
 class Scratch:
-    """One substep's intermediates for `rows` environments (one set per taped substep, so the
-    backward pass finds them). Shapes in the kernels' docstrings; ncd = contact-dof entries,
-    nr = 3 nc contact rows."""
+    """One substep's intermediates for up to `capacity` rows, of which the first `rows` are in use
+    (one set per taped substep, so the backward pass finds them), with the launch sites of the
+    substep's kernels (kernels.launch). Shapes in the kernels' docstrings, capacity first;
+    ncd = contact-dof entries, nr = 3 nc contact rows."""
 
     xrot: wp.array
     xpos: wp.array
@@ -52,27 +55,32 @@ class Scratch:
     g: wp.array
     v_free: wp.array
     smooth: wp.array
-    sp: wp.array
-    p_hist: wp.array
-    z_hist: wp.array
     gen_impulse: wp.array
     dqd_contact: wp.array
     ldl: SparseLDL
+    pgs: ContactPGS
+    launches: LaunchSites
+    rows: int
+    zeroed_on_reuse: Tuple[wp.array, ...]
+    """The allocations holding what `reuse` zeroes: the accumulators (crb_*, frc_*, v_free,
+    gen_impulse), and every adjoint when there are adjoints."""
 
     @property
-    def rows(self) -> int:
+    def capacity(self) -> int:
         return self.a.shape[0]
 
-    def zero_accumulators(self) -> None:
-        """Zero what the kernels accumulate into (or write only in part) before a reused substep."""
-        for arr in (self.crb_m, self.crb_h, self.crb_i, self.frc_ang, self.frc_lin, self.v_free, self.gen_impulse):
-            arr.zero_()
-
-    def zero_gradients(self) -> None:
-        """Zero the adjoints of every differentiable buffer (before a reused substep is taped again)."""
-        for arr in vars(self).values():
-            if isinstance(arr, wp.array) and arr.grad is not None:
-                arr.grad.zero_()
+    def reuse(self, rows: int, zero: bool = True) -> None:
+        """Prepare another substep of `rows` (<= capacity) rows: zero what the kernels accumulate into
+        (or write only in part) and every adjoint (unless `zero` is False: still zero from allocation),
+        and start the launch sequences again."""
+        if rows > self.capacity:
+            raise ValueError(f"scratch for {self.capacity} rows asked for {rows}")
+        self.rows = self.ldl.rows = self.pgs.rows = rows
+        if zero:
+            for block in self.zeroed_on_reuse:
+                block.zero_()
+        for sites in (self.launches, self.ldl.launches, self.pgs.launches):
+            sites.begin()
 
 
 class Substep:
@@ -99,22 +107,30 @@ class Substep:
         self.kernel_model = device_model(self.model, config, variation)
 
     def scratch(self, rows: int, requires_grad: bool) -> Scratch:
-        """Fresh intermediates for `rows` rows (with adjoints when `requires_grad`)."""
+        """Fresh intermediates for `rows` rows (with adjoints when `requires_grad`), all in use."""
         m, nr, it, dev = self.model, self.model.ndof_contact, self.config.contact_iterations, self.model.device
-
-        def z(shape, dtype=wp.float64, grad=requires_grad):
-            return wp.zeros(shape, dtype=dtype, device=dev, requires_grad=grad)
-        v3, q4, m33, n, nb, nv = wp.vec3d, wp.quatd, wp.mat33d, rows, m.nb, m.nv
-        return Scratch(
-            xrot=z((n, nb), q4), xpos=z((n, nb), v3), s_ang=z((n, nv), v3), s_lin=z((n, nv), v3),
-            vel_ang=z((n, nb), v3), vel_lin=z((n, nb), v3), acc_ang=z((n, nb), v3), acc_lin=z((n, nb), v3),
-            crb_m=z((n, nb)), crb_h=z((n, nb), v3), crb_i=z((n, nb), m33), frc_ang=z((n, nb), v3),
-            frc_lin=z((n, nb), v3), a=z((n, m.npair)), diag=z((n, nv)), force=z((n, nv)), qdd_free=z((n, nv)),
-            jt=z((n, m.ncd), v3), y=z((n, m.ncd), v3, grad=False), g=z((n, nr, nr)), v_free=z((n, nr)),
-            smooth=z((n, m.nc)), sp=z((n, nr), grad=False), p_hist=z((n, it + 1, nr), grad=False),
-            z_hist=z((n, it, nr), grad=False), gen_impulse=z((n, nv)), dqd_contact=z((n, nv)),
-            ldl=SparseLDL(self.kernel_model, dev, n, m.npair, requires_grad),
-        )
+        v3, q4, m33, n, nb, nv, f = wp.vec3d, wp.quatd, wp.mat33d, rows, m.nb, m.nv, wp.float64
+        accumulators = {"crb_m": ((n, nb), f), "crb_h": ((n, nb), v3), "crb_i": ((n, nb), m33),
+                        "frc_ang": ((n, nb), v3), "frc_lin": ((n, nb), v3), "v_free": ((n, nr), f),
+                        "gen_impulse": ((n, nv), f)}
+        others = {"xrot": ((n, nb), q4), "xpos": ((n, nb), v3), "s_ang": ((n, nv), v3), "s_lin": ((n, nv), v3),
+                  "vel_ang": ((n, nb), v3), "vel_lin": ((n, nb), v3), "acc_ang": ((n, nb), v3),
+                  "acc_lin": ((n, nb), v3), "a": ((n, m.npair), f), "diag": ((n, nv), f), "force": ((n, nv), f),
+                  "qdd_free": ((n, nv), f), "jt": ((n, m.ncd), v3), "g": ((n, nr, nr), f), "smooth": ((n, m.nc), f),
+                  "dqd_contact": ((n, nv), f)}
+        acc_block, acc = carve(list(accumulators.values()), dev)
+        arrays = dict(zip(accumulators, acc))
+        arrays.update({name: wp.zeros(shape, dtype=dtype, device=dev) for name, (shape, dtype) in others.items()})
+        zeroed = [acc_block]
+        if requires_grad:   # every array but y has an adjoint
+            grad_block, grads = carve([(a.shape, a.dtype) for a in arrays.values()], dev)
+            for a, g in zip(arrays.values(), grads):
+                a.grad = g
+            zeroed.append(grad_block)
+        return Scratch(**arrays, y=wp.zeros((n, m.ncd), dtype=v3, device=dev),
+                       ldl=SparseLDL(self.kernel_model, dev, n, m.npair, requires_grad),
+                       pgs=ContactPGS(m.nc, it, n, dev), launches=LaunchSites(dev), rows=n,
+                       zeroed_on_reuse=tuple(zeroed))
 
     def run(self, s_in: State, s_out: State, control: Control, h: float, sc: Scratch,
             tape: Optional[wp.Tape]) -> None:
@@ -123,35 +139,30 @@ class Substep:
         the hand-written adjoints are added to it; None records nothing."""
         self.dynamics(s_in, control, h, sc, tape)
         self.contact(s_in, s_out, h, sc, tape)
-        wp.launch(ik.integrate, dim=sc.rows, device=self.model.device, record_tape=tape is not None, inputs=[
-            self.kernel_model, wp.float64(h), s_in.q, s_in.qd, sc.qdd_free, sc.dqd_contact],
-            outputs=[s_out.q, s_out.qd])
+        sc.launches(ik.integrate, sc.rows, [self.kernel_model, wp.float64(h), s_in.q, s_in.qd, sc.qdd_free,
+                                            sc.dqd_contact, s_out.q, s_out.qd], tape)
 
     def dynamics(self, s_in: State, control: Control, h: float, sc: Scratch, tape: Optional[wp.Tape]) -> None:
         """Kinematics, mass matrix (sc.a), extra diagonal (sc.diag) and generalised force (sc.force)."""
-        m, n, dev, mdl, rec = self.model, sc.rows, self.model.device, self.kernel_model, tape is not None
-        wp.launch(dk.kinematics, dim=n, device=dev, record_tape=rec, inputs=[mdl, s_in.q, s_in.qd], outputs=[
-            sc.xrot, sc.xpos, sc.s_ang, sc.s_lin, sc.vel_ang, sc.vel_lin, sc.acc_ang, sc.acc_lin,
-            sc.crb_m, sc.crb_h, sc.crb_i, sc.frc_ang, sc.frc_lin])
-        wp.launch(dk.mass_matrix, dim=(n, m.nv), device=dev, record_tape=rec, inputs=[
-            mdl, sc.s_ang, sc.s_lin, sc.crb_m, sc.crb_h, sc.crb_i], outputs=[sc.a])
-        wp.launch(dk.generalised_force, dim=(n, m.nv), device=dev, record_tape=rec, inputs=[
+        n, nv, mdl, launch = sc.rows, self.model.nv, self.kernel_model, sc.launches
+        launch(dk.kinematics, n, [mdl, s_in.q, s_in.qd, sc.xrot, sc.xpos, sc.s_ang, sc.s_lin, sc.vel_ang, sc.vel_lin,
+                                  sc.acc_ang, sc.acc_lin, sc.crb_m, sc.crb_h, sc.crb_i, sc.frc_ang, sc.frc_lin], tape)
+        launch(dk.mass_matrix, (n, nv), [mdl, sc.s_ang, sc.s_lin, sc.crb_m, sc.crb_h, sc.crb_i, sc.a], tape)
+        launch(dk.generalised_force, (n, nv), [
             mdl, s_in.q, s_in.qd, wp.float64(h), sc.s_ang, sc.s_lin, sc.frc_ang, sc.frc_lin, sc.a, control.q_target,
-            control.qd_target, control.kp, control.kd, control.tau], outputs=[sc.diag, sc.force])
+            control.qd_target, control.kp, control.kd, control.tau, sc.diag, sc.force], tape)
 
     def contact(self, s_in: State, s_out: State, h: float, sc: Scratch, tape: Optional[wp.Tape]) -> None:
         """Free acceleration (sc.qdd_free), contact impulses (s_out.contact_impulse, s_out.contact_height)
         and their velocity change (sc.dqd_contact), after `dynamics`."""
-        m, n, dev, mdl, rec = self.model, sc.rows, self.model.device, self.kernel_model, tape is not None
-        wp.launch(ck.contact_geometry, dim=(n, m.nc), device=dev, record_tape=rec, inputs=[
-            mdl, s_in.q, sc.xrot, sc.xpos, sc.s_ang, sc.s_lin], outputs=[s_out.contact_height, sc.smooth, sc.jt])
+        n, nc, mdl, launch = sc.rows, self.model.nc, self.kernel_model, sc.launches
+        launch(ck.contact_geometry, (n, nc), [mdl, s_in.q, sc.xrot, sc.xpos, sc.s_ang, sc.s_lin, s_out.contact_height,
+                                              sc.smooth, sc.jt], tape)
         sc.ldl.factor(sc.a, sc.diag, tape)
         sc.ldl.solve(sc.force, sc.qdd_free, tape)
-        wp.launch(ck.free_contact_velocity, dim=(n, m.nc), device=dev, record_tape=rec, inputs=[
-            mdl, wp.float64(h), sc.jt, s_in.qd, sc.qdd_free, s_out.contact_height, sc.smooth],
-            outputs=[sc.v_free])
+        launch(ck.free_contact_velocity, (n, nc), [mdl, wp.float64(h), sc.jt, s_in.qd, sc.qdd_free,
+                                                   s_out.contact_height, sc.smooth, sc.v_free], tape)
         sc.ldl.delassus(sc.jt, sc.y, sc.g, tape)
-        contact_pgs.solve(mdl, sc.g, sc.v_free, sc.smooth, sc.sp, sc.p_hist, sc.z_hist, s_out.contact_impulse, tape)
-        wp.launch(ck.generalised_impulse, dim=(n, m.nc), device=dev, record_tape=rec, inputs=[
-            mdl, sc.jt, s_out.contact_impulse], outputs=[sc.gen_impulse])
+        sc.pgs.solve(mdl, sc.g, sc.v_free, sc.smooth, s_out.contact_impulse, tape)
+        launch(ck.generalised_impulse, (n, nc), [mdl, sc.jt, s_out.contact_impulse, sc.gen_impulse], tape)
         sc.ldl.solve(sc.gen_impulse, sc.dqd_contact, tape)

@@ -17,7 +17,7 @@ import warp as wp
 from .kernels import dynamics as dk
 from .kernels.device_model import Tape
 from .simulator import Simulator
-from .state import State
+from .state import Control, State
 
 
 def _share(t: torch.Tensor, grad: bool) -> wp.array:
@@ -26,10 +26,11 @@ def _share(t: torch.Tensor, grad: bool) -> wp.array:
 
 
 def _inputs(sim: Simulator, q, qd, q_target, kp, kd, tau, grad: bool):
-    """(state_in, control) sharing the tensors' memory; a fresh output state."""
-    s_in, ctrl = State(_share(q, grad), _share(qd, grad), None, None), sim.control()
-    ctrl.q_target, ctrl.tau = _share(q_target, grad), _share(tau, grad)
-    ctrl.kp, ctrl.kd = _share(kp.expand_as(q_target), grad), _share(kd.expand_as(q_target), grad)
+    """(state_in, control) sharing the tensors' memory (qd_target: zeros)."""
+    s_in = State(_share(q, grad), _share(qd, grad), None, None)
+    qd_target = wp.zeros(q_target.shape, dtype=wp.float64, device=sim.model.device, requires_grad=grad)
+    ctrl = Control(_share(q_target, grad), qd_target, _share(kp.expand_as(q_target), grad),
+                   _share(kd.expand_as(q_target), grad), _share(tau, grad))
     return s_in, ctrl
 
 

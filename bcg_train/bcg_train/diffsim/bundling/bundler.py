@@ -24,12 +24,14 @@ bundler runs substeps only through the `Substep` seam it is given.
 """
 import dataclasses
 from dataclasses import dataclass
-from typing import Dict, Iterator, List, Optional, Tuple
+from typing import Iterator, List, Optional, Tuple
 
 import numpy as np
 import warp as wp
 
 from ..config import BundleConfig
+from ..kernels.launch import LaunchSites
+from ..pool import BufferPool
 from ..state import Control, State
 from ..substep import Scratch, Substep
 from . import kernels as bk
@@ -64,16 +66,17 @@ class BundleStats:
 
 class Bundler:
     """The open bundles and the bundled substep of one simulator (which builds it when bundling is
-    enabled), running substeps through `physics` for `num_envs` environments."""
+    enabled), running substeps through `physics` for `num_envs` environments. Every buffer it fills
+    comes from `pool` (the segment's), and every kernel it launches goes through the launch sites of
+    the substep it is in (see diffsim.segment)."""
 
-    def __init__(self, physics: Substep, cfg: BundleConfig, requires_grad: bool):
-        self.physics, self.cfg, self.requires_grad = physics, cfg, requires_grad
+    def __init__(self, physics: Substep, cfg: BundleConfig, requires_grad: bool, pool: BufferPool):
+        self.physics, self.cfg, self.requires_grad, self.pool = physics, cfg, requires_grad, pool
+        self._sites: Optional[LaunchSites] = None   # the current substep's
         self.model = physics.model
         self._substeps_per_bundle = cfg.span_steps * physics.config.substeps
         self.stats = BundleStats()
         self._events = 0
-        self._scratch: Dict[str, Scratch] = {}
-        """No-grad mode: the last scratch of each role ('branch', 'rerun'), reused while the row count stays."""
         self.recorded: Optional[List[Tuple[np.ndarray, np.ndarray]]] = None
         """When a list: every perturbation (dq, dqd), (rows, nv) each, is appended in order."""
         self.replay: Optional[Iterator[Tuple[np.ndarray, np.ndarray]]] = None
@@ -99,7 +102,7 @@ class Bundler:
         bi = self.branch_in
         return {"bundle_env": np.array(self.bundle_env, dtype=np.int64), "left": self.left.copy(),
                 "flags": self.flags.copy(), "events": self._events, "stats": dataclasses.asdict(self.stats),
-                "branch": {} if bi is None else {k: v.numpy() for k, v in zip(_FIELDS, _fields(bi))}}
+                "branch": {} if bi is None else {k: v.numpy().copy() for k, v in zip(_FIELDS, _fields(bi))}}
 
     def load_state_dict(self, state: dict) -> None:
         """Restore `state_dict()` (same model and number of environments)."""
@@ -110,14 +113,15 @@ class Bundler:
         self.stats = BundleStats(**state["stats"])
         self.branch_in = None
         if state["branch"]:
-            self.branch_in = self._state(len(self.bundle_env) * self.cfg.branches)
+            self.branch_in = State.zeros(self.model, len(self.bundle_env) * self.cfg.branches, self.requires_grad)
             for name, arr in zip(_FIELDS, _fields(self.branch_in)):
                 arr.assign(np.asarray(state["branch"][name]))
 
-    def close(self, env_ids: List[int], tape: Optional[wp.Tape]) -> None:
+    def close(self, env_ids: List[int], sites: LaunchSites, tape: Optional[wp.Tape]) -> None:
         """Close the bundles of `env_ids` now, dropping their branch rows (recorded on `tape`, the
         active one when the rows carry gradients: the simulator calls it at the substep that follows
-        a restart, so the other bundles keep their gradients)."""
+        a restart, so the other bundles keep their gradients); `sites` are the substep's launch sites."""
+        self._sites = sites
         closing = set(env_ids)
         keep = [w for w, e in enumerate(self.bundle_env) if e not in closing]
         if len(keep) != len(self.bundle_env):
@@ -125,9 +129,10 @@ class Bundler:
 
     # -- the substep ---------------------------------------------------------------------------------
     def substep(self, s_in: State, nominal: State, s_out: State, control: Control, h: float, sc_nominal: Scratch,
-                tape: Optional[wp.Tape]) -> None:
+                sites: LaunchSites, tape: Optional[wp.Tape]) -> None:
         """s_out <- one bundled substep of length h [s] from s_in; `nominal` and `sc_nominal` are the
-        plain substep's output and scratch buffers; `tape` as in `Substep.run`."""
+        plain substep's output and scratch buffers, `sites` its launch sites; `tape` as in `Substep.run`."""
+        self._sites, pool = sites, self.pool
         cfg, b = self.cfg, self.cfg.branches
         n = s_in.q.shape[0]
         self.physics.run(s_in, nominal, control, h, sc_nominal, tape)
@@ -135,15 +140,16 @@ class Bundler:
         b_out = sc_b = None
         if m0:
             b_env = np.repeat(self.bundle_env, b)
-            b_out = self._state(m0)
-            sc_b = self._scratch_for("branch", m0)
+            b_out = pool.state(m0)
+            sc_b = pool.scratch(m0)
             self.physics.run(self.branch_in, b_out, self._gather_control(control, b_env, tape), h, sc_b, tape)
         threshold = cfg.threshold * h
         in_bundle = np.zeros((n, 2), dtype=np.int32)
         in_bundle[self.bundle_env] = 1
         env_ev = self._leg_events(nominal.contact_impulse, threshold, in_bundle)
         new_envs = np.flatnonzero(env_ev.any(axis=1))
-        br_ev = self._leg_events(b_out.contact_impulse, threshold, self.flags) if m0 else np.zeros((0, 2), np.int32)
+        br_ev = (self._leg_events(b_out.contact_impulse, threshold, self.flags) if m0
+                 else np.zeros((0, 2), np.int32))
         rerun = np.flatnonzero(br_ev.any(axis=1))
 
         new_src = np.repeat(new_envs, b)
@@ -161,7 +167,7 @@ class Bundler:
         self.flags = np.concatenate([self.flags | br_ev, env_ev[new_src]]).astype(np.int32)
         self.bundle_env = self.bundle_env + [int(e) for e in new_envs]
         self.left = np.concatenate([self.left, np.full(len(new_envs), self._substeps_per_bundle)])
-        self.branch_in = b_final
+        self._set_branches(b_final)
         self._assemble(nominal, s_out, n, tape)
 
         st = self.stats
@@ -174,64 +180,62 @@ class Bundler:
         if (self.left <= 0).any():
             self._keep_bundles(np.flatnonzero(self.left > 0), tape)
 
-    def _rerun(self, s_in, sc_nominal, new_src, new_legs, sc_b, rerun, rerun_legs, control, h, tape) -> State:
+    def _rerun(self, s_in, sc_nominal, new_src, new_legs, sc_b, rerun, rerun_legs, control, h, tape
+               ) -> State:
         """Re-run this substep for the re-perturbed branches (rows first) and the new bundles' branches."""
-        m, cfg = self.model, self.cfg
+        m, cfg, pool, sites = self.model, self.cfg, self.pool, self._sites
         r = len(rerun) + len(new_src)
-        dq = wp.zeros((r, m.nv), dtype=wp.float64, device=m.device)
-        dqd = wp.zeros_like(dq)
+        dq = pool.array(r, (m.nv,), wp.float64, zero=True)
+        dqd = pool.array(r, (m.nv,), wp.float64, zero=True)
         parts = [(self.branch_in, sc_b, rerun, rerun_legs, 0), (s_in, sc_nominal, new_src, new_legs, len(rerun))]
-        parts = [(source, sc, self._ints(src), legs, first)
+        parts = [(source, sc, pool.ints(src), len(src), legs, first)
                  for source, sc, src, legs, first in parts if len(src)]
         if self.replay is not None:
             dq_np, dqd_np = next(self.replay)
             dq.assign(dq_np)
             dqd.assign(dqd_np)
         else:
-            clamped = wp.zeros(1, dtype=int, device=m.device)
-            for source, sc, src, legs, first in parts:
+            clamped = pool.array(1, (), wp.int32, zero=True)
+            for source, sc, src, count, legs, first in parts:
                 self._events += 1
                 seed = (cfg.seed * SEED_STRIDE + self._events) & 0x7FFFFFFF
-                rows = slice(first, first + src.shape[0])
-                wp.launch(bk.foot_perturbation, dim=(src.shape[0], 2), device=m.device, record_tape=False, inputs=[
-                    self.physics.kernel_model, source.q, sc.xrot, sc.xpos, sc.s_ang, sc.s_lin, src,
-                    self._ints(legs), seed,
-                    wp.float64(cfg.sigma_p), wp.float64(cfg.sigma_v), wp.float64(cfg.damping),
-                    wp.float64(cfg.max_dq), wp.float64(cfg.max_dqd)], outputs=[dq[rows], dqd[rows], clamped])
+                rows = slice(first, first + count)
+                sites(bk.foot_perturbation, (count, 2), [
+                    self.physics.kernel_model, source.q, sc.xrot, sc.xpos, sc.s_ang, sc.s_lin, src, pool.ints(legs),
+                    seed, wp.float64(cfg.sigma_p), wp.float64(cfg.sigma_v), wp.float64(cfg.damping),
+                    wp.float64(cfg.max_dq), wp.float64(cfg.max_dqd), dq[rows], dqd[rows], clamped])
             self.stats.clamped_perturbations += int(clamped.numpy()[0])
         if self.recorded is not None:
-            self.recorded.append((dq.numpy(), dqd.numpy()))
-        r_in = self._state(r)
-        for source, _, src, _, first in parts:
-            wp.launch(bk.perturbed_rows, dim=(src.shape[0], m.nq), device=m.device, record_tape=tape is not None,
-                      inputs=[source.q, source.qd, src, first, dq, dqd], outputs=[r_in.q, r_in.qd])
+            self.recorded.append((dq.numpy().copy(), dqd.numpy().copy()))
+        r_in = pool.state(r)
+        for source, _, src, count, _, first in parts:
+            sites(bk.perturbed_rows, (count, m.nq), [source.q, source.qd, src, first, dq, dqd, r_in.q, r_in.qd],
+                          tape)
         r_env = np.concatenate([np.repeat(self.bundle_env, cfg.branches)[rerun], new_src]).astype(int)
-        r_out = self._state(r)
-        self.physics.run(r_in, r_out, self._gather_control(control, r_env, tape), h, self._scratch_for("rerun", r),
-                         tape)
+        r_out = pool.state(r)
+        control_r = self._gather_control(control, r_env, tape)
+        self.physics.run(r_in, r_out, control_r, h, pool.scratch(r), tape)
         return r_out
 
     def _assemble(self, nominal: State, s_out: State, n: int, tape) -> None:
         """s_out <- nominal, or the branch mean (plus the nominal-forward offset) in a bundle."""
-        m, b = self.model, self.cfg.branches
+        m, b, pool = self.model, self.cfg.branches, self.pool
         w = len(self.bundle_env)
         if not w:
             self._select(np.zeros(n, np.int32), np.arange(n), nominal, nominal, s_out, tape)
             return
         slot = np.full(n, -1, dtype=np.int32)
         slot[self.bundle_env] = np.arange(w, dtype=np.int32)
-        mean = self._state(w)
-        q_sum = wp.zeros(mean.q.shape, dtype=wp.float64, device=m.device, requires_grad=mean.q.requires_grad)
+        mean = pool.state(w, zero=True)
+        q_sum = pool.array(w, (m.nq,), wp.float64, zero=True, requires_grad=self.requires_grad)
         bi = self.branch_in
-        wp.launch(bk.branch_mean, dim=w, device=m.device, record_tape=tape is not None, inputs=[
-            b, bi.q, bi.qd, bi.contact_impulse, bi.contact_height, q_sum],
-            outputs=[mean.q, mean.qd, mean.contact_impulse, mean.contact_height])
+        self._sites(bk.branch_mean, w, [b, bi.q, bi.qd, bi.contact_impulse, bi.contact_height, q_sum,
+                                        mean.q, mean.qd, mean.contact_impulse, mean.contact_height], tape)
         offset = None
         if self.cfg.nominal_forward:
-            offset = State.zeros(m, n)
-            wp.launch(bk.nominal_offset, dim=(n, m.nq), device=m.device, record_tape=False, inputs=[
-                self._ints(slot), *_fields(nominal), *_fields(mean)],
-                outputs=list(_fields(offset)))
+            offset = pool.state(n, zero=True, requires_grad=False)
+            self._sites(bk.nominal_offset, (n, m.nq), [pool.ints(slot), *_fields(nominal), *_fields(mean),
+                                                       *_fields(offset)])
         self._select((slot >= 0).astype(np.int32), np.where(slot >= 0, slot, np.arange(n)), nominal, mean, s_out,
                      tape, offset)
 
@@ -242,61 +246,43 @@ class Bundler:
         self.bundle_env = [self.bundle_env[w] for w in keep]
         self.left = self.left[keep]
         self.flags = self.flags[rows]
+        branches = None
         if len(rows):
-            self.branch_in = self._take(np.zeros(len(rows), np.int32), rows, self.branch_in, self.branch_in, tape)
-        else:
-            self.branch_in = None
+            branches = self._take(np.zeros(len(rows), np.int32), rows, self.branch_in, self.branch_in, tape)
+        self._set_branches(branches)
 
     # -- helpers -------------------------------------------------------------------------------------
-    def _state(self, rows: int) -> State:
-        return State.zeros(self.model, rows, self.requires_grad)
-
-    def _ints(self, values) -> wp.array:
-        """Host integers as an int array on the simulator's device (index lists, flags)."""
-        return wp.array(np.ascontiguousarray(values, dtype=np.int32), dtype=int, device=self.model.device)
-
-    def _scratch_for(self, role: str, rows: int) -> Scratch:
-        """Gradient mode: fresh intermediates (freed with the tape). Otherwise the last scratch of
-        `role` ('branch', 'rerun'), reused while the row count stays."""
-        if self.requires_grad:
-            return self.physics.scratch(rows, True)
-        sc = self._scratch.get(role)
-        if sc is None or sc.rows != rows:
-            sc = self._scratch[role] = self.physics.scratch(rows, False)
-        sc.zero_accumulators()
-        return sc
+    def _set_branches(self, branches: Optional[State]) -> None:
+        """branch_in <- `branches` (from the pool, which keeps them until the next substep has read them)."""
+        self.branch_in = branches
+        self.pool.carry(branches)
 
     def _leg_events(self, impulse: wp.array, threshold: float, flags: np.ndarray) -> np.ndarray:
-        m = self.model
         rows = impulse.shape[0]
-        out = wp.zeros((rows, 2), dtype=int, device=m.device)
-        wp.launch(bk.leg_events, dim=(rows, 2), device=m.device, record_tape=False, inputs=[
-            self.physics.kernel_model, impulse, wp.float64(threshold), self._ints(flags)],
-            outputs=[out])
-        return out.numpy()
+        out = self.pool.array(rows, (2,), wp.int32)
+        self._sites(bk.leg_events, (rows, 2), [self.physics.kernel_model, impulse, wp.float64(threshold),
+                                               self.pool.ints(flags), out])
+        return out.numpy().copy()
 
     def _gather_control(self, control: Control, env_of_row: np.ndarray, tape) -> Control:
-        m = self.model
         rows = len(env_of_row)
-        out = Control.zeros(m, rows, self.requires_grad)
-        wp.launch(bk.gather_control, dim=(rows, m.nj), device=m.device, record_tape=tape is not None, inputs=[
-            self._ints(env_of_row), control.q_target,
-            control.qd_target, control.kp, control.kd, control.tau],
-            outputs=[out.q_target, out.qd_target, out.kp, out.kd, out.tau])
+        out = self.pool.control(rows)
+        self._sites(bk.gather_control, (rows, self.model.nj), [
+            self.pool.ints(env_of_row), control.q_target, control.qd_target, control.kp, control.kd, control.tau,
+            out.q_target, out.qd_target, out.kp, out.kd, out.tau], tape)
         return out
 
     def _take(self, which: np.ndarray, src: np.ndarray, a: State, b: State, tape) -> State:
         """A new batch: row i is row src[i] of a (which[i] == 0) or of b."""
-        out = self._state(len(src))
+        out = self.pool.state(len(src))
         self._select(which, src, a, b, out, tape)
         return out
 
     def _select(self, which: np.ndarray, src: np.ndarray, a: State, b: State, out: State, tape,
                 offset: State = None) -> None:
-        m = self.model
-        wp.launch(bk.select_rows, dim=(len(src), m.nq), device=m.device, record_tape=tape is not None, inputs=[
-            self._ints(which), self._ints(src), int(offset is not None),
-            *_fields(a), *_fields(b), *_fields(offset if offset is not None else b)], outputs=list(_fields(out)))
+        self._sites(bk.select_rows, (len(src), self.model.nq), [
+            self.pool.ints(which), self.pool.ints(src), int(offset is not None), *_fields(a), *_fields(b),
+            *_fields(offset if offset is not None else b), *_fields(out)], tape)
 
 
 _FIELDS = ("q", "qd", "contact_impulse", "contact_height")

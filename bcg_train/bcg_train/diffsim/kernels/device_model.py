@@ -2,6 +2,8 @@
 kernel launch packs a single argument for the whole robot instead of a dozen arrays (launch overhead
 dominates at small N). Shapes and units as documented on `Model` and `SimConfig`; the struct holds the
 Model's arrays by reference, not copies, so simulators with different settings share one Model."""
+import functools
+
 import warp as wp
 
 f64 = wp.float64
@@ -83,16 +85,19 @@ def device_model(model, cfg, variation=None) -> DeviceModel:
     return d
 
 
-class Tape(wp.Tape):
-    """A wp.Tape that gives every recorded launch one shared, empty adjoint for the DeviceModel
-    argument (nothing in the model is differentiated). A plain wp.Tape works too, but builds a fresh
-    adjoint struct per launch in Python, which costs more than the kernels at small N."""
+@functools.lru_cache(maxsize=None)
+def empty_model_adjoint() -> DeviceModel:
+    """The one adjoint every launch gets for its DeviceModel argument: empty (nothing in the model is
+    differentiated), built once instead of per launch."""
+    return DeviceModel()
 
-    _empty_model_adjoint = None
+
+class Tape(wp.Tape):
+    """A wp.Tape that gives every recorded launch `empty_model_adjoint()` for the DeviceModel argument.
+    A plain wp.Tape works too, but builds a fresh adjoint struct per launch in Python, which costs
+    more than the kernels at small N."""
 
     def get_adjoint(self, a):
         if getattr(a, "_cls", None) is DeviceModel:
-            if Tape._empty_model_adjoint is None:
-                Tape._empty_model_adjoint = DeviceModel()
-            return Tape._empty_model_adjoint
+            return empty_model_adjoint()
         return super().get_adjoint(a)

@@ -22,6 +22,7 @@ from typing import Optional
 import warp as wp
 
 from ..kernels.device_model import DeviceModel
+from ..kernels.launch import LaunchSites
 
 f64 = wp.float64
 vec3 = wp.vec3d
@@ -174,26 +175,38 @@ def pgs_adjoint_g(iterations: int, smooth: wp.array2d(dtype=f64), p_hist: wp.arr
             adj_g[e, r, c + b] += acc[b]
 
 
-def solve(mdl: DeviceModel, g: wp.array, v_free: wp.array, smooth: wp.array, sp: wp.array, p_hist: wp.array,
-          z_hist: wp.array, impulse: wp.array, tape: Optional[wp.Tape]) -> None:
-    """impulse (N, nc) vec3 [N s] from G (N, 3 nc, 3 nc), v_free (N, 3 nc) [m/s], smooth (N, nc);
-    sp (N, 3 nc) is scratch, p_hist (N, iterations + 1, 3 nc) and z_hist (N, iterations, 3 nc) are
-    kept for the adjoint, which is recorded on `tape` (None: no gradient)."""
-    n, iters, dev = g.shape[0], z_hist.shape[1], g.device
-    wp.launch(pgs_forward, dim=n, inputs=[mdl, iters, g, v_free, smooth, sp, p_hist, z_hist],
-              outputs=[impulse], device=dev, record_tape=False)
-    if tape is None or impulse.grad is None:
-        return
+class ContactPGS:
+    """The solve for up to `capacity` environments (the first `rows` of them are solved): its
+    iterates, kept for the adjoint, its backward work arrays and its launch sites (see kernels.launch).
+    sp (capacity, 3 nc) is scratch; p_hist (capacity, iterations + 1, 3 nc) and z_hist (capacity,
+    iterations, 3 nc) are the sweeps the adjoint undoes."""
 
-    def backward():
-        adj_next = wp.empty(v_free.shape, dtype=f64, device=dev)
-        adj_cur = wp.empty_like(adj_next)
-        adj_res_hist = wp.empty(z_hist.shape, dtype=f64, device=dev)
-        wp.launch(pgs_adjoint_sweeps, dim=n, device=dev, inputs=[
-            mdl, iters, g, smooth, p_hist, z_hist, impulse.grad, adj_next, adj_cur, adj_res_hist],
-            outputs=[g.grad, v_free.grad, smooth.grad])
-        nr = g.shape[1]
-        wp.launch(pgs_adjoint_g, dim=(n, nr), device=dev, inputs=[iters, smooth, p_hist, adj_res_hist],
-                  outputs=[g.grad])
+    def __init__(self, nc: int, iterations: int, capacity: int, device: str):
+        nr = 3 * nc
+        self.device, self.rows = device, capacity
+        self.sp = wp.zeros((capacity, nr), dtype=f64, device=device)
+        self.p_hist = wp.zeros((capacity, iterations + 1, nr), dtype=f64, device=device)
+        self.z_hist = wp.zeros((capacity, iterations, nr), dtype=f64, device=device)
+        self.launches = LaunchSites(device)
+        self._adj_next = self._adj_cur = self._adj_res_hist = None
 
-    tape.record_func(backward=backward, arrays=[g, v_free, smooth, impulse])
+    def solve(self, mdl: DeviceModel, g: wp.array, v_free: wp.array, smooth: wp.array, impulse: wp.array,
+              tape: Optional[wp.Tape]) -> None:
+        """impulse (rows, nc) vec3 [N s] from G (rows, 3 nc, 3 nc), v_free (rows, 3 nc) [m/s], smooth
+        (rows, nc); the adjoint is recorded on `tape` (None: no gradient)."""
+        rows, iters = self.rows, self.z_hist.shape[1]
+        self.launches(pgs_forward, rows, [mdl, iters, g, v_free, smooth, self.sp, self.p_hist, self.z_hist, impulse])
+        if tape is None or impulse.grad is None:
+            return
+        sweeps, columns = self.launches.site(pgs_adjoint_sweeps), self.launches.site(pgs_adjoint_g)
+
+        def backward():
+            if self._adj_res_hist is None:   # work arrays, written before they are read
+                self._adj_next = wp.empty(self.sp.shape, dtype=f64, device=self.device)
+                self._adj_cur = wp.empty(self.sp.shape, dtype=f64, device=self.device)
+                self._adj_res_hist = wp.empty(self.z_hist.shape, dtype=f64, device=self.device)
+            sweeps(rows, [mdl, iters, g, smooth, self.p_hist, self.z_hist, impulse.grad, self._adj_next,
+                          self._adj_cur, self._adj_res_hist, g.grad, v_free.grad, smooth.grad])
+            columns((rows, g.shape[1]), [iters, smooth, self.p_hist, self._adj_res_hist, g.grad])
+
+        tape.record_func(backward=backward, arrays=[g, v_free, smooth, impulse])

@@ -24,6 +24,7 @@ from typing import Optional
 import warp as wp
 
 from ..kernels.device_model import DeviceModel
+from ..kernels.launch import LaunchSites
 
 f64 = wp.float64
 vec3 = wp.vec3d
@@ -230,57 +231,69 @@ def delassus_adjoint(mdl: DeviceModel, ld: wp.array2d(dtype=f64), y: wp.array2d(
 
 
 class SparseLDL:
-    """Factor of A + diag(extra) for N environments, and the solve and Delassus operations on it.
+    """Factor of A + diag(extra) for up to `capacity` environments (the first `rows` of them are
+    factored and solved), and the solve and Delassus operations on it.
     Its kernels read only the model's structure (sparsity, contact chains), which a `PhysicsVariation`
     never changes, so one instance serves every variation of the kernel model it was built with.
 
     `factor` runs first; with a tape (None: no gradient), each operation's backward accumulates into the adjoint of the
     factor (adj_ld), and the factor's own backward, recorded first and so run last, turns it into
-    adj_A and adj_extra."""
+    adj_A and adj_extra. Launches go through `launches` (one owner's sites: see kernels.launch)."""
 
-    def __init__(self, mdl: DeviceModel, device: str, num_envs: int, npair: int, requires_grad: bool = False):
+    def __init__(self, mdl: DeviceModel, device: str, capacity: int, npair: int, requires_grad: bool = False):
         self.mdl, self.nc, self.device = mdl, mdl.nc, device
-        self.n = num_envs
-        self.ld = wp.zeros((num_envs, npair), dtype=f64, device=device)
+        self.rows = capacity
+        self.ld = wp.zeros((capacity, npair), dtype=f64, device=device)
         self.adj_ld = wp.zeros_like(self.ld) if requires_grad else None
+        self.launches = LaunchSites(device)
+        self._temps = {}
 
     def factor(self, a: wp.array, extra: wp.array, tape: Optional[wp.Tape]) -> None:
-        self._launch(factor, self.n, [a, extra, self.ld])
+        rows = self.rows
+        self._launch(factor, rows, [a, extra, self.ld])
         if tape is None or self.adj_ld is None:
             return
+        site = self.launches.site(factor_adjoint)
 
         def backward():
-            self._launch(factor_adjoint, self.n, [self.ld, self.adj_ld, a.grad, extra.grad])
+            site(rows, [self.mdl, self.ld, self.adj_ld, a.grad, extra.grad])
             self.adj_ld.zero_()   # consumed: a second backward pass starts from zero again
 
         tape.record_func(backward=backward, arrays=[a, extra])
 
     def solve(self, b: wp.array, x: wp.array, tape: Optional[wp.Tape]) -> None:
-        """x (N, nv) = A^-1 b (N, nv)."""
-        self._launch(solve_vectors, self.n, [self.ld, b, x])
+        """x (rows, nv) = A^-1 b (rows, nv)."""
+        rows = self.rows
+        self._launch(solve_vectors, rows, [self.ld, b, x])
         if tape is None or x.grad is None:
             return
+        site = self.launches.site(solve_adjoint)
 
         def backward():
-            g, w = wp.empty_like(x, requires_grad=False), wp.empty_like(x, requires_grad=False)
-            self._launch(solve_adjoint, self.n, [self.ld, x, x.grad, g, w, b.grad, self.adj_ld])
+            site(rows, [self.mdl, self.ld, x, x.grad, self._temp("g", x), self._temp("w", x), b.grad, self.adj_ld])
 
         tape.record_func(backward=backward, arrays=[b, x])
 
     def delassus(self, jt: wp.array, y: wp.array, g: wp.array, tape: Optional[wp.Tape]) -> None:
-        """g (N, 3 nc, 3 nc) = J A^-1 J^T from jt (N, ncd) vec3; y (jt's shape) keeps Y = L^-T J^T."""
-        nc = self.nc
-        self._launch(chain_lt_solve, (self.n, nc), [self.ld, jt, y])
-        self._launch(delassus_blocks, (self.n, nc, nc), [self.ld, y, g])
+        """g (rows, 3 nc, 3 nc) = J A^-1 J^T from jt (rows, ncd) vec3; y (jt's shape) keeps Y = L^-T J^T."""
+        rows, nc = self.rows, self.nc
+        self._launch(chain_lt_solve, (rows, nc), [self.ld, jt, y])
+        self._launch(delassus_blocks, (rows, nc, nc), [self.ld, y, g])
         if tape is None or g.grad is None:
             return
+        site = self.launches.site(delassus_adjoint)
 
         def backward():
-            adj_y = wp.empty_like(y, requires_grad=False)
-            self._launch(delassus_adjoint, (self.n, nc), [self.ld, y, g.grad, adj_y, jt.grad, self.adj_ld])
+            site((rows, nc), [self.mdl, self.ld, y, g.grad, self._temp("adj_y", y), jt.grad, self.adj_ld])
 
         tape.record_func(backward=backward, arrays=[jt, g])
 
     def _launch(self, kernel, dim, args) -> None:
-        wp.launch(kernel, dim=dim, inputs=[self.mdl, *args], device=self.device,
-                  record_tape=False)
+        self.launches(kernel, dim, [self.mdl, *args])
+
+    def _temp(self, name: str, like: wp.array) -> wp.array:
+        """Backward work array `name`, shaped as `like`, kept between backward passes (contents undefined)."""
+        t = self._temps.get(name)
+        if t is None or t.shape != like.shape:
+            t = self._temps[name] = wp.empty(like.shape, dtype=like.dtype, device=self.device)
+        return t
