@@ -159,8 +159,8 @@ def dropped_setup(sim: Simulator):
     """(state_in, control): the PD standing scenario, each robot released BUNDLE_DROPS[0] ..
     BUNDLE_DROPS[1] above standing (evenly spread) at BUNDLE_FALL downwards."""
     model = sim.model
-    kp, kd = vd.pd_gains(model.robot)
-    q = np.tile(model.default_qpos(vd.STANDING_HEIGHT), (sim.num_envs, 1))
+    kp, kd = stand_gains(model.robot)
+    q = np.tile(model.default_qpos(model.robot.standing_height), (sim.num_envs, 1))
     q[:, 2] += np.linspace(*BUNDLE_DROPS, sim.num_envs)
     qd = np.zeros((sim.num_envs, model.nv))
     qd[:, 2] = -BUNDLE_FALL
