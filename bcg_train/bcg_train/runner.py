@@ -20,6 +20,7 @@ from . import curves
 from .checkpoint import checkpoint_name, load_checkpoint, prune_checkpoints, save_atomic
 from .env_api import DiffEnv
 from .train_config import ALGORITHMS, TrainConfig
+from .algo.phases import phase
 from .train_log import ITERATION, MetricsLog, Progress
 
 CHECKPOINT_DIR = "checkpoints"
@@ -137,14 +138,17 @@ class Runner:
                     self.iteration += 1
                     row = {ITERATION: self.iteration, "env_steps": self.iteration * alg.env_steps_per_iteration,
                            "wall_clock_s": self.wall_clock_s, **metrics}
-                    log.write(row)
-                    progress.update(self.iteration, summary(row))
+                    with phase("logging"):
+                        log.write(row)
+                        progress.update(self.iteration, summary(row))
                     finished = self.iteration == total or stop.requested
                     if finished or self.iteration % self.cfg.runner.checkpoint_every == 0:
-                        last = self.save()
-                        log.flush()
+                        with phase("checkpoint"):
+                            last = self.save()
+                            log.flush()
                     if finished or self.iteration % self.cfg.runner.curves_every == 0:
-                        curves.plot_runs({alg.name: curves.read_metrics(self.run_dir)}, self.run_dir / CURVES_DIR)
+                        with phase("final curves" if finished else "curves"):
+                            curves.plot_runs({alg.name: curves.read_metrics(self.run_dir)}, self.run_dir / CURVES_DIR)
         finally:
             log.close()
         return last

@@ -8,6 +8,7 @@ from torch import Tensor
 from ..env_api import DiffEnv, EnvStep
 from .add import AddConfig, AdversarialDifferentialReward
 from .episodes import RolloutStats
+from .phases import phase
 from .reward import reward_terms
 
 
@@ -31,9 +32,11 @@ class ImitationContext:
 
     def finish_iteration(self, deltas: Tensor) -> Dict[str, float]:
         """Train the discriminator on the iteration's ADD deltas (B, F); metrics of the iteration."""
-        metrics = self.add.update(deltas, self.generator)
-        metrics.update(self.stats.pop())
-        metrics.update({f"env/{k}": float(v) for k, v in self.counters.items()})
+        with phase("discriminator update"):
+            metrics = self.add.update(deltas, self.generator)
+        with phase("metrics"):
+            metrics.update(self.stats.pop())
+            metrics.update({f"env/{k}": float(v) for k, v in self.counters.items()})
         return metrics
 
     def state_dict(self) -> dict:

@@ -22,6 +22,7 @@ from bcg.config_check import check, require_fraction, require_layers, require_no
 from ..env_api import DiffEnv
 from .add import AddConfig
 from .imitation_context import ImitationContext
+from .phases import phase
 from .reward import total_reward
 
 ACTIVATIONS = ("elu", "relu", "selu", "tanh")
@@ -106,8 +107,10 @@ class RslRlVecEnv(VecEnv):
 
     def step(self, actions: Tensor):
         with torch.no_grad():
-            step = self.env.step(actions)
-            reward = total_reward(self.context.rewards(step))
+            with phase("env step"):
+                step = self.env.step(actions)
+            with phase("ADD reward"):
+                reward = total_reward(self.context.rewards(step))
         self.obs = step.obs
         extras = {"time_outs": step.truncated, "step": step}
         return as_tensordict(step.obs), reward, step.terminated | step.truncated, extras
@@ -170,15 +173,18 @@ class Ppo:
         obs = self.vec_env.get_observations()
         with torch.no_grad():
             for _ in range(self.cfg.steps_per_env):
-                actions = self.alg.act(obs)
-                obs, rewards, dones, extras = self.vec_env.step(actions)
-                step = extras["step"]
-                final_value = self.alg.critic(as_tensordict(step.obs_before_reset)).squeeze(-1)
-                rewards = rewards + torch.where(step.truncated, self.cfg.gamma * final_value, 0.0)
-                self.alg.process_env_step(obs, rewards, dones, {})
-                deltas.append(step.add_ref - step.add_sim)
-            self.alg.compute_returns(obs)
-        losses = self.alg.update()
+                with phase("rollout"):
+                    actions = self.alg.act(obs)
+                    obs, rewards, dones, extras = self.vec_env.step(actions)
+                    step = extras["step"]
+                    final_value = self.alg.critic(as_tensordict(step.obs_before_reset)).squeeze(-1)
+                    rewards = rewards + torch.where(step.truncated, self.cfg.gamma * final_value, 0.0)
+                    self.alg.process_env_step(obs, rewards, dones, {})
+                    deltas.append(step.add_ref - step.add_sim)
+            with phase("returns"):
+                self.alg.compute_returns(obs)
+        with phase("PPO update"):
+            losses = self.alg.update()
         metrics = {f"loss/{k}": float(v) for k, v in losses.items()}
         metrics.update({"lr/actor": float(self.alg.learning_rate),
                         "policy/std": self.alg.get_policy().output_std.mean().item()})

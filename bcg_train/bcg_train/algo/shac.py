@@ -28,6 +28,7 @@ from .add import AddConfig
 from .imitation_context import ImitationContext
 from .networks import CriticEnsemble, GaussianActor
 from .obs_normalizer import RunningObsNormalizer
+from .phases import phase
 from .returns import td_lambda_targets, window_returns
 from .reward import total_reward
 
@@ -176,11 +177,15 @@ class Shac:
     def iteration(self, it: int) -> Dict[str, float]:
         """Run iteration `it` (0-based): window, actor, critic, target, discriminator, normaliser."""
         metrics = self.set_learning_rates(it)
-        loss, window = self.rollout()
+        with phase("rollout"):
+            loss, window = self.rollout()
         metrics.update(self.update_actor(loss))
-        metrics.update(self._train_critic(window))
-        self._update_target()
-        self.obs_normalizer.update(window.raw_obs)
+        with phase("critic update"):
+            metrics.update(self._train_critic(window))
+        with phase("target update"):
+            self._update_target()
+        with phase("obs normaliser"):
+            self.obs_normalizer.update(window.raw_obs)
         metrics.update(self.context.finish_iteration(window.deltas))
         return metrics
 
@@ -201,9 +206,13 @@ class Shac:
             norm_obs = self.obs_normalizer(obs)
             obs_buf.append(norm_obs.detach())
             raw_buf.append(obs.detach())
-            step = self.env.step(self.actor.sample(norm_obs, self.context.generator))
-            rewards.append(total_reward(self.context.rewards(step)))
-            values.append(self.target_critic.value(self.obs_normalizer(bootstrap_obs(step))))
+            actions = self.actor.sample(norm_obs, self.context.generator)
+            with phase("env step"):
+                step = self.env.step(actions)
+            with phase("ADD reward"):
+                rewards.append(total_reward(self.context.rewards(step)))
+            with phase("target values"):
+                values.append(self.target_critic.value(self.obs_normalizer(bootstrap_obs(step))))
             terminated.append(step.terminated)
             truncated.append(step.truncated)
             deltas.append((step.add_ref - step.add_sim).detach())
@@ -221,10 +230,12 @@ class Shac:
         """Backpropagate the window's loss through the env into the actor and step (unless non-finite);
         then cut the env's graph."""
         self.actor_optimizer.zero_grad()
-        if torch.isfinite(loss):
-            loss.backward()
-        norm = step_if_finite(loss, list(self.actor.parameters()), self.cfg.actor_grad_clip, self.actor_optimizer)
-        self.env.cut_graph()
+        with phase("actor backward"):
+            if torch.isfinite(loss):
+                loss.backward()
+        with phase("actor step"):
+            norm = step_if_finite(loss, list(self.actor.parameters()), self.cfg.actor_grad_clip, self.actor_optimizer)
+            self.env.cut_graph()
         return {"loss/actor": loss.item(), "grad_norm/actor": norm.item(),
                 "skipped/actor": float(not torch.isfinite(norm)), "policy/std": self.actor.log_std.exp().mean().item()}
 
