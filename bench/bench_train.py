@@ -10,14 +10,17 @@ nested phases are subtracted), share of the iteration, and host synchronisations
 (explicit device-to-host conversions; a lower bound on the CPU, see bcg_train.algo.phases).
 Checkpoints and curves are billed per iteration as their cost per call over `checkpoint_every` /
 `curves_every`. The simulator's own time is "sim forward" (`Simulator.step`, bundling included)
-plus "sim backward" (the Warp tape's backward of those steps). Phases run in the update thread
-(critic and discriminator updates, overlapped with the actor's backward pass) are listed apart and
-not added to the iteration; the main thread's "wait for updates" is what they did not hide.
+plus "sim backward" (the Warp tape's backward of those steps).
 
     python bench/bench_train.py [--preset cpu-small] [--device cpu] [--motion dance] [--iterations 3]
         [--warmup 1] [--variants shac,shac-nobundle,ppo] [--set shac.critic_iterations=4 ...]
 
-Last line: train_over_sim=<SHAC (bundling) iteration time / its simulator forward + backward time>
+The simulator's time is measured twice: inside the loop (where other processes, or a drawing of
+learning curves, compete with it for the cores) and alone (`simulator_alone`: the timed iterations'
+windows replayed right after them, same start states and actions, nothing else running in this
+process). The last line divides by the simulator alone.
+
+Last line: train_over_sim=<SHAC (bundling) iteration time / its simulator's forward + backward time alone>
 shac_steps_per_s=<SHAC environment steps per second> ppo_steps_per_s=<PPO environment steps per second>.
 """
 import argparse
@@ -27,7 +30,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Dict, Iterator, List, Set
+from typing import Dict, Iterator, List, Tuple
 
 import torch
 
@@ -38,9 +41,10 @@ from bcg_train.train_config import TrainConfig, apply_overrides, load_preset
 VARIANTS = ("shac", "shac-nobundle", "ppo")
 SIM_PHASES = ("sim forward", "sim backward")
 """The simulator's own work, the denominator of train_over_sim."""
-AMORTISED = {"checkpoint": "checkpoint_every", "curves": "curves_every"}
+AMORTISED = {"checkpoint": "checkpoint_every"}
 """Phases that run every N iterations: billed as their cost per call / N (the bench makes them run
-in its first timed iteration)."""
+in its first timed iteration). Learning curves are billed as one drawing in this process over
+`curves_every`, whether the runner draws them in its own thread or in another process."""
 ONCE_PER_RUN = ("final curves",)
 """Phases of the end of a run, left out."""
 
@@ -54,12 +58,16 @@ class Measurement:
     """Phase -> milliseconds per iteration."""
     syncs: Dict[str, float]
     """Phase -> host synchronisations per iteration."""
-    background: Set[str]
-    """Phases that ran in another thread, overlapped with the others (not part of the iteration's sum)."""
+    sim_alone: Dict[str, float]
+    """Milliseconds per window of "sim forward" and "sim backward" when nothing else runs (`simulator_alone`)."""
+
+    @property
+    def sim_alone_ms(self) -> float:
+        return sum(self.sim_alone.values())
 
     @property
     def iteration_ms(self) -> float:
-        return sum(v for k, v in self.ms.items() if k not in self.background)
+        return sum(self.ms.values())
 
     @property
     def sim_ms(self) -> float:
@@ -108,7 +116,7 @@ def simulator_phases(env) -> Iterator[None]:
 
 def measure(cfg: TrainConfig, variant: str, motion: str, device: str, warmup: int, iterations: int) -> Measurement:
     cfg = variant_config(cfg, variant, warmup + iterations)
-    run_cfg = apply_overrides(cfg, {"runner": {"checkpoint_every": warmup + 1, "curves_every": warmup + 1}})
+    run_cfg = apply_overrides(cfg, {"runner": {"checkpoint_every": warmup + 1, "curves_every": warmup + iterations + 1}})
     synchronize = None
     if torch.device(device).type == "cuda":
         import warp as wp
@@ -120,16 +128,14 @@ def measure(cfg: TrainConfig, variant: str, motion: str, device: str, warmup: in
         runner = build_runner(run_cfg, {"motion": motion, "device": device, "preset": "bench"}, Path(run_dir))
         alg = runner.algorithm
         timer = PhaseTimer(synchronize)
-        iteration = alg.iteration
-
-        def iteration_after_warmup(it: int):
-            if it == warmup:
-                timer.reset()
-            return iteration(it)
-        alg.iteration = iteration_after_warmup
-        with simulator_phases(alg.env), timer, count_host_syncs(timer):
-            runner.train()
-    ms, syncs = {}, {}
+        windows, stop_recording = record_windows(alg, warmup, timer)
+        with simulator_phases(alg.env):
+            with timer, count_host_syncs(timer):
+                runner.train()
+            stop_recording()
+            sim_alone = simulator_alone(alg.env, windows, alg.name == "shac", synchronize)
+        curves_s = drawing_time(Path(run_dir))
+    ms, syncs = {"curves": 1e3 * curves_s / cfg.runner.curves_every}, {"curves": 0.0}
     for name, seconds in timer.seconds.items():
         if name in ONCE_PER_RUN:
             continue
@@ -137,24 +143,78 @@ def measure(cfg: TrainConfig, variant: str, motion: str, device: str, warmup: in
         calls = timer.calls[name] if name in AMORTISED else iterations
         ms[name] = 1e3 * seconds / calls / every
         syncs[name] = timer.syncs.get(name, 0) / calls / every
-    return Measurement(variant, alg.env.num_envs, alg.env_steps_per_iteration, ms, syncs, set(timer.background))
+    return Measurement(variant, alg.env.num_envs, alg.env_steps_per_iteration, ms, syncs, sim_alone)
+
+
+def drawing_time(run_dir: Path) -> float:
+    """Seconds to draw the run's learning curves once, in this process (the second of two drawings:
+    matplotlib's import is a one-off)."""
+    from bcg_train import curves
+    for _ in range(2):
+        start = time.perf_counter()
+        curves.plot_runs({"run": curves.read_metrics(run_dir)}, run_dir / "bench_curves")
+    return time.perf_counter() - start
+
+
+def record_windows(alg, warmup: int, timer: PhaseTimer):
+    """Wrap `alg.iteration` and `alg.env.step` so that the timer starts after `warmup` iterations and
+    every timed iteration's env state at its start and actions are recorded. Returns the list being
+    filled, [(env state, [actions (N, act_dim) per step])], and a function that undoes the wrapping."""
+    windows: List[Tuple[dict, List[torch.Tensor]]] = []
+    iteration, env_step = alg.iteration, alg.env.step
+
+    def timed_iteration(it: int):
+        if it == warmup:
+            timer.reset()
+        if it >= warmup:
+            windows.append((alg.env.state_dict(), []))
+        return iteration(it)
+
+    def recorded_step(actions: torch.Tensor):
+        if windows:
+            windows[-1][1].append(actions.detach().clone())
+        return env_step(actions)
+    def stop():
+        alg.iteration, alg.env.step = iteration, env_step
+    alg.iteration, alg.env.step = timed_iteration, recorded_step
+    return windows, stop
+
+
+def simulator_alone(env, windows: List[Tuple[dict, List[torch.Tensor]]], gradients: bool,
+                    synchronize) -> Dict[str, float]:
+    """Milliseconds of the simulator's own work ("sim forward" + "sim backward") per window, replaying
+    the recorded windows (same start states, same actions, hence the same contacts and bundles) with
+    nothing else running: the env steps, and with `gradients` (SHAC) a backward pass of a loss over
+    the observations through them (PPO's steps take no gradient)."""
+    timer = PhaseTimer(synchronize)
+    with timer, torch.set_grad_enabled(gradients):
+        for state, actions in windows:
+            env.load_state_dict(state)
+            loss = 0.0
+            for a in actions:
+                loss = loss + env.step(a.requires_grad_(gradients)).obs_before_reset.square().mean()
+            if gradients:
+                loss.backward()
+                env.cut_graph()
+    return {p: 1e3 * timer.seconds[p] / len(windows) for p in SIM_PHASES}
 
 
 def table(results: List[Measurement]) -> str:
-    background = set().union(*(r.background for r in results))
-    phases = sorted({p for r in results for p in r.ms},
-                    key=lambda p: (p in background, -max(r.ms.get(p, 0.0) for r in results)))
+    phases = sorted({p for r in results for p in r.ms}, key=lambda p: -max(r.ms.get(p, 0.0) for r in results))
     head = "| phase | " + " | ".join(f"{r.variant} ({r.num_envs} envs): ms, share, syncs" for r in results) + " |"
     lines = [head, "|---|" + "---|" * len(results)]
     for p in phases:
         cells = [f"{r.ms[p]:.1f}, {100 * r.ms[p] / r.iteration_ms:.1f}%, {r.syncs[p]:.0f}" if p in r.ms else "-"
                  for r in results]
-        label = f"{p} (update thread, overlapped)" if p in background else p
-        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+        lines.append(f"| {p} | " + " | ".join(cells) + " |")
     lines.append("| **iteration** | " + " | ".join(
         f"{r.iteration_ms:.0f}, 100%, {sum(r.syncs.values()):.0f}" for r in results) + " |")
-    lines.append("| iteration / simulator (forward + backward) | " + " | ".join(
+    lines.append("| simulator alone, ms per window (forward + backward) | " + " | ".join(
+        " + ".join(f"{r.sim_alone[p]:.0f}" for p in SIM_PHASES) for r in results) + " |")
+    lines.append("| iteration / simulator in the loop | " + " | ".join(
         f"{r.iteration_ms / r.sim_ms:.2f}" if r.sim_ms else "-" for r in results) + " |")
+    lines.append("| iteration / simulator alone | " + " | ".join(
+        f"{r.iteration_ms / r.sim_alone_ms:.2f}" if r.sim_alone_ms else "-" for r in results) + " |")
     lines.append("| environment steps / s | " + " | ".join(f"{r.steps_per_s:.0f}" for r in results) + " |")
     return "\n".join(lines)
 
@@ -186,7 +246,7 @@ def main() -> int:
     print(table(results))
     by_name = {r.variant: r for r in results}
     shac, ppo = by_name.get("shac"), by_name.get("ppo")
-    ratio = f"{shac.iteration_ms / shac.sim_ms:.2f}" if shac else "nan"
+    ratio = f"{shac.iteration_ms / shac.sim_alone_ms:.2f}" if shac else "nan"
     shac_rate = f"{shac.steps_per_s:.0f}" if shac else "nan"
     ppo_rate = f"{ppo.steps_per_s:.0f}" if ppo else "nan"
     print(f"train_over_sim={ratio} shac_steps_per_s={shac_rate} ppo_steps_per_s={ppo_rate}")

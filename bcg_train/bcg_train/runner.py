@@ -128,6 +128,7 @@ class Runner:
         alg, total = self.algorithm, self.algorithm.iterations
         log = MetricsLog(self.run_dir, self.iteration)
         progress = Progress(alg.name, total, self.iteration)
+        drawing = curves.BackgroundCurves(self.run_dir, self.run_dir / CURVES_DIR)
         last = None
         try:
             with StopRequest() as stop:
@@ -146,9 +147,13 @@ class Runner:
                         with phase("checkpoint"):
                             last = self.save()
                             log.flush()
-                    if finished or self.iteration % self.cfg.runner.curves_every == 0:
-                        with phase("final curves" if finished else "curves"):
-                            curves.plot_runs({alg.name: curves.read_metrics(self.run_dir)}, self.run_dir / CURVES_DIR)
+                    if finished:
+                        with phase("final curves"):
+                            drawing.finish()
+                    elif self.iteration % self.cfg.runner.curves_every == 0:
+                        with phase("curves"):
+                            drawing.draw()
         finally:
             log.close()
+            drawing.wait()
         return last

@@ -5,8 +5,7 @@ The training loop marks its phases with `with phase("critic update"):`. Nothing 
 `phase` returns one shared no-op context manager (a global read and a call, well under a
 microsecond). While recording, each phase accumulates its *exclusive* wall time (the time of phases
 opened inside it is subtracted, so the phases of an iteration add up to the iteration), its number
-of entries, and the host synchronisations `count_host_syncs` attributes to it. Phases run in a
-background thread (updates overlapped with the simulator) are timed in that thread and listed apart.
+of entries, and the host synchronisations `count_host_syncs` attributes to it.
 
 Host synchronisations are counted as the explicit device-to-host conversions a phase makes: torch's
 `item`, `bool`, `int`, `float`, `tolist`, `numpy`, `cpu` on a tensor and Warp's `array.numpy`. On a
@@ -15,10 +14,9 @@ GPU each of them waits for the device; on the CPU they cost nothing, and implici
 is a lower bound of what the same code would do on a GPU.
 """
 import contextlib
-import threading
 import time
 from collections import defaultdict
-from typing import Callable, Dict, Iterator, List, Optional, Set
+from typing import Callable, Dict, Iterator, List, Optional
 
 _NO_PHASE = contextlib.nullcontext()
 _recording: Optional["PhaseTimer"] = None
@@ -45,12 +43,10 @@ class _Span:
 class PhaseTimer:
     """Accumulates per phase: `seconds` (exclusive wall time), `calls`, `syncs` (see the module docstring).
 
-    Each thread has its own stack of open phases. Time in the thread that entered the timer outside
-    every phase goes to the phase "other", so that thread's phases add up to its wall time; phases
-    entered in other threads (work overlapped with it) are listed in `background`. `synchronize`,
-    when given, is called at every phase boundary (e.g. `torch.cuda.synchronize` on a GPU, where work
-    is asynchronous and would otherwise be billed to whichever phase waits for it). Only one timer
-    records at a time.
+    Time outside every phase goes to the phase "other", so the phases add up to the wall time the
+    timer recorded. `synchronize`, when given, is called at every phase boundary (e.g.
+    `torch.cuda.synchronize` on a GPU, where work is asynchronous and would otherwise be billed to
+    whichever phase waits for it). One timer records at a time, phases are entered from one thread.
     """
 
     OUTSIDE = "other"
@@ -60,29 +56,19 @@ class PhaseTimer:
         self.seconds: Dict[str, float] = defaultdict(float)
         self.calls: Dict[str, int] = defaultdict(int)
         self.syncs: Dict[str, int] = defaultdict(int)
-        self.background: Set[str] = set()
-        self._local = threading.local()
-        self._owner: Optional[threading.Thread] = None
-        self._lock = threading.Lock()
-
-    def _stack(self) -> List[list]:
-        """This thread's open phases: [name, start, seconds spent in phases nested in it]."""
-        stack = getattr(self._local, "stack", None)
-        if stack is None:
-            stack = self._local.stack = []
-        return stack
+        self._stack: List[list] = []   # [name, start, seconds spent in phases nested in it]
 
     def __enter__(self) -> "PhaseTimer":
         global _recording
         if _recording is not None:
             raise RuntimeError("PhaseTimer: another timer is already recording")
-        _recording, self._owner = self, threading.current_thread()
-        self._stack().append([self.OUTSIDE, time.perf_counter(), 0.0])
+        _recording = self
+        self._stack = [[self.OUTSIDE, time.perf_counter(), 0.0]]
         return self
 
     def __exit__(self, *exc):
         global _recording
-        while self._stack():
+        while self._stack:
             self.close()
         _recording = None
 
@@ -92,38 +78,29 @@ class PhaseTimer:
     def open(self, name: str) -> None:
         if self.synchronize is not None:
             self.synchronize()
-        self._stack().append([name, time.perf_counter(), 0.0])
+        self._stack.append([name, time.perf_counter(), 0.0])
 
     def close(self) -> None:
         if self.synchronize is not None:
             self.synchronize()
-        stack = self._stack()
-        name, start, nested = stack.pop()
+        name, start, nested = self._stack.pop()
         elapsed = time.perf_counter() - start
-        with self._lock:
-            self.seconds[name] += elapsed - nested
-            self.calls[name] += 1
-            if threading.current_thread() is not self._owner:
-                self.background.add(name)
-        if stack:
-            stack[-1][2] += elapsed
+        self.seconds[name] += elapsed - nested
+        self.calls[name] += 1
+        if self._stack:
+            self._stack[-1][2] += elapsed
 
     def count_sync(self) -> None:
-        """One host synchronisation in this thread's innermost open phase."""
-        stack = self._stack()
-        with self._lock:
-            self.syncs[stack[-1][0] if stack else self.OUTSIDE] += 1
+        """One host synchronisation in the innermost open phase."""
+        self.syncs[self._stack[-1][0] if self._stack else self.OUTSIDE] += 1
 
     def reset(self) -> None:
-        """Forget what was measured so far; the calling thread's open phases restart now (call it
-        while no other thread is inside a phase)."""
-        with self._lock:
-            self.seconds.clear()
-            self.calls.clear()
-            self.syncs.clear()
-            self.background.clear()
+        """Forget what was measured so far (open phases restart now)."""
+        self.seconds.clear()
+        self.calls.clear()
+        self.syncs.clear()
         now = time.perf_counter()
-        for entry in self._stack():
+        for entry in self._stack:
             entry[1], entry[2] = now, 0.0
 
 
