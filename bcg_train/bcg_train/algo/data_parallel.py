@@ -14,7 +14,7 @@ thread, at points every rank reaches (e.g. every minibatch of an update has the 
 every rank).
 """
 from dataclasses import dataclass
-from typing import Dict, Iterable, List, Sequence, Union
+from typing import Dict, Iterable, List, Optional, Sequence, Union
 
 import torch
 import torch.distributed as dist
@@ -92,6 +92,22 @@ class Ranks:
         t = torch.tensor([float(flag)])
         dist.all_reduce(t, op=dist.ReduceOp.MAX, group=self.group)
         return bool(t.item())
+
+    def from_first(self, obj: object) -> object:
+        """Rank 0's `obj` (picklable) on every rank."""
+        if self.world_size == 1:
+            return obj
+        box = [obj]
+        dist.broadcast_object_list(box, src=0, group=self.group)
+        return box[0]
+
+    def gather_to_first(self, obj: object) -> Optional[List[object]]:
+        """Every rank's `obj` (picklable; tensors included), in rank order, on rank 0; None on the others."""
+        if self.world_size == 1:
+            return [obj]
+        gathered = [None] * self.world_size if self.rank == 0 else None
+        dist.gather_object(obj, gathered, dst=0, group=self.group)
+        return gathered
 
     def metrics_to_host(self, metrics: Dict[str, Metric], device: torch.device) -> Dict[str, float]:
         """The metrics combined over ranks (see `Metric`) as floats, with one device-to-host transfer."""

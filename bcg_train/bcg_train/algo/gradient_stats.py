@@ -19,7 +19,8 @@ class GradientStats(nn.Module):
     - actor_clipped: 1 if |g_k| exceeded the clip (the update was scaled down), else 0;
     - actor_clipped_fraction: the recent average of actor_clipped;
     - actor_cosine: cos(g_k, g_{k-1}), NaN at the first update;
-    - actor_window_variance: E|g - E g|^2 over recent windows (the trace of the covariance) [grad^2];
+    - actor_window_variance: E|g - E g|^2 over recent windows (the trace of the covariance) [grad^2],
+      NaN before the second update;
     - actor_window_snr: |E g|^2 / actor_window_variance (signal-to-noise ratio of one window's gradient).
     Skipped (non-finite) updates leave the statistics unchanged (and report NaN).
     State lives in buffers, so checkpoints continue it exactly.
@@ -28,28 +29,32 @@ class GradientStats(nn.Module):
     def __init__(self, num_params: int, window: int, clip: float, device: torch.device):
         super().__init__()
         self.decay, self.clip = 1.0 - 1.0 / window, clip
+        f64 = dict(dtype=torch.float64, device=device)   # E|g|^2 - |E g|^2 cancels: float32 is not enough
         for name in ("previous", "mean"):
-            self.register_buffer(name, torch.zeros(num_params, device=device))
-        for name in ("mean_square_norm", "clipped", "weight"):
-            self.register_buffer(name, torch.zeros((), device=device))
+            self.register_buffer(name, torch.zeros(num_params, **f64))
+        for name in ("mean_square_norm", "clipped", "weight", "updates"):
+            self.register_buffer(name, torch.zeros((), **f64))
 
     @torch.no_grad()
     def update(self, grads: Sequence[Tensor], norm: Tensor, finite: Tensor) -> Dict[str, Tensor]:
         """`grads` of the update's parameters (before clipping), their total `norm`, whether the step was taken."""
         g = torch.cat([x.reshape(-1) for x in grads]).to(self.mean.dtype)
+        norm = norm.to(g.dtype)
         clipped = (norm > self.clip).to(g.dtype)
         cosine = (g @ self.previous) / (norm * self.previous.norm())
         cosine = torch.where(self.weight > 0, cosine, torch.nan)
         d = self.decay
         updates = {"previous": g, "mean": d * self.mean + (1 - d) * g,
                    "mean_square_norm": d * self.mean_square_norm + (1 - d) * norm.square(),
-                   "clipped": d * self.clipped + (1 - d) * clipped, "weight": d * self.weight + (1 - d)}
+                   "clipped": d * self.clipped + (1 - d) * clipped, "weight": d * self.weight + (1 - d),
+                   "updates": self.updates + 1}
         for name, value in updates.items():
             buffer = getattr(self, name)
             buffer.copy_(torch.where(finite, value, buffer))
         mean = self.mean / self.weight
-        variance = (self.mean_square_norm / self.weight - mean.square().sum()).clamp_min(0.0)
-        nan = torch.tensor(torch.nan, device=g.device)
+        nan = torch.tensor(torch.nan, dtype=g.dtype, device=g.device)
+        variance = torch.where(self.updates > 1, (self.mean_square_norm / self.weight - mean.square().sum()).clamp_min(0.0),
+                               nan)
         return {"grad/actor_clipped": torch.where(finite, clipped, nan),
                 "grad/actor_clipped_fraction": self.clipped / self.weight,
                 "grad/actor_cosine": torch.where(finite, cosine, nan),

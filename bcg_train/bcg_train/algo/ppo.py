@@ -194,6 +194,7 @@ class Ppo:
                     deltas.append(step.add_ref - step.add_sim)
             with phase("returns"):
                 self.alg.compute_returns(obs)
+                self._normalize_advantages_over_ranks()
         with phase("PPO update"):
             losses = self.alg.update()
         metrics = self.context.update_discriminator(torch.cat(deltas))
@@ -201,6 +202,19 @@ class Ppo:
         metrics.update({"lr/actor": float(self.alg.learning_rate),
                         "policy/std": self.alg.get_policy().output_std.detach().mean()})
         return self.context.iteration_metrics(metrics)
+
+    def _normalize_advantages_over_ranks(self) -> None:
+        """rsl_rl normalises the rollout's advantages to zero mean and unit std within each process;
+        normalise them over the samples of all ranks instead, as one process with every rank's
+        environments would (with one process: the same numbers)."""
+        st = self.alg.storage
+        raw = st.returns - st.values
+        sums = torch.stack([raw.sum(), raw.square().sum(), raw.new_tensor(float(raw.numel()))]).to(torch.float64)
+        self.ranks.sum_([sums])
+        total, total_sq, n = sums
+        mean = total / n
+        std = ((total_sq - n * mean.square()) / (n - 1)).clamp_min(0.0).sqrt()
+        st.advantages = ((raw - mean) / (std + 1e-8)).to(raw.dtype)
 
     def policy(self) -> nn.Module:
         """The deterministic policy (a copy of the live actor)."""
