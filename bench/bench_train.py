@@ -116,7 +116,8 @@ def simulator_phases(env) -> Iterator[None]:
 
 def measure(cfg: TrainConfig, variant: str, motion: str, device: str, warmup: int, iterations: int) -> Measurement:
     cfg = variant_config(cfg, variant, warmup + iterations)
-    run_cfg = apply_overrides(cfg, {"runner": {"checkpoint_every": warmup + 1, "curves_every": warmup + iterations + 1}})
+    once = {"checkpoint_every": warmup + 1, "curves_every": warmup + iterations + 1}   # see AMORTISED
+    run_cfg = apply_overrides(cfg, {"runner": once})
     synchronize = None
     if torch.device(device).type == "cuda":
         import warp as wp

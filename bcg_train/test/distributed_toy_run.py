@@ -39,7 +39,8 @@ class SideBySide:
         self.envs = envs
         first = envs[0]
         self.num_envs = sum(e.num_envs for e in envs)
-        self.obs_dim, self.act_dim, self.add_dim, self.device = first.obs_dim, first.act_dim, first.add_dim, first.device
+        self.obs_dim, self.act_dim, self.add_dim = first.obs_dim, first.act_dim, first.add_dim
+        self.device = first.device
 
     def reset(self):
         return torch.cat([e.reset() for e in self.envs])

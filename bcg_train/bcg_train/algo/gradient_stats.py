@@ -53,8 +53,8 @@ class GradientStats(nn.Module):
             buffer.copy_(torch.where(finite, value, buffer))
         mean = self.mean / self.weight
         nan = torch.tensor(torch.nan, dtype=g.dtype, device=g.device)
-        variance = torch.where(self.updates > 1, (self.mean_square_norm / self.weight - mean.square().sum()).clamp_min(0.0),
-                               nan)
+        variance = (self.mean_square_norm / self.weight - mean.square().sum()).clamp_min(0.0)
+        variance = torch.where(self.updates > 1, variance, nan)
         return {"grad/actor_clipped": torch.where(finite, clipped, nan),
                 "grad/actor_clipped_fraction": self.clipped / self.weight,
                 "grad/actor_cosine": torch.where(finite, cosine, nan),

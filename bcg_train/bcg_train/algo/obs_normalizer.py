@@ -40,9 +40,10 @@ class RunningObsNormalizer(nn.Module):
         m2 = (batch - batch_mean).square().sum(dim=0)
         ranks.sum_([m2])
         total = self.count + n
+        divisor = total.clamp_min(1.0)
         delta = batch_mean - self.mean
-        var = (self.var * self.count + m2 + delta.square() * self.count * n / total.clamp_min(1.0)) / total.clamp_min(1.0)
+        var = (self.var * self.count + m2 + delta.square() * self.count * n / divisor) / divisor
         seen = n > 0
-        self.mean.copy_(torch.where(seen, self.mean + delta * n / total.clamp_min(1.0), self.mean))
+        self.mean.copy_(torch.where(seen, self.mean + delta * n / divisor, self.mean))
         self.var.copy_(torch.where(seen, var, self.var))
         self.count.copy_(total)
