@@ -15,13 +15,14 @@ plus "sim backward" (the Warp tape's backward of those steps).
     python bench/bench_train.py [--preset cpu-small] [--device cpu] [--motion dance] [--iterations 3]
         [--warmup 1] [--variants shac,shac-nobundle,ppo] [--set shac.critic_iterations=4 ...]
 
-The simulator's time is measured twice: inside the loop (where other processes, or a drawing of
-learning curves, compete with it for the cores) and alone (`simulator_alone`: the timed iterations'
-windows replayed right after them, same start states and actions, nothing else running in this
-process). The last line divides by the simulator alone.
+The simulator's time is also measured alone (`simulator_alone`: the timed iterations' windows
+replayed right after them, same start states and actions, nothing else running in this process), a
+cross-check on a shared machine where other processes slow the simulator down at some moments and
+not at others; the in-loop ratio compares times of the same windows and is the steadier one.
 
-Last line: train_over_sim=<SHAC (bundling) iteration time / its simulator's forward + backward time alone>
-shac_steps_per_s=<SHAC environment steps per second> ppo_steps_per_s=<PPO environment steps per second>.
+Last line: train_over_sim=<SHAC (bundling) iteration time / its simulator's forward + backward time in
+the same iterations> shac_steps_per_s=<SHAC environment steps per second>
+ppo_steps_per_s=<PPO environment steps per second>.
 """
 import argparse
 import contextlib
@@ -247,7 +248,7 @@ def main() -> int:
     print(table(results))
     by_name = {r.variant: r for r in results}
     shac, ppo = by_name.get("shac"), by_name.get("ppo")
-    ratio = f"{shac.iteration_ms / shac.sim_alone_ms:.2f}" if shac else "nan"
+    ratio = f"{shac.iteration_ms / shac.sim_ms:.2f}" if shac else "nan"
     shac_rate = f"{shac.steps_per_s:.0f}" if shac else "nan"
     ppo_rate = f"{ppo.steps_per_s:.0f}" if ppo else "nan"
     print(f"train_over_sim={ratio} shac_steps_per_s={shac_rate} ppo_steps_per_s={ppo_rate}")

@@ -84,12 +84,13 @@ def plot_runs(runs: Dict[str, Dict[str, np.ndarray]], out_dir: Path, metrics: Op
 
 
 class BackgroundCurves:
-    """Draws one run's curves (`bcg-curves RUN_DIR -o OUT_DIR`) in a separate process, so that training
-    does not wait for matplotlib. `draw` starts a drawing unless one is still running (then it does
-    nothing: the next one draws the newer rows); `finish` waits for it and draws the final curves."""
+    """Draws one run's curves (`bcg-curves RUN_DIR -o OUT_DIR`) in a separate process at low priority
+    (nice 10), so that training does not wait for matplotlib. `draw` starts a drawing unless one is
+    still running (then it does nothing: the next one draws the newer rows); `finish` waits for it and
+    draws the final curves."""
 
     def __init__(self, run_dir: Path, out_dir: Path):
-        self.command = [sys.executable, "-m", __name__, str(run_dir), "-o", str(out_dir)]
+        self.command = ["nice", "-n", "10", sys.executable, "-m", __name__, str(run_dir), "-o", str(out_dir)]
         self._process: Optional[subprocess.Popen] = None
 
     def draw(self) -> None:
