@@ -10,9 +10,11 @@ from bcg.atomic_file import write_atomic
 
 PathLike = Union[str, Path]
 CHECKPOINT_GLOB = "iter_*.pt"
-CHECKPOINT_FORMAT = 2
-"""Layout of the checkpoint dict. 2: the simulator's settings under `env.sim` of the config, the
-simulator's own state under the env's `simulator` key (1: env.kappa, env.bundle, ... and `bundler`)."""
+CHECKPOINT_FORMAT = 3
+"""Layout of the checkpoint dict. 3: `world_size` and the states of ranks 1, 2, ... under
+`other_ranks`; fused optimisers, SHAC's `grad_stats` (2: the simulator's settings under `env.sim` of
+the config, the simulator's own state under the env's `simulator` key; 1: env.kappa, env.bundle, ...
+and `bundler`)."""
 
 
 class CheckpointError(ValueError):

@@ -4,6 +4,12 @@
               [--no-bundle] [--device cpu|cuda:0] [--run-dir DIR] [--set env.sim.substeps=8 ...]
     bcg-train --resume RUN_DIR_OR_CHECKPOINT [--device cuda:0] [--iterations N]
 
+Data-parallel training: `torchrun --nproc_per_node N --no-python bcg-train ...` (the same
+arguments) runs N ranks, each with `cfg.num_envs()` environments of its own (seeded with
+`runner.seed` + rank; on CUDA each rank takes the GPU of its local rank), gradients and statistics
+averaged over the ranks (bcg_train.algo.data_parallel); rank 0 writes the run folder. One process
+is the same as `--nproc_per_node 1`.
+
 `--kappa K` and `--no-bundle` are short for `--set env.sim.kappa=K` and
 `--set env.sim.bundle.enabled=false`: every setting lives in the config, and a run's config.yaml and
 checkpoints record it. A run folder gets metrics.csv, tensorboard/, checkpoints/, curves/ and
@@ -26,6 +32,7 @@ from bcg.atomic_file import write_text_atomic
 from bcg.motion import MotionFileError
 from bcg.motion.segments import ENV_VAR as MOTION_DIR_ENV_VAR, resolve_motion_dir
 
+from .algo.data_parallel import Ranks
 from .checkpoint import CheckpointError, find_checkpoint, load_checkpoint
 from .env_api import DiffEnv
 from .motion.library import motion_help
@@ -36,10 +43,30 @@ EXIT_USAGE = 2
 
 
 def build_env(cfg: TrainConfig, motion: str, device: str) -> DiffEnv:
-    """`cfg.num_envs()` G1 imitation environments on `motion`, seeded from `cfg.runner.seed` (the
-    import is here: it loads Warp and MuJoCo, which nothing else of the command line needs)."""
+    """`cfg.num_envs()` G1 imitation environments on `motion`, seeded from `cfg.runner.seed` + this
+    process's rank (the import is here: it loads Warp and MuJoCo, which nothing else of the command
+    line needs)."""
     from .imitation.env import G1ImitationEnv
-    return G1ImitationEnv(cfg.env, motion, cfg.num_envs(), device, seed=cfg.runner.seed)
+    return G1ImitationEnv(cfg.env, motion, cfg.num_envs(), device, seed=cfg.runner.seed + Ranks().rank)
+
+
+def start_distributed() -> Ranks:
+    """Under torchrun (WORLD_SIZE > 1 in the environment): join the default process group (gloo for
+    CPU tensors, NCCL for CUDA ones where CUDA exists) and take the local rank's GPU. Returns this
+    process's `Ranks` (a world of one without torchrun)."""
+    if int(os.environ.get("WORLD_SIZE", "1")) > 1 and not torch.distributed.is_initialized():
+        cuda = torch.cuda.is_available()
+        if cuda:
+            torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
+        torch.distributed.init_process_group("cpu:gloo,cuda:nccl" if cuda else "gloo")
+    return Ranks()
+
+
+def rank_device(device: str) -> str:
+    """The device of this process: with several ranks, a CUDA device becomes the local rank's GPU."""
+    if Ranks().world_size > 1 and torch.device(device).type == "cuda":
+        return f"cuda:{os.environ.get('LOCAL_RANK', '0')}"
+    return device
 
 
 def parse_assignments(items: Sequence[str]) -> Dict:
@@ -67,7 +94,7 @@ def default_run_dir(cfg: TrainConfig, run_info: Dict) -> Path:
 def build_runner(cfg: TrainConfig, run_info: Dict, run_dir: Path) -> Runner:
     if cfg.runner.torch_threads:
         torch.set_num_threads(cfg.runner.torch_threads)
-    env = build_env(cfg, run_info["motion"], run_info["device"])
+    env = build_env(cfg, run_info["motion"], rank_device(run_info["device"]))
     return Runner(make_algorithm(env, cfg), cfg, run_dir, run_info)
 
 
@@ -110,6 +137,16 @@ def extend(cfg: TrainConfig, iterations: int, done: int) -> TrainConfig:
 
 def main(argv: Optional[List[str]] = None) -> int:
     args = parser().parse_args(argv)
+    ranks = start_distributed()
+    try:
+        return train(args, ranks)
+    finally:
+        if ranks.world_size > 1:
+            torch.distributed.destroy_process_group()
+
+
+def train(args: argparse.Namespace, ranks: Ranks) -> int:
+    lead = ranks.rank == 0
     try:
         if args.motion_dir:
             os.environ[MOTION_DIR_ENV_VAR] = str(resolve_motion_dir(args.motion_dir))
@@ -137,16 +174,18 @@ def main(argv: Optional[List[str]] = None) -> int:
                 cfg.algorithm = args.algo
             cfg.validate()
             run_info = {"motion": args.motion, "device": args.device or "cpu", "preset": args.preset}
-            run_dir = args.run_dir or default_run_dir(cfg, run_info)
+            run_dir = ranks.from_first(args.run_dir or default_run_dir(cfg, run_info))
             runner = build_runner(cfg, run_info, run_dir)
-            run_dir.mkdir(parents=True, exist_ok=True)
-            write_text_atomic(run_dir / "config.yaml", yaml.safe_dump({"run": run_info, "config": cfg.to_dict()},
-                                                                      sort_keys=False))
+            if lead:
+                run_dir.mkdir(parents=True, exist_ok=True)
+                write_text_atomic(run_dir / "config.yaml", yaml.safe_dump({"run": run_info, "config": cfg.to_dict()},
+                                                                          sort_keys=False))
     except (ConfigError, CheckpointError, MotionFileError) as e:
         print(f"bcg-train: {e}", file=sys.stderr)
         return EXIT_USAGE
-    print(f"bcg-train: {cfg.algorithm} in {runner.run_dir} ({runner.algorithm.iterations} iterations, "
-          f"{runner.algorithm.env.num_envs} envs)", file=sys.stderr)
+    if lead:
+        print(f"bcg-train: {cfg.algorithm} in {runner.run_dir} ({runner.algorithm.iterations} iterations, "
+              f"{ranks.world_size} x {runner.algorithm.env.num_envs} envs)", file=sys.stderr)
     last = runner.train()
     if last is not None:
         print(f"bcg-train: checkpoint {last}\n  export: bcg-export {last} -o policy.onnx", file=sys.stderr)

@@ -8,6 +8,7 @@ separately from environment steps).
 """
 import argparse
 import csv
+import subprocess
 import sys
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
@@ -82,6 +83,30 @@ def plot_runs(runs: Dict[str, Dict[str, np.ndarray]], out_dir: Path, metrics: Op
     return written
 
 
+class BackgroundCurves:
+    """Draws one run's curves (`bcg-curves RUN_DIR -o OUT_DIR`) in a separate process at low priority
+    (nice 10), so that training does not wait for matplotlib. `draw` starts a drawing unless one is
+    still running (then it does nothing: the next one draws the newer rows); `finish` waits for it and
+    draws the final curves."""
+
+    def __init__(self, run_dir: Path, out_dir: Path):
+        self.command = ["nice", "-n", "10", sys.executable, "-m", __name__, str(run_dir), "-o", str(out_dir)]
+        self._process: Optional[subprocess.Popen] = None
+
+    def draw(self) -> None:
+        if self._process is None or self._process.poll() is not None:
+            self._process = subprocess.Popen(self.command, stdout=subprocess.DEVNULL)
+
+    def finish(self) -> None:
+        self.wait()
+        self.draw()
+        self.wait()
+
+    def wait(self) -> None:
+        if self._process is not None:
+            self._process.wait()
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="bcg-curves", description="Learning curves of one or more training runs.")
     parser.add_argument("runs", nargs="+", type=Path, help="run folders (or their metrics.csv)")
@@ -98,3 +123,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     for path in plot_runs(runs, args.out, args.metric):
         print(path)
     return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -4,6 +4,9 @@ A checkpoint holds everything the next iteration depends on (networks, optimiser
 ADD discriminator and replay buffer, the env's state, every random generator), so training resumed
 from iteration k computes the same numbers as a run that was never interrupted. Ctrl-C lets the
 current iteration finish, saves a checkpoint and returns; a second Ctrl-C aborts without saving.
+In a data-parallel run (`torchrun`, see algo.data_parallel) every rank runs this loop in step with
+the others: rank 0 writes the logs, curves and checkpoints (which hold every rank's state), and a
+Ctrl-C on any rank stops all of them after the same iteration.
 """
 import math
 import signal
@@ -17,9 +20,11 @@ import torch
 from torch import nn
 
 from . import curves
-from .checkpoint import checkpoint_name, load_checkpoint, prune_checkpoints, save_atomic
+from .algo.data_parallel import Ranks
+from .checkpoint import CheckpointError, checkpoint_name, load_checkpoint, prune_checkpoints, save_atomic
 from .env_api import DiffEnv
 from .train_config import ALGORITHMS, TrainConfig
+from .algo.phases import phase
 from .train_log import ITERATION, MetricsLog, Progress
 
 CHECKPOINT_DIR = "checkpoints"
@@ -31,8 +36,10 @@ class Algorithm(Protocol):
 
     name: str
     env: DiffEnv
+    ranks: Ranks
     iterations: int
     env_steps_per_iteration: int
+    """Environment steps of all ranks together."""
 
     def iteration(self, it: int) -> Dict[str, float]: ...
     def policy(self) -> nn.Module: ...
@@ -94,57 +101,94 @@ class Runner:
 
     def __init__(self, algorithm: Algorithm, cfg: TrainConfig, run_dir: Path, run_info: Dict[str, object]):
         self.algorithm, self.cfg, self.run_dir = algorithm, cfg, Path(run_dir)
+        self.ranks = algorithm.ranks
         self.run_info = dict(run_info)
         """What rebuilt the env (motion, kappa, bundle, ...): stored so that a resume rebuilds the same."""
         self.iteration = 0
         self.wall_clock_s = 0.0
 
+    @property
+    def writes(self) -> bool:
+        """Whether this process writes the run's files (rank 0 of a data-parallel run)."""
+        return self.ranks.rank == 0
+
     def resume(self, path: Path) -> None:
-        """Continue from the checkpoint at `path` (a file or a run folder)."""
+        """Continue from the checkpoint at `path` (a file or a run folder); every rank reads the file and
+        takes its own part (the run must have as many ranks as the one that wrote it)."""
         state = load_checkpoint(path)
         if state["algorithm_name"] != self.algorithm.name:
             raise ValueError(f"checkpoint {path}: trained with {state['algorithm_name']}, not {self.algorithm.name}")
-        self.algorithm.load_state_dict(state["algorithm"])
-        set_rng_state(state["rng"])
+        if state["world_size"] != self.ranks.world_size:
+            raise CheckpointError(f"checkpoint {path}: written by {state['world_size']} rank(s), resumed with "
+                                  f"{self.ranks.world_size}; resume with --nproc_per_node {state['world_size']}")
+        own = state if self.ranks.rank == 0 else state["other_ranks"][self.ranks.rank - 1]
+        self.algorithm.load_state_dict(own["algorithm"])
+        set_rng_state(own["rng"])
         self.iteration, self.wall_clock_s = int(state["iteration"]), float(state["wall_clock_s"])
 
-    def checkpoint(self) -> dict:
+    def checkpoint(self) -> Optional[dict]:
+        """The checkpoint of this iteration on rank 0 (None on the others): the shared settings and rank 0's
+        algorithm state and random generators, and under 'other_ranks' those of ranks 1, 2, ... (their
+        environments, replay buffers and generators differ). Every rank must call it."""
+        ranks = self.ranks.gather_to_first({"algorithm": self.algorithm.state_dict(), "rng": rng_state()})
+        if ranks is None:
+            return None
         env = self.algorithm.env
         return {"iteration": self.iteration, "wall_clock_s": self.wall_clock_s,
                 "algorithm_name": self.algorithm.name, "config": self.cfg.to_dict(), "run_info": self.run_info,
                 "dims": {"obs": env.obs_dim, "act": env.act_dim, "add": env.add_dim},
-                "contract": env.policy_contract().to_metadata(),
-                "algorithm": self.algorithm.state_dict(), "rng": rng_state()}
+                "contract": env.policy_contract().to_metadata(), **ranks[0],
+                "world_size": self.ranks.world_size, "other_ranks": ranks[1:]}
 
-    def save(self) -> Path:
+    def save(self) -> Optional[Path]:
+        """Write this iteration's checkpoint (rank 0; every rank must call it); returns its path there."""
+        state = self.checkpoint()
+        if state is None:
+            return None
         folder = self.run_dir / CHECKPOINT_DIR
-        path = save_atomic(self.checkpoint(), folder / checkpoint_name(self.iteration))
+        path = save_atomic(state, folder / checkpoint_name(self.iteration))
         prune_checkpoints(folder, self.cfg.runner.keep_checkpoints)
         return path
 
     def train(self) -> Optional[Path]:
-        """Run the remaining iterations; returns the last checkpoint written (None if nothing ran)."""
+        """Run the remaining iterations; returns the last checkpoint written (None if nothing ran, and on
+        ranks other than 0, which write nothing)."""
         alg, total = self.algorithm, self.algorithm.iterations
-        log = MetricsLog(self.run_dir, self.iteration)
+        log = MetricsLog(self.run_dir, self.iteration) if self.writes else None
         progress = Progress(alg.name, total, self.iteration)
+        drawing = curves.BackgroundCurves(self.run_dir, self.run_dir / CURVES_DIR)
         last = None
         try:
             with StopRequest() as stop:
-                while self.iteration < total and not stop.requested:
+                stopping = False
+                while self.iteration < total and not stopping:
                     t0 = time.monotonic()
                     metrics = alg.iteration(self.iteration)
                     self.wall_clock_s += time.monotonic() - t0
                     self.iteration += 1
                     row = {ITERATION: self.iteration, "env_steps": self.iteration * alg.env_steps_per_iteration,
                            "wall_clock_s": self.wall_clock_s, **metrics}
-                    log.write(row)
-                    progress.update(self.iteration, summary(row))
-                    finished = self.iteration == total or stop.requested
+                    if log is not None:
+                        with phase("logging"):
+                            log.write(row)
+                            progress.update(self.iteration, summary(row))
+                    stopping = self.ranks.any(stop.requested)   # every rank stops after the same iteration
+                    finished = self.iteration == total or stopping
                     if finished or self.iteration % self.cfg.runner.checkpoint_every == 0:
-                        last = self.save()
-                        log.flush()
-                    if finished or self.iteration % self.cfg.runner.curves_every == 0:
-                        curves.plot_runs({alg.name: curves.read_metrics(self.run_dir)}, self.run_dir / CURVES_DIR)
+                        with phase("checkpoint"):
+                            last = self.save()
+                            if log is not None:
+                                log.flush()
+                    if not self.writes:
+                        continue
+                    if finished:
+                        with phase("final curves"):
+                            drawing.finish()
+                    elif self.iteration % self.cfg.runner.curves_every == 0:
+                        with phase("curves"):
+                            drawing.draw()
         finally:
-            log.close()
+            if log is not None:
+                log.close()
+            drawing.wait()
         return last

@@ -35,8 +35,9 @@ def test_reward_gradient_flows_to_simulated_features_only():
 
 def test_reward_is_capped_where_the_discriminator_is_sure():
     add = make_add()
-    with torch.no_grad():
-        add.disc.logit.bias.fill_(50.0)
+    state = add.train_state()
+    state["module"]["disc.logit.bias"].fill_(50.0)
+    add.load_train_state(state)   # the reward reads the discriminator as of its last update or load
     r = add.reward(torch.zeros(3, F, requires_grad=True), torch.zeros(3, F))
     torch.testing.assert_close(r, torch.full((3,), -2.0 * math.log(REWARD_FLOOR)))
 
@@ -72,3 +73,19 @@ def test_normalizer_tracks_mean_absolute_delta_and_replay_fills():
     assert int(add.replay.size) == 128 and add.replay.is_full()
     add.update(deltas, gen)  # full: only replay_samples new rows go in
     assert int(add.replay.head) == (200 + 16) % 128
+
+
+def test_an_update_leaves_rewards_already_computed_differentiable_as_they_were():
+    """The discriminator may train (in another thread) while the actor still backpropagates rewards
+    computed before: those keep the discriminator they were computed with."""
+    add = make_add(learning_rate=1e-2)
+    gen = torch.Generator().manual_seed(0)
+    sim = torch.randn(5, F, requires_grad=True)
+    ref = torch.randn(5, F)
+    before, = torch.autograd.grad(add.reward(sim, ref).sum(), sim)
+    r = add.reward(sim, ref)
+    add.update(0.5 + torch.rand(64, F, generator=gen), gen)
+    after_update, = torch.autograd.grad(r.sum(), sim)
+    torch.testing.assert_close(after_update, before, rtol=0, atol=0)
+    changed, = torch.autograd.grad(add.reward(sim, ref).sum(), sim)
+    assert not torch.allclose(changed, before)

@@ -23,10 +23,11 @@ def test_paper_preset_is_the_paper():
 
 @pytest.mark.parametrize("name", ["cpu-small", "cpu-smoke"])
 def test_cpu_presets_change_sizes_only(name):
+    """Counts, widths and intervals; never a code path or a learning-rule constant."""
     cfg, paper = load_preset(name), TrainConfig()
     size_fields = {"num_envs", "num_envs_without_bundle", "horizon", "iterations", "critic_iterations",
-                   "steps_per_env", "minibatches", "epochs", "buffer_size", "replay_samples", "checkpoint_every",
-                   "curves_every", "torch_threads"}
+                   "critic_hidden", "hidden", "steps_per_env", "minibatches", "epochs", "buffer_size",
+                   "replay_samples", "checkpoint_every", "curves_every", "torch_threads"}
     for section in ("shac", "ppo", "add", "runner"):
         a, b = getattr(cfg, section), getattr(paper, section)
         changed = {f.name for f in dataclasses.fields(a) if getattr(a, f.name) != getattr(b, f.name)}

@@ -92,8 +92,8 @@ def test_a_crash_while_writing_leaves_the_previous_checkpoint_intact(tmp_path, m
 
 def test_a_checkpoint_of_another_format_is_refused_by_name(tmp_path):
     path = tmp_path / "iter_000001.pt"
-    torch.save({"iteration": 1, "format": 1}, path)
-    with pytest.raises(CheckpointError, match="format 1, this bcg_train reads format 2"):
+    torch.save({"iteration": 1, "format": 2}, path)
+    with pytest.raises(CheckpointError, match="format 2, this bcg_train reads format 3"):
         load_checkpoint(path)
 
 

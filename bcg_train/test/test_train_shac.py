@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from bcg_train.algo.shac import Shac, step_if_finite
+from bcg_train.algo.shac import Shac, fused_adam, gradient_norm, step_if_finite
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -69,16 +69,25 @@ def test_iteration_reports_named_reward_terms_and_trains_everything(toy_env_clas
     assert shac.obs_normalizer.count.item() == 64
 
 
-def test_non_finite_gradient_skips_the_step():
+def test_non_finite_gradient_skips_the_step_and_a_finite_one_is_clipped():
     layer = torch.nn.Linear(2, 1)
-    optimizer = torch.optim.Adam(layer.parameters(), lr=0.1)
-    before = [p.detach().clone() for p in layer.parameters()]
-    loss = layer(torch.tensor([[1.0, float("inf")]])).sum()
-    loss.backward()
-    norm = step_if_finite(torch.tensor(0.0), list(layer.parameters()), 1.0, optimizer)
-    assert norm == float("inf")
-    assert all(torch.equal(a, b) for a, b in zip(before, layer.parameters()))
-    assert all(p.grad is None or not p.grad.any() for p in layer.parameters())
+    optimizer = fused_adam(layer.parameters(), 0.1, (0.9, 0.99))
+    params = list(layer.parameters())
+    before = [p.detach().clone() for p in params]
+    layer(torch.tensor([[1.0, float("inf")]])).sum().backward()
+    taken = step_if_finite(torch.tensor(0.0), params, gradient_norm(params), 1.0, optimizer)
+    assert not taken
+    assert all(torch.equal(a, b) for a, b in zip(before, params))
+    assert all(int(optimizer.state[p]["step"]) == 0 for p in params)   # the skipped step is not counted
+
+    optimizer.zero_grad()
+    (100.0 * layer(torch.tensor([[1.0, 2.0]]))).sum().backward()
+    norm = gradient_norm(params)
+    assert norm > 1.0
+    assert step_if_finite(torch.tensor(0.0), params, norm, 1.0, optimizer)
+    torch.testing.assert_close(gradient_norm(params), torch.tensor(1.0))   # clipped before the step
+    assert all(int(optimizer.state[p]["step"]) == 1 for p in params)
+    assert not any(torch.equal(a, b) for a, b in zip(before, params))
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")

@@ -9,17 +9,22 @@ policy's deltas plus a replay buffer of older ones. Loss (MimicKit's ADDAgent):
 Reward: r = reward_scale * -log(max(1 - sigmoid(D(delta)), 1e-4)), computed here as
 reward_scale * min(softplus(D), -log(1e-4)) (the same number, stable for large logits), and
 differentiable w.r.t. phi(simulated) so SHAC backpropagates it through the simulator; the
-discriminator's parameters get no gradient from the reward.
+discriminator's parameters get no gradient from the reward. The reward reads a copy of the
+discriminator and normaliser taken after each update, so rewards already computed (and their
+autograd graph) are not changed by the next update.
 """
+import copy
 import math
 from dataclasses import dataclass
-from typing import Dict, Tuple
+from typing import Dict, Optional, Tuple
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
 from bcg.config_check import require_layers, require_non_negative, require_positive
+
+from .data_parallel import Ranks
 
 @dataclass
 class AddConfig:
@@ -42,8 +47,8 @@ class AddConfig:
     epochs: int = 2
     """Passes over an iteration's deltas per discriminator update."""
     minibatches: int = 16
-    """Minibatches per epoch; each adds as many replayed deltas as it has policy deltas (MimicKit's G1
-    agent: 32 steps of deltas in batches of 2 x num_envs, i.e. 16)."""
+    """Minibatches (= SGD steps) per epoch; each adds as many replayed deltas as it has policy deltas
+    (MimicKit's G1 agent: 32 steps of deltas in batches of 2 x num_envs, i.e. 16)."""
     buffer_size: int = 200_000
     """Replay buffer capacity (deltas)."""
     replay_samples: int = 1000
@@ -87,12 +92,12 @@ class DiffNormalizer(nn.Module):
         self.pending_count += delta.shape[0]
 
     @torch.no_grad()
-    def update(self) -> None:
-        if self.pending_count == 0:
-            return
+    def update(self, ranks: Ranks) -> None:
+        """Merge what every rank recorded since the last update (nothing recorded: no change)."""
+        ranks.sum_([self.pending_sum, self.pending_count])
         total = self.count + self.pending_count
-        mean = (self.mean_abs.to(torch.float64) * self.count + self.pending_sum) / total
-        self.mean_abs.copy_(mean.to(self.mean_abs.dtype))
+        mean = (self.mean_abs.to(torch.float64) * self.count + self.pending_sum) / total.clamp_min(1.0)
+        self.mean_abs.copy_(torch.where(self.pending_count > 0, mean, self.mean_abs.to(torch.float64)))
         self.count.copy_(total)
         self.pending_sum.zero_()
         self.pending_count.zero_()
@@ -120,112 +125,150 @@ class Discriminator(nn.Module):
 
 
 class DeltaReplayBuffer(nn.Module):
-    """A ring buffer of raw deltas (capacity, dim); its contents are buffers, so checkpoints hold them."""
+    """A ring buffer of raw deltas (capacity, dim); its contents are buffers, so checkpoints hold them.
+    `head` and `size` are mirrored on the host (no device read to push or sample); call
+    `load_counters` after loading a state dict."""
 
     def __init__(self, capacity: int, dim: int):
         super().__init__()
         self.register_buffer("data", torch.zeros(capacity, dim))
         self.register_buffer("head", torch.zeros((), dtype=torch.long))
         self.register_buffer("size", torch.zeros((), dtype=torch.long))
+        self._head = self._size = 0
 
     @property
     def capacity(self) -> int:
         return self.data.shape[0]
 
+    @property
+    def stored(self) -> int:
+        """Deltas held."""
+        return self._size
+
     def is_full(self) -> bool:
-        return int(self.size) == self.capacity
+        return self._size == self.capacity
+
+    def load_counters(self) -> None:
+        self._head, self._size = int(self.head), int(self.size)
 
     @torch.no_grad()
     def push(self, rows: Tensor) -> None:
         n = min(rows.shape[0], self.capacity)
-        idx = (int(self.head) + torch.arange(n, device=self.data.device)) % self.capacity
+        idx = (self._head + torch.arange(n, device=self.data.device)) % self.capacity
         self.data[idx] = rows[-n:].to(self.data.dtype)
-        self.head.copy_((self.head + n) % self.capacity)
-        self.size.copy_(torch.clamp(self.size + n, max=self.capacity))
+        self._head, self._size = (self._head + n) % self.capacity, min(self._size + n, self.capacity)
+        self.head.fill_(self._head)
+        self.size.fill_(self._size)
 
     def sample(self, n: int, generator: torch.Generator) -> Tensor:
-        idx = torch.randint(int(self.size), (n,), generator=generator, device=self.data.device)
+        idx = torch.randint(self._size, (n,), generator=generator, device=self.data.device)
         return self.data[idx]
+
+
+LOSS_TERMS = ("loss", "bce", "grad_penalty", "logit_l2", "pos_acc", "neg_acc")
+"""The discriminator's loss terms and accuracies, reported as 'add/<name>' (means over its steps)."""
 
 
 class AdversarialDifferentialReward(nn.Module):
     """The ADD reward and its discriminator's training (normaliser, replay buffer, SGD optimiser).
 
-    `reward` during the rollout; `update` once per iteration with the iteration's raw deltas.
+    `reward` during the rollout; `update` once per iteration with the iteration's raw deltas. With
+    several ranks (`ranks`), each keeps its own replay buffer and the gradients and normaliser
+    statistics are combined, so the discriminator stays the same on every rank.
     """
 
-    def __init__(self, feature_dim: int, cfg: AddConfig, device: torch.device):
+    def __init__(self, feature_dim: int, cfg: AddConfig, device: torch.device, ranks: Optional[Ranks] = None):
         super().__init__()
         self.cfg = cfg
+        self.ranks = ranks or Ranks()
         self.normalizer = DiffNormalizer(feature_dim, cfg.min_diff)
         self.disc = Discriminator(feature_dim, cfg.hidden)
         self.replay = DeltaReplayBuffer(cfg.buffer_size, feature_dim)
         self.to(device)
+        self.ranks.broadcast_(self.disc.parameters())
         self.optimizer = torch.optim.SGD(self.disc.parameters(), lr=cfg.learning_rate, momentum=cfg.momentum,
-                                         weight_decay=cfg.weight_decay)
+                                         weight_decay=cfg.weight_decay, fused=True)
+        self._zero_momentum()
+        self._freeze()
+
+    def _zero_momentum(self) -> None:
+        """Momentum buffers that exist from the start (zeros: the same first step as none), so that a
+        skipped first step cannot leave them uninitialised (fused SGD skips through `found_inf`)."""
+        for p in self.disc.parameters():
+            self.optimizer.state[p].setdefault("momentum_buffer", torch.zeros_like(p))
+
+    def _freeze(self) -> None:
+        """The copy of the discriminator and normaliser that `reward` reads until the next update (new
+        tensors each time: graphs built on the previous copy stay valid)."""
+        self._frozen_disc = copy.deepcopy(self.disc).requires_grad_(False)
+        self._frozen_scale = self.normalizer.mean_abs.clamp_min(self.cfg.min_diff).clone()
 
     def reward(self, add_sim: Tensor, add_ref: Tensor) -> Tensor:
-        """(N,) reward of features (N, F); differentiable w.r.t. `add_sim`, not the discriminator."""
-        params = {k: v.detach() for k, v in self.disc.named_parameters()}
-        logits = torch.func.functional_call(self.disc, params, (self.normalizer(add_ref.detach() - add_sim),))
+        """(...,) reward of features (..., F); differentiable w.r.t. `add_sim`, not the discriminator."""
+        delta = (add_ref.detach() - add_sim) / self._frozen_scale
+        logits = self._frozen_disc(delta.reshape(-1, delta.shape[-1])).reshape(delta.shape[:-1])
         return self.cfg.reward_scale * F.softplus(logits).clamp_max(-math.log(REWARD_FLOOR))
 
-    def update(self, deltas: Tensor, generator: torch.Generator) -> Dict[str, float]:
-        """Train on one iteration's raw deltas (B, F); returns mean losses/accuracies (names under 'add/') and
-        'add/delta_abs_mean', the mean raw |delta|: tracking quality, unlike the adversarial reward.
+    def update(self, deltas: Tensor, generator: torch.Generator) -> Dict[str, Tensor]:
+        """Train on one iteration's raw deltas (B, F); returns mean losses/accuracies (names under 'add/', as
+        tensors: no host synchronisation) and 'add/delta_abs_mean', the mean raw |delta|: tracking quality,
+        unlike the adversarial reward.
 
         Order as MimicKit: record for the normaliser, push to the replay buffer, train with the current
         normaliser, then merge the normaliser's statistics. Non-finite rows are dropped; a minibatch
-        whose loss or gradient is not finite is skipped and counted.
+        whose loss or gradient is not finite is skipped (on every rank) and counted.
         """
         deltas = deltas.detach()
         deltas = deltas[torch.isfinite(deltas).all(dim=1)]
         n = deltas.shape[0]
-        if n == 0:
-            return {"add/skipped_updates": 1.0}
-        self.normalizer.record(deltas)
-        keep = torch.randperm(n, generator=generator, device=deltas.device)
-        self.replay.push(deltas[keep[:self.cfg.replay_samples]] if self.replay.is_full() else deltas)
-        batch = max(1, math.ceil(n / self.cfg.minibatches))
-        sums: Dict[str, Tensor] = {}
-        skipped = 0
+        if n:
+            self.normalizer.record(deltas)
+            keep = torch.randperm(n, generator=generator, device=deltas.device)
+            self.replay.push(deltas[keep[:self.cfg.replay_samples]] if self.replay.is_full() else deltas)
+        else:   # nothing to learn from here; this rank still takes part in every collective step
+            deltas = deltas.new_zeros(1, deltas.shape[1])
+        params = list(self.disc.parameters())
+        sums = torch.zeros(len(LOSS_TERMS), device=deltas.device)
+        steps = torch.zeros((), device=deltas.device)
         for _ in range(self.cfg.epochs):
-            order = torch.randperm(n, generator=generator, device=deltas.device)
-            for start in range(0, n, batch):
-                neg = deltas[order[start:start + batch]]
-                neg = torch.cat([neg, self.replay.sample(neg.shape[0], generator)])
+            order = torch.randperm(deltas.shape[0], generator=generator, device=deltas.device)
+            for idx in torch.tensor_split(order, self.cfg.minibatches):
+                neg = deltas[idx]
+                if self.replay.stored:
+                    neg = torch.cat([neg, self.replay.sample(neg.shape[0], generator)])
                 loss, info = self._loss(neg)
                 self.optimizer.zero_grad()
                 loss.backward()
-                grads = [p.grad for p in self.disc.parameters()]
-                if not (torch.isfinite(loss) and all(torch.isfinite(g).all() for g in grads)):
-                    skipped += 1
-                    continue
+                loss = self.ranks.average_gradients(params, loss if n else loss * math.nan)
+                ok = torch.isfinite(loss) & torch.isfinite(nn.utils.get_total_norm([p.grad for p in params]))
+                self.optimizer.found_inf = (~ok).float()
                 self.optimizer.step()
-                for k, v in info.items():
-                    sums[k] = sums.get(k, 0.0) + v
+                sums += torch.where(ok, info, 0.0)
+                steps += ok.float()
         self.optimizer.zero_grad()
-        self.normalizer.update()
-        steps = self.cfg.epochs * math.ceil(n / batch) - skipped
-        out = {f"add/{k}": v.item() / steps for k, v in sums.items()} if steps else {}
-        out["add/skipped_updates"] = float(skipped)
-        out["add/delta_abs_mean"] = deltas.abs().mean().item()
+        self.normalizer.update(self.ranks)
+        self._freeze()
+        out = {f"add/{k}": v for k, v in zip(LOSS_TERMS, sums / steps)}
+        out["add/skipped_updates"] = self.cfg.epochs * self.cfg.minibatches - steps
+        out["add/delta_abs_mean"] = deltas.abs().mean() if n else torch.tensor(math.nan, device=deltas.device)
         return out
 
     def _loss(self, negatives: Tensor):
-        pos = torch.zeros(1, negatives.shape[1], device=negatives.device, requires_grad=True)
-        neg = self.normalizer(negatives).requires_grad_(True)
-        pos_logit, neg_logit = self.disc(pos), self.disc(neg)
+        """The loss of one minibatch of raw negatives (B, F) against the positive delta = 0, and its
+        terms (LOSS_TERMS order, detached). One forward of [0; negatives] gives both logits and, rows
+        being independent, both input gradients of the penalty."""
+        x = self.normalizer(torch.cat([negatives.new_zeros(1, negatives.shape[1]), negatives])).requires_grad_(True)
+        logits = self.disc(x)
+        pos_logit, neg_logit = logits[:1], logits[1:]
         bce = 0.5 * (F.binary_cross_entropy_with_logits(pos_logit, torch.ones_like(pos_logit))
                      + F.binary_cross_entropy_with_logits(neg_logit, torch.zeros_like(neg_logit)))
         logit_l2 = self.disc.logit.weight.square().sum()
-        pos_grad, = torch.autograd.grad(pos_logit.sum(), pos, create_graph=True)
-        neg_grad, = torch.autograd.grad(neg_logit.sum(), neg, create_graph=True)
-        penalty = 0.5 * (pos_grad.square().sum(-1).mean() + neg_grad.square().sum(-1).mean())
+        grad, = torch.autograd.grad(logits.sum(), x, create_graph=True)
+        grad_sq = grad.square().sum(-1)
+        penalty = 0.5 * (grad_sq[0] + grad_sq[1:].mean())
         loss = bce + self.cfg.logit_reg * logit_l2 + self.cfg.grad_penalty * penalty
-        info = {"loss": loss, "bce": bce, "grad_penalty": penalty, "logit_l2": logit_l2,
-                "pos_acc": (pos_logit > 0).float().mean(), "neg_acc": (neg_logit < 0).float().mean()}
-        info = {k: v.detach() for k, v in info.items()}
+        info = torch.stack([loss, bce, penalty, logit_l2, (pos_logit > 0).float().mean(),
+                            (neg_logit < 0).float().mean()]).detach()
         return loss, info
 
     def train_state(self) -> dict:
@@ -235,3 +278,6 @@ class AdversarialDifferentialReward(nn.Module):
     def load_train_state(self, state: dict) -> None:
         self.load_state_dict(state["module"])
         self.optimizer.load_state_dict(state["optimizer"])
+        self.replay.load_counters()
+        self._zero_momentum()
+        self._freeze()

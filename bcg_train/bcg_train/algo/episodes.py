@@ -1,18 +1,17 @@
 """Per-iteration statistics of a rollout: finished episodes and mean reward terms."""
-import math
 from typing import Dict
 
 import torch
 from torch import Tensor
 
+from .data_parallel import Metric, Ratio, Total
 from .reward import total_reward
 
 
 class RolloutStats:
-    """Running episode returns/lengths per env, and this iteration's sums of reward terms.
-
-    Tensors stay on the device until `pop`, so logging costs one synchronisation per iteration.
-    """
+    """Running episode returns/lengths per env, and this iteration's sums of reward terms and of the
+    episodes that ended. Everything stays on the device (no host synchronisation until the
+    iteration's metrics are read)."""
 
     def __init__(self, num_envs: int, device: torch.device):
         self.episode_return = torch.zeros(num_envs, device=device)
@@ -20,36 +19,40 @@ class RolloutStats:
         self._clear()
 
     def _clear(self) -> None:
-        self.finished_returns, self.finished_lengths, self.finished_failed = [], [], []
+        zero = torch.zeros((), device=self.episode_return.device)
         self.term_sums: Dict[str, Tensor] = {}
         self.steps = 0
+        self.ended, self.ended_return, self.ended_length, self.ended_failed = zero, zero, zero, zero
 
     def record(self, terms: Dict[str, Tensor], terminated: Tensor, truncated: Tensor) -> None:
-        """One step: `terms` name -> (N,) rewards, end flags (N,) bool."""
-        total = total_reward(terms).detach()
-        for k, v in terms.items():
-            self.term_sums[k] = self.term_sums.get(k, 0.0) + v.detach().mean()
-        self.term_sums["total"] = self.term_sums.get("total", 0.0) + total.mean()
-        self.steps += 1
-        self.episode_return += total
-        self.episode_length += 1
-        done = terminated | truncated
-        self.finished_returns.append(self.episode_return[done])
-        self.finished_lengths.append(self.episode_length[done])
-        self.finished_failed.append(terminated[done])
-        self.episode_return = torch.where(done, torch.zeros_like(total), self.episode_return)
-        self.episode_length = torch.where(done, torch.zeros_like(total), self.episode_length)
+        """Consecutive steps: `terms` name -> (T, N) or (N,) rewards, end flags of the same shape (bool)."""
+        n = self.episode_return.shape[0]
+        terms = {k: v.detach().reshape(-1, n) for k, v in terms.items()}
+        terminated, truncated = terminated.reshape(-1, n), truncated.reshape(-1, n)
+        total = total_reward(terms)
+        for k, v in {**terms, "total": total}.items():
+            self.term_sums[k] = self.term_sums.get(k, 0.0) + v.mean(dim=1).sum()
+        self.steps += total.shape[0]
+        for t in range(total.shape[0]):
+            self.episode_return = self.episode_return + total[t]
+            self.episode_length = self.episode_length + 1
+            done = terminated[t] | truncated[t]
+            self.ended = self.ended + done.sum()
+            self.ended_return = self.ended_return + torch.where(done, self.episode_return, 0.0).sum()
+            self.ended_length = self.ended_length + torch.where(done, self.episode_length, 0.0).sum()
+            self.ended_failed = self.ended_failed + (terminated[t] & done).sum()
+            self.episode_return = torch.where(done, 0.0, self.episode_return)
+            self.episode_length = torch.where(done, 0.0, self.episode_length)
 
-    def pop(self) -> Dict[str, float]:
+    def pop(self) -> Dict[str, Metric]:
         """Mean reward per env-step of each term ('reward/<name>'), and the episodes that ended since
-        the last pop ('episode/return', 'episode/length' undiscounted; NaN when none ended)."""
-        out = {f"reward/{k}": (v / self.steps).item() for k, v in self.term_sums.items()}
-        returns = torch.cat(self.finished_returns) if self.finished_returns else torch.zeros(0)
-        n = returns.numel()
-        out["episode/count"] = float(n)
-        out["episode/return"] = returns.mean().item() if n else math.nan
-        out["episode/length"] = torch.cat(self.finished_lengths).mean().item() if n else math.nan
-        out["episode/failed_fraction"] = torch.cat(self.finished_failed).float().mean().item() if n else math.nan
+        the last pop ('episode/return', 'episode/length' undiscounted, 'episode/failed_fraction': NaN
+        when none ended; 'episode/count')."""
+        out: Dict[str, Metric] = {f"reward/{k}": v / self.steps for k, v in self.term_sums.items()}
+        out["episode/count"] = Total(self.ended)
+        out["episode/return"] = Ratio(self.ended_return, self.ended)
+        out["episode/length"] = Ratio(self.ended_length, self.ended)
+        out["episode/failed_fraction"] = Ratio(self.ended_failed, self.ended)
         self._clear()
         return out
 

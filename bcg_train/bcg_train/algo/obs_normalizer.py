@@ -2,6 +2,8 @@
 import torch
 from torch import Tensor, nn
 
+from .data_parallel import Ranks
+
 
 class RunningObsNormalizer(nn.Module):
     """normalise(x) = (x - mean) / (std + eps), statistics over every observation seen.
@@ -25,18 +27,23 @@ class RunningObsNormalizer(nn.Module):
         return (x - self.mean.to(x.dtype)) / (self.var.sqrt() + self.eps).to(x.dtype)
 
     @torch.no_grad()
-    def update(self, batch: Tensor) -> None:
-        """Merge the rows of `batch` (B, dim) whose entries are all finite (Chan et al.'s parallel update)."""
+    def update(self, batch: Tensor, ranks: Ranks) -> None:
+        """Merge the rows of `batch` (B, dim) whose entries are all finite, of every rank (their mean,
+        then the squared deviations from it, summed over ranks; Chan et al.'s parallel update into the
+        running statistics). No host synchronisation beyond selecting the finite rows."""
         batch = batch.reshape(-1, self.mean.shape[0]).to(torch.float64)
         batch = batch[torch.isfinite(batch).all(dim=1)]
-        n = batch.shape[0]
-        if n == 0:
-            return
-        batch_mean = batch.mean(dim=0)
-        batch_var = batch.var(dim=0, unbiased=False)
+        sums = torch.cat([batch.new_full((1,), batch.shape[0]), batch.sum(dim=0)])
+        ranks.sum_([sums])
+        n = sums[0]
+        batch_mean = sums[1:] / n.clamp_min(1.0)
+        m2 = (batch - batch_mean).square().sum(dim=0)
+        ranks.sum_([m2])
         total = self.count + n
+        divisor = total.clamp_min(1.0)
         delta = batch_mean - self.mean
-        m2 = self.var * self.count + batch_var * n + delta.square() * self.count * n / total
-        self.mean += delta * n / total
-        self.var.copy_(m2 / total)
+        var = (self.var * self.count + m2 + delta.square() * self.count * n / divisor) / divisor
+        seen = n > 0
+        self.mean.copy_(torch.where(seen, self.mean + delta * n / divisor, self.mean))
+        self.var.copy_(torch.where(seen, var, self.var))
         self.count.copy_(total)

@@ -21,7 +21,9 @@ from bcg.config_check import check, require_fraction, require_layers, require_no
 
 from ..env_api import DiffEnv
 from .add import AddConfig
+from .data_parallel import Ranks
 from .imitation_context import ImitationContext
+from .phases import phase
 from .reward import total_reward
 
 ACTIVATIONS = ("elu", "relu", "selu", "tanh")
@@ -106,19 +108,25 @@ class RslRlVecEnv(VecEnv):
 
     def step(self, actions: Tensor):
         with torch.no_grad():
-            step = self.env.step(actions)
-            reward = total_reward(self.context.rewards(step))
+            with phase("env step"):
+                step = self.env.step(actions)
+            with phase("ADD reward"):
+                reward = total_reward(self.context.rewards(step))
         self.obs = step.obs
         extras = {"time_outs": step.truncated, "step": step}
         return as_tensordict(step.obs), reward, step.terminated | step.truncated, extras
 
 
-def rsl_rl_config(cfg: PpoConfig) -> dict:
-    """rsl_rl's runner-style configuration for `PPO.construct_algorithm`."""
+def rsl_rl_config(cfg: PpoConfig, ranks: Ranks) -> dict:
+    """rsl_rl's runner-style configuration for `PPO.construct_algorithm` (with several ranks, rsl_rl's
+    own multi-process mode: gradients, KL and normaliser statistics averaged over ranks)."""
+    multi_gpu = None
+    if ranks.world_size > 1:
+        multi_gpu = {"global_rank": ranks.rank, "local_rank": ranks.rank, "world_size": ranks.world_size}
     return {
         "num_steps_per_env": cfg.steps_per_env,
         "obs_groups": {"actor": [OBS_GROUP], "critic": [OBS_GROUP]},
-        "multi_gpu": None,
+        "multi_gpu": multi_gpu,
         "algorithm": {"class_name": "PPO", "num_learning_epochs": cfg.learning_epochs,
                       "num_mini_batches": cfg.mini_batches, "clip_param": cfg.clip_param, "gamma": cfg.gamma,
                       "lam": cfg.lam, "value_loss_coef": cfg.value_loss_coef, "entropy_coef": cfg.entropy_coef,
@@ -136,7 +144,7 @@ def rsl_rl_config(cfg: PpoConfig) -> dict:
 
 def deployable_policy(state: dict, cfg: PpoConfig, obs_dim: int, act_dim: int) -> nn.Module:
     """The deterministic policy (normaliser + MLP mean) of a PPO checkpoint's `algorithm` state, on the CPU."""
-    actor_cfg = dict(rsl_rl_config(cfg)["actor"])
+    actor_cfg = dict(rsl_rl_config(cfg, Ranks())["actor"])
     actor_cfg.pop("class_name")
     actor = MLPModel(as_tensordict(torch.zeros(1, obs_dim)), {"actor": [OBS_GROUP]}, "actor", act_dim, **actor_cfg)
     actor.load_state_dict(state["rsl_rl"]["actor_state_dict"])
@@ -150,10 +158,15 @@ class Ppo:
 
     def __init__(self, env: DiffEnv, cfg: PpoConfig, add: AddConfig, seed: int):
         self.env, self.cfg = env, cfg
-        self.context = ImitationContext(env, add, seed)
+        self.ranks = Ranks()
+        self.context = ImitationContext(env, add, seed, self.ranks)
         self.vec_env = RslRlVecEnv(env, self.context)
-        self.alg = PPO.construct_algorithm(self.vec_env.get_observations(), self.vec_env, rsl_rl_config(self.cfg),
-                                           str(env.device))
+        self.alg = PPO.construct_algorithm(self.vec_env.get_observations(), self.vec_env,
+                                           rsl_rl_config(self.cfg, self.ranks), str(env.device))
+        if self.ranks.world_size > 1:
+            self.alg.broadcast_parameters()
+        if self.ranks.rank:   # rsl_rl samples actions from torch's global generator: each rank its own noise
+            torch.manual_seed(seed + self.ranks.rank)
         self.alg.train_mode()
 
     @property
@@ -162,7 +175,8 @@ class Ppo:
 
     @property
     def env_steps_per_iteration(self) -> int:
-        return self.cfg.steps_per_env * self.env.num_envs
+        """Environment steps of all ranks together."""
+        return self.cfg.steps_per_env * self.env.num_envs * self.ranks.world_size
 
     def iteration(self, it: int) -> Dict[str, float]:
         """Run iteration `it`; returns its metrics by name (rsl_rl's learning rate adapts to the KL)."""
@@ -170,20 +184,37 @@ class Ppo:
         obs = self.vec_env.get_observations()
         with torch.no_grad():
             for _ in range(self.cfg.steps_per_env):
-                actions = self.alg.act(obs)
-                obs, rewards, dones, extras = self.vec_env.step(actions)
-                step = extras["step"]
-                final_value = self.alg.critic(as_tensordict(step.obs_before_reset)).squeeze(-1)
-                rewards = rewards + torch.where(step.truncated, self.cfg.gamma * final_value, 0.0)
-                self.alg.process_env_step(obs, rewards, dones, {})
-                deltas.append(step.add_ref - step.add_sim)
-            self.alg.compute_returns(obs)
-        losses = self.alg.update()
-        metrics = {f"loss/{k}": float(v) for k, v in losses.items()}
+                with phase("rollout"):
+                    actions = self.alg.act(obs)
+                    obs, rewards, dones, extras = self.vec_env.step(actions)
+                    step = extras["step"]
+                    final_value = self.alg.critic(as_tensordict(step.obs_before_reset)).squeeze(-1)
+                    rewards = rewards + torch.where(step.truncated, self.cfg.gamma * final_value, 0.0)
+                    self.alg.process_env_step(obs, rewards, dones, {})
+                    deltas.append(step.add_ref - step.add_sim)
+            with phase("returns"):
+                self.alg.compute_returns(obs)
+                self._normalize_advantages_over_ranks()
+        with phase("PPO update"):
+            losses = self.alg.update()
+        metrics = self.context.update_discriminator(torch.cat(deltas))
+        metrics.update({f"loss/{k}": float(v) for k, v in losses.items()})
         metrics.update({"lr/actor": float(self.alg.learning_rate),
-                        "policy/std": self.alg.get_policy().output_std.mean().item()})
-        metrics.update(self.context.finish_iteration(torch.cat(deltas)))
-        return metrics
+                        "policy/std": self.alg.get_policy().output_std.detach().mean()})
+        return self.context.iteration_metrics(metrics)
+
+    def _normalize_advantages_over_ranks(self) -> None:
+        """rsl_rl normalises the rollout's advantages to zero mean and unit std within each process;
+        normalise them over the samples of all ranks instead, as one process with every rank's
+        environments would (with one process: the same numbers)."""
+        st = self.alg.storage
+        raw = st.returns - st.values
+        sums = torch.stack([raw.sum(), raw.square().sum(), raw.new_tensor(float(raw.numel()))]).to(torch.float64)
+        self.ranks.sum_([sums])
+        total, total_sq, n = sums
+        mean = total / n
+        std = ((total_sq - n * mean.square()) / (n - 1)).clamp_min(0.0).sqrt()
+        st.advantages = ((raw - mean) / (std + 1e-8)).to(raw.dtype)
 
     def policy(self) -> nn.Module:
         """The deterministic policy (a copy of the live actor)."""

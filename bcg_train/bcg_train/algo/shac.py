@@ -12,6 +12,11 @@ One iteration:
 3. Observation normaliser and ADD discriminator updates on the window's data.
 The env's graph is cut after the actor update: no gradient flows between windows.
 Learning rates decay linearly from their initial values to `final_lr` over the run.
+
+How it runs: the rewards and target values of a window are computed once for all its steps after
+the rollout (batched); optimisers are fused and skip non-finite steps on the device; the iteration's
+metrics reach the host in one transfer (no other host synchronisation here). With several ranks
+(`data_parallel`) the gradients and statistics are averaged over them.
 """
 import copy
 import math
@@ -25,9 +30,12 @@ from bcg.config_check import check, require_fraction, require_layers, require_po
 
 from ..env_api import DiffEnv, EnvStep
 from .add import AddConfig
+from .data_parallel import Metric, Ranks
+from .gradient_stats import GradientStats
 from .imitation_context import ImitationContext
 from .networks import CriticEnsemble, GaussianActor
 from .obs_normalizer import RunningObsNormalizer
+from .phases import phase
 from .returns import td_lambda_targets, window_returns
 from .reward import total_reward
 
@@ -74,11 +82,13 @@ class ShacConfig:
     """Critics in the ensemble; bootstraps take their minimum."""
     init_action_std: float = 1.0
     """Initial standard deviation of the Gaussian policy (raw action units)."""
+    grad_stats_window: int = 10
+    """Actor updates over which the logged gradient statistics average ('grad/', see `gradient_stats`)."""
 
     def validate(self) -> None:
         require_positive(self, "num_envs", "num_envs_without_bundle", "horizon", "iterations", "actor_lr",
                          "critic_lr", "final_lr", "actor_grad_clip", "critic_grad_clip", "critic_iterations",
-                         "critic_minibatches", "critic_ensemble", "init_action_std")
+                         "critic_minibatches", "critic_ensemble", "init_action_std", "grad_stats_window")
         require_fraction(self, "gamma", "lam", "target_polyak")
         require_layers(self, "actor_hidden", "critic_hidden")
         check(len(self.betas) == 2 and all(0 <= b < 1 for b in self.betas), "betas",
@@ -92,21 +102,45 @@ def linear_decay(start: float, end: float, iteration: int, iterations: int) -> f
     return start + (end - start) * iteration / iterations
 
 
-def step_if_finite(loss: Tensor, params: List[nn.Parameter], clip: float, optimizer: torch.optim.Optimizer) -> Tensor:
-    """Clip the gradient norm of `params` and step, unless the loss or the gradient norm is not
-    finite (then the gradients are dropped). Returns the norm before clipping (inf when skipped)."""
-    norm = nn.utils.clip_grad_norm_(params, clip)
-    if torch.isfinite(loss) and torch.isfinite(norm):
-        optimizer.step()
-        return norm
-    optimizer.zero_grad()
-    return torch.full_like(norm, math.inf)
+def fused_adam(params, lr: float, betas: Tuple[float, float]) -> torch.optim.Adam:
+    """Adam as one fused kernel per step (no per-parameter host reads of the step count)."""
+    return torch.optim.Adam(params, lr=lr, betas=betas, fused=True)
+
+
+def step_if_finite(loss: Tensor, params: List[nn.Parameter], norm: Tensor, clip: float,
+                   optimizer: torch.optim.Optimizer) -> Tensor:
+    """Scale the gradients of `params` (total norm `norm`) down to norm `clip` at most and step, unless
+    the loss or the norm is not finite. The decision stays on the device: a fused optimizer skips the
+    step when its `found_inf` is 1 (the gradients are left for the next `zero_grad`). Returns whether
+    the step was taken (bool tensor)."""
+    finite = torch.isfinite(loss) & torch.isfinite(norm)
+    nn.utils.clip_grads_with_norm_(params, clip, norm)
+    optimizer.found_inf = (~finite).float()
+    optimizer.step()
+    return finite
+
+
+def gradient_norm(params: List[nn.Parameter]) -> Tensor:
+    """The total 2-norm of the gradients of `params` (those that have one)."""
+    return nn.utils.get_total_norm([p.grad for p in params if p.grad is not None])
+
+
+def stack_steps(steps: List[EnvStep]) -> EnvStep:
+    """Consecutive steps as one `EnvStep` whose tensors have a leading time axis (T, N, ...); the
+    counters are the last step's."""
+    last = steps[-1]
+    return EnvStep(obs=torch.stack([s.obs for s in steps]),
+                   reward_terms={k: torch.stack([s.reward_terms[k] for s in steps]) for k in last.reward_terms},
+                   add_sim=torch.stack([s.add_sim for s in steps]), add_ref=torch.stack([s.add_ref for s in steps]),
+                   terminated=torch.stack([s.terminated for s in steps]),
+                   truncated=torch.stack([s.truncated for s in steps]),
+                   obs_before_reset=torch.stack([s.obs_before_reset for s in steps]), counters=last.counters)
 
 
 def bootstrap_obs(step: EnvStep) -> Tensor:
     """The observations to value after `step`: the pre-reset ones, zeros where the episode failed
     (their value is not used, and a diverged failed state must not put NaN into the gradient)."""
-    failed = step.terminated[:, None]
+    failed = step.terminated[..., None]
     return torch.where(failed, torch.zeros_like(step.obs_before_reset), step.obs_before_reset)
 
 
@@ -157,12 +191,16 @@ class Shac:
     def __init__(self, env: DiffEnv, cfg: ShacConfig, add: AddConfig, seed: int):
         self.env, self.cfg = env, cfg
         device = env.device
+        self.ranks = Ranks()
         actor, critic, normalizer = build_networks(cfg, env.obs_dim, env.act_dim)
         self.actor, self.critic, self.obs_normalizer = actor.to(device), critic.to(device), normalizer.to(device)
+        self.ranks.broadcast_([*self.actor.parameters(), *self.critic.parameters()])
         self.target_critic = copy.deepcopy(self.critic).requires_grad_(False)
-        self.context = ImitationContext(env, add, seed)
-        self.actor_optimizer = torch.optim.Adam(self.actor.parameters(), lr=self.cfg.actor_lr, betas=self.cfg.betas)
-        self.critic_optimizer = torch.optim.Adam(self.critic.parameters(), lr=self.cfg.critic_lr, betas=self.cfg.betas)
+        self.context = ImitationContext(env, add, seed, self.ranks)
+        self.actor_optimizer = fused_adam(self.actor.parameters(), self.cfg.actor_lr, self.cfg.betas)
+        self.critic_optimizer = fused_adam(self.critic.parameters(), self.cfg.critic_lr, self.cfg.betas)
+        self.grad_stats = GradientStats(sum(p.numel() for p in self.actor.parameters()), cfg.grad_stats_window,
+                                        cfg.actor_grad_clip, device)
         self.obs = env.reset()
 
     @property
@@ -171,18 +209,22 @@ class Shac:
 
     @property
     def env_steps_per_iteration(self) -> int:
-        return self.cfg.horizon * self.env.num_envs
+        """Environment steps of all ranks together."""
+        return self.cfg.horizon * self.env.num_envs * self.ranks.world_size
 
     def iteration(self, it: int) -> Dict[str, float]:
         """Run iteration `it` (0-based): window, actor, critic, target, discriminator, normaliser."""
-        metrics = self.set_learning_rates(it)
-        loss, window = self.rollout()
+        metrics: Dict[str, Metric] = self.set_learning_rates(it)
+        with phase("rollout"):
+            loss, window = self.rollout()
         metrics.update(self.update_actor(loss))
         metrics.update(self._train_critic(window))
-        self._update_target()
-        self.obs_normalizer.update(window.raw_obs)
-        metrics.update(self.context.finish_iteration(window.deltas))
-        return metrics
+        with phase("target update"):
+            self._update_target()
+        with phase("obs normaliser"):
+            self.obs_normalizer.update(window.raw_obs, self.ranks)
+        metrics.update(self.context.update_discriminator(window.deltas))
+        return self.context.iteration_metrics(metrics)
 
     def set_learning_rates(self, it: int) -> Dict[str, float]:
         cfg = self.cfg
@@ -194,63 +236,75 @@ class Shac:
         return rates
 
     def rollout(self):
-        """Roll one window from the current state: (actor loss with its graph, detached `Window`)."""
+        """Roll one window from the current state: (actor loss with its graph, detached `Window`). The
+        rewards and the target critic's values are computed for all steps at once at the end."""
         obs = self.obs
-        obs_buf, raw_buf, rewards, values, terminated, truncated, deltas = [], [], [], [], [], [], []
+        norm_obs_buf, raw_buf, steps = [], [], []
         for _ in range(self.cfg.horizon):
             norm_obs = self.obs_normalizer(obs)
-            obs_buf.append(norm_obs.detach())
+            norm_obs_buf.append(norm_obs.detach())
             raw_buf.append(obs.detach())
-            step = self.env.step(self.actor.sample(norm_obs, self.context.generator))
-            rewards.append(total_reward(self.context.rewards(step)))
-            values.append(self.target_critic.value(self.obs_normalizer(bootstrap_obs(step))))
-            terminated.append(step.terminated)
-            truncated.append(step.truncated)
-            deltas.append((step.add_ref - step.add_sim).detach())
+            actions = self.actor.sample(norm_obs, self.context.generator)
+            with phase("env step"):
+                step = self.env.step(actions)
+            steps.append(step)
             obs = step.obs
         self.obs = obs.detach()
-        rewards, values = torch.stack(rewards), torch.stack(values)
-        terminated, truncated = torch.stack(terminated), torch.stack(truncated)
-        returns = window_returns(rewards, values, terminated, truncated, self.cfg.gamma)
+        window = stack_steps(steps)
+        with phase("ADD reward"):
+            rewards = total_reward(self.context.rewards(window))
+        with phase("target values"):
+            values = self.target_critic.value(self.obs_normalizer(bootstrap_obs(window)))
+        returns = window_returns(rewards, values, window.terminated, window.truncated, self.cfg.gamma)
         loss = -returns.sum() / rewards.numel()
-        window = Window(torch.stack(obs_buf), torch.stack(raw_buf), rewards.detach(), values.detach(),
-                        terminated, truncated, torch.cat(deltas))
-        return loss, window
+        deltas = (window.add_ref - window.add_sim).detach().reshape(-1, window.add_sim.shape[-1])
+        return loss, Window(torch.stack(norm_obs_buf), torch.stack(raw_buf), rewards.detach(), values.detach(),
+                            window.terminated, window.truncated, deltas)
 
-    def update_actor(self, loss: Tensor) -> Dict[str, float]:
-        """Backpropagate the window's loss through the env into the actor and step (unless non-finite);
-        then cut the env's graph."""
+    def update_actor(self, loss: Tensor) -> Dict[str, Tensor]:
+        """Backpropagate the window's loss through the env into the actor, average the gradient over
+        ranks and step (unless non-finite); then cut the env's graph. Metrics as tensors."""
         self.actor_optimizer.zero_grad()
-        if torch.isfinite(loss):
+        with phase("actor backward"):
             loss.backward()
-        norm = step_if_finite(loss, list(self.actor.parameters()), self.cfg.actor_grad_clip, self.actor_optimizer)
-        self.env.cut_graph()
-        return {"loss/actor": loss.item(), "grad_norm/actor": norm.item(),
-                "skipped/actor": float(not torch.isfinite(norm)), "policy/std": self.actor.log_std.exp().mean().item()}
+        params = list(self.actor.parameters())
+        with phase("actor step"):
+            loss = self.ranks.average_gradients(params, loss)
+            norm = gradient_norm(params)
+            stats = self.grad_stats.update([p.grad for p in params], norm, torch.isfinite(loss) & torch.isfinite(norm))
+            finite = step_if_finite(loss, params, norm, self.cfg.actor_grad_clip, self.actor_optimizer)
+            self.env.cut_graph()
+        return {"loss/actor": loss.detach(), "grad_norm/actor": norm, "skipped/actor": (~finite).float(),
+                "policy/std": self.actor.log_std.detach().exp().mean(), **stats}
 
-    def _train_critic(self, window: Window) -> Dict[str, float]:
-        cfg = self.cfg
-        targets = td_lambda_targets(window.rewards, window.next_values, window.terminated, window.truncated,
-                                    cfg.gamma, cfg.lam).reshape(-1)
-        obs = window.obs.reshape(targets.shape[0], -1)
-        n = targets.shape[0]
-        batch = math.ceil(n / cfg.critic_minibatches)
-        params = list(self.critic.parameters())
-        skipped, last_pass, norms = 0, [], []
-        for _ in range(cfg.critic_iterations):
-            order = torch.randperm(n, generator=self.context.generator, device=targets.device)
-            last_pass = []
-            for start in range(0, n, batch):
-                idx = order[start:start + batch]
-                loss = (self.critic(obs[idx]) - targets[idx]).square().mean()
-                self.critic_optimizer.zero_grad()
-                loss.backward()
-                norm = step_if_finite(loss, params, cfg.critic_grad_clip, self.critic_optimizer)
-                skipped += int(not torch.isfinite(norm))
-                last_pass.append(loss.detach())
-                norms.append(norm)
-        return {"loss/critic": torch.stack(last_pass).mean().item(), "grad_norm/critic": torch.stack(norms).mean().item(),
-                "skipped/critic": float(skipped), "value/target_mean": targets.mean().item()}
+    def _train_critic(self, window: Window) -> Dict[str, Tensor]:
+        with phase("critic update"):
+            cfg = self.cfg
+            targets = td_lambda_targets(window.rewards, window.next_values, window.terminated, window.truncated,
+                                        cfg.gamma, cfg.lam).reshape(-1)
+            obs = window.obs.reshape(targets.shape[0], -1)
+            n = targets.shape[0]
+            batch = math.ceil(n / cfg.critic_minibatches)
+            params = list(self.critic.parameters())
+            steps, last_pass, norm_sum = 0, [], torch.zeros((), device=targets.device)
+            taken = torch.zeros((), device=targets.device)
+            for _ in range(cfg.critic_iterations):
+                order = torch.randperm(n, generator=self.context.generator, device=targets.device)
+                last_pass = []
+                for start in range(0, n, batch):
+                    idx = order[start:start + batch]
+                    loss = (self.critic(obs[idx]) - targets[idx]).square().mean()
+                    self.critic_optimizer.zero_grad()
+                    loss.backward()
+                    loss = self.ranks.average_gradients(params, loss)
+                    norm = gradient_norm(params)
+                    finite = step_if_finite(loss, params, norm, cfg.critic_grad_clip, self.critic_optimizer)
+                    taken += finite.float()
+                    norm_sum += torch.where(finite, norm, 0.0)
+                    last_pass.append(loss.detach())
+                    steps += 1
+            return {"loss/critic": torch.stack(last_pass).mean(), "grad_norm/critic": norm_sum / taken,
+                    "skipped/critic": steps - taken, "value/target_mean": targets.mean()}
 
     @torch.no_grad()
     def _update_target(self) -> None:
@@ -265,8 +319,8 @@ class Shac:
         return {"actor": self.actor.state_dict(), "critic": self.critic.state_dict(),
                 "target_critic": self.target_critic.state_dict(), "obs_normalizer": self.obs_normalizer.state_dict(),
                 "actor_optimizer": self.actor_optimizer.state_dict(),
-                "critic_optimizer": self.critic_optimizer.state_dict(), "context": self.context.state_dict(),
-                "obs": self.obs}
+                "critic_optimizer": self.critic_optimizer.state_dict(), "grad_stats": self.grad_stats.state_dict(),
+                "context": self.context.state_dict(), "obs": self.obs}
 
     def load_state_dict(self, state: dict) -> None:
         self.actor.load_state_dict(state["actor"])
@@ -275,5 +329,6 @@ class Shac:
         self.obs_normalizer.load_state_dict(state["obs_normalizer"])
         self.actor_optimizer.load_state_dict(state["actor_optimizer"])
         self.critic_optimizer.load_state_dict(state["critic_optimizer"])
+        self.grad_stats.load_state_dict(state["grad_stats"])
         self.context.load_state_dict(state["context"])
         self.obs = state["obs"].to(self.env.device)

@@ -1,0 +1,136 @@
+"""Where an iteration's time goes: named phases, timed by the training code itself when asked to.
+
+The training loop marks its phases with `with phase("critic update"):`. Nothing is measured unless a
+`PhaseTimer` is recording (`with PhaseTimer() as timer:`, as bench/bench_train.py does); otherwise
+`phase` returns one shared no-op context manager (a global read and a call, well under a
+microsecond). While recording, each phase accumulates its *exclusive* wall time (the time of phases
+opened inside it is subtracted, so the phases of an iteration add up to the iteration), its number
+of entries, and the host synchronisations `count_host_syncs` attributes to it.
+
+Host synchronisations are counted as the explicit device-to-host conversions a phase makes: torch's
+`item`, `bool`, `int`, `float`, `tolist`, `numpy`, `cpu` on a tensor and Warp's `array.numpy`. On a
+GPU each of them waits for the device; on the CPU they cost nothing, and implicit synchronisations
+(data-dependent shapes such as `nonzero` or boolean indexing) are not seen, so on the CPU the count
+is a lower bound of what the same code would do on a GPU.
+"""
+import contextlib
+import time
+from collections import defaultdict
+from typing import Callable, Dict, Iterator, List, Optional
+
+_NO_PHASE = contextlib.nullcontext()
+_recording: Optional["PhaseTimer"] = None
+
+
+def phase(name: str):
+    """A context manager around one phase of the loop; a shared no-op unless a PhaseTimer records."""
+    return _NO_PHASE if _recording is None else _recording.span(name)
+
+
+class _Span:
+    __slots__ = ("timer", "name")
+
+    def __init__(self, timer: "PhaseTimer", name: str):
+        self.timer, self.name = timer, name
+
+    def __enter__(self):
+        self.timer.open(self.name)
+
+    def __exit__(self, *exc):
+        self.timer.close()
+
+
+class PhaseTimer:
+    """Accumulates per phase: `seconds` (exclusive wall time), `calls`, `syncs` (see the module docstring).
+
+    Time outside every phase goes to the phase "other", so the phases add up to the wall time the
+    timer recorded. `synchronize`, when given, is called at every phase boundary (e.g.
+    `torch.cuda.synchronize` on a GPU, where work is asynchronous and would otherwise be billed to
+    whichever phase waits for it). One timer records at a time, phases are entered from one thread.
+    """
+
+    OUTSIDE = "other"
+
+    def __init__(self, synchronize: Optional[Callable[[], None]] = None):
+        self.synchronize = synchronize
+        self.seconds: Dict[str, float] = defaultdict(float)
+        self.calls: Dict[str, int] = defaultdict(int)
+        self.syncs: Dict[str, int] = defaultdict(int)
+        self._stack: List[list] = []   # [name, start, seconds spent in phases nested in it]
+
+    def __enter__(self) -> "PhaseTimer":
+        global _recording
+        if _recording is not None:
+            raise RuntimeError("PhaseTimer: another timer is already recording")
+        _recording = self
+        self._stack = [[self.OUTSIDE, time.perf_counter(), 0.0]]
+        return self
+
+    def __exit__(self, *exc):
+        global _recording
+        while self._stack:
+            self.close()
+        _recording = None
+
+    def span(self, name: str) -> _Span:
+        return _Span(self, name)
+
+    def open(self, name: str) -> None:
+        if self.synchronize is not None:
+            self.synchronize()
+        self._stack.append([name, time.perf_counter(), 0.0])
+
+    def close(self) -> None:
+        if self.synchronize is not None:
+            self.synchronize()
+        name, start, nested = self._stack.pop()
+        elapsed = time.perf_counter() - start
+        self.seconds[name] += elapsed - nested
+        self.calls[name] += 1
+        if self._stack:
+            self._stack[-1][2] += elapsed
+
+    def count_sync(self) -> None:
+        """One host synchronisation in the innermost open phase."""
+        self.syncs[self._stack[-1][0] if self._stack else self.OUTSIDE] += 1
+
+    def reset(self) -> None:
+        """Forget what was measured so far (open phases restart now)."""
+        self.seconds.clear()
+        self.calls.clear()
+        self.syncs.clear()
+        now = time.perf_counter()
+        for entry in self._stack:
+            entry[1], entry[2] = now, 0.0
+
+
+_TORCH_CONVERSIONS = ("item", "__bool__", "__int__", "__float__", "tolist", "numpy", "cpu")
+
+
+@contextlib.contextmanager
+def count_host_syncs(timer: PhaseTimer) -> Iterator[PhaseTimer]:
+    """While open, every torch/Warp device-to-host conversion (see the module docstring) counts one
+    synchronisation in `timer`'s innermost phase. Instrumentation for benchmarks: it wraps methods of
+    `torch.Tensor` and `warp.array` for the duration."""
+    import torch
+    import warp as wp
+
+    patched = [(owner, name, owner.__dict__.get(name), getattr(owner, name))
+               for owner, names in ((torch.Tensor, _TORCH_CONVERSIONS), (wp.array, ("numpy",))) for name in names]
+
+    def counting(method):
+        def wrapper(*args, **kwargs):
+            timer.count_sync()
+            return method(*args, **kwargs)
+        return wrapper
+
+    for owner, name, _, method in patched:
+        setattr(owner, name, counting(method))
+    try:
+        yield timer
+    finally:
+        for owner, name, own, _ in patched:
+            if own is None:
+                delattr(owner, name)
+            else:
+                setattr(owner, name, own)

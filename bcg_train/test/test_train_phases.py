@@ -1,0 +1,67 @@
+"""The phase timer: off unless recording, exclusive times that add up, host syncs counted per phase."""
+import pytest
+import torch
+import warp as wp
+
+from bcg_train.algo import phases
+from bcg_train.algo.phases import PhaseTimer, count_host_syncs, phase
+
+
+@pytest.fixture
+def clock(monkeypatch):
+    """time.perf_counter as seen by the timer: advances only when the test says so."""
+    now = [0.0]
+    monkeypatch.setattr(phases.time, "perf_counter", lambda: now[0])
+
+    def advance(seconds):
+        now[0] += seconds
+    return advance
+
+
+def test_nothing_is_recorded_unless_a_timer_records():
+    assert phase("a") is phase("b")   # the shared no-op
+    with PhaseTimer() as timer:
+        assert phase("a") is not phase("a")
+    assert phase("a") is phase("b")
+    assert timer.seconds == {"other": timer.seconds["other"]}
+
+
+def test_nested_phases_are_exclusive_and_add_up(clock):
+    with PhaseTimer() as timer:
+        clock(1.0)                    # other
+        with phase("outer"):
+            clock(2.0)
+            with phase("inner"):
+                clock(3.0)
+            clock(4.0)
+            with phase("inner"):
+                clock(5.0)
+        clock(6.0)                    # other
+    assert dict(timer.seconds) == {"outer": 6.0, "inner": 8.0, "other": 7.0}
+    assert timer.calls["inner"] == 2 and timer.calls["outer"] == 1
+    assert sum(timer.seconds.values()) == 21.0
+
+
+def test_reset_forgets_and_restarts_open_phases(clock):
+    with PhaseTimer() as timer:
+        with phase("a"):
+            clock(1.0)
+            timer.reset()
+            clock(2.0)
+    assert dict(timer.seconds) == {"a": 2.0, "other": 0.0}
+
+
+def test_host_syncs_are_counted_in_the_innermost_phase_and_methods_restored():
+    item, numpy_method = torch.Tensor.item, wp.array.numpy
+    x, w = torch.ones(3), wp.zeros(2, dtype=float, device="cpu")
+    with PhaseTimer() as timer, count_host_syncs(timer):
+        with phase("outer"):
+            x.sum().item()
+            with phase("inner"):
+                bool(x.any())
+                float(x[0])
+                w.numpy()
+        x.tolist()
+    assert dict(timer.syncs) == {"outer": 1, "inner": 3, "other": 1}
+    assert torch.Tensor.item is item and wp.array.numpy is numpy_method
+    assert "__bool__" not in torch.Tensor.__dict__   # inherited again, not shadowed
