@@ -17,5 +17,6 @@ setup(
     maintainer_email="maintainers@bcg-robotics.org",
     description="MuJoCo G1 bridge on rt/lowstate and rt/lowcmd.",
     license="BSD-3-Clause",
-    entry_points={"console_scripts": ["bcg-sim-bridge = bcg_sim_bridge.main:main", "sim_bridge = bcg_sim_bridge.main:main"]},
+    entry_points={"console_scripts": ["bcg-sim-bridge = bcg_sim_bridge.main:main",
+                                      "sim_bridge = bcg_sim_bridge.main:main"]},
 )

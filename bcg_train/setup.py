@@ -10,7 +10,7 @@ setup(
         ("share/ament_index/resource_index/packages", [f"resource/{NAME}"]),
         (f"share/{NAME}", ["package.xml"]),
     ],
-    install_requires=["bcg", "bcg_sim_bridge", "numpy", "warp-lang", "torch", "mujoco", "onnx", "onnxruntime", "pyyaml", "matplotlib",
+    install_requires=["bcg", "numpy", "warp-lang", "torch", "mujoco", "onnx", "onnxruntime", "pyyaml", "matplotlib",
                       "rsl-rl-lib", "tensorboard"],
     extras_require={"test": ["pytest"]},
     zip_safe=True,
@@ -24,5 +24,6 @@ setup(
         "bcg-curves = bcg_train.curves:main",
         "bcg-eval = bcg_train.evaluation.cli:main",
         "bcg-table = bcg_train.evaluation.table:main",
+        "bcg-ship = bcg_train.evaluation.ship:main",
     ]},
 )

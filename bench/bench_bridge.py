@@ -44,12 +44,12 @@ def main() -> int:
 
     import mujoco
 
+    from bcg.mujoco_plant import PhysicsCore
     from bcg.robot import RobotDescription
     from bcg.transport import make_transport
     from bcg.transport.endpoint import transport_settings
     from bcg_sim_bridge.bridge import SimBridge
     from bcg_sim_bridge.config import NODE_NAME, BridgeConfig
-    from bcg.mujoco_plant import PhysicsCore
     from bcg_sim_bridge.runner import COMMAND_HISTORY
 
     robot = RobotDescription.load(args.model)

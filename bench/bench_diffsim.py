@@ -1,6 +1,7 @@
 """Throughput and backward cost of the Warp G1 simulator, against MuJoCo measured in the same run.
 
-Scenario for both: the stand policy's PD gains holding the default pose after a 5 mm drop, physics step h = 0.005 s (the simulator: dt 0.02 s with 4 substeps; MuJoCo: Euler at
+Scenario for both: the stand policy's PD gains holding the default pose after a 5 mm drop, physics
+step h = 0.005 s (the simulator: dt 0.02 s with 4 substeps; MuJoCo: Euler at
 0.005 s with the PD as a servo actuator, so no Python work between its steps).
 
 - forward: environment-substeps per second, `--envs` environments in one batch (requires_grad

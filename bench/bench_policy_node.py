@@ -29,8 +29,15 @@ from pathlib import Path
 import numpy as np
 import onnx
 
-from bcg.contract import (ObservationSpec, ObservationTerm, PolicyContract, load_policy, random_mlp, robot_state_spec,
-                          write_policy)
+from bcg.contract import (
+    ObservationSpec,
+    ObservationTerm,
+    PolicyContract,
+    load_policy,
+    random_mlp,
+    robot_state_spec,
+    write_policy,
+)
 from bcg.robot import SDK_JOINT_NAMES, RobotDescription
 from bcg.transport import TransportConfig, make_transport
 from bcg.wire import new_lowstate
@@ -39,7 +46,8 @@ from bcg_policy_node.entry.setup_node import build_controller
 
 FRAMES = tuple(range(1, 22))
 GOALS_MS = {"latency": 1.0, "writer_lateness": 0.3}
-LABELS = {"latency": "LowState received -> LowCmd written", "writer_lateness": "500 Hz writer jitter (lateness after deadline)"}
+LABELS = {"latency": "LowState received -> LowCmd written",
+          "writer_lateness": "500 Hz writer jitter (lateness after deadline)"}
 
 
 def bench_contract(robot) -> PolicyContract:
@@ -175,7 +183,8 @@ def main():
                     help="the node's writer_spin parameter, s")
     ap.add_argument("--receiver-cpu", type=int, default=PolicyNodeConfig.receiver_cpu,
                     help="the node's receiver_cpu parameter")
-    ap.add_argument("--writer-cpu", type=int, default=PolicyNodeConfig.writer_cpu, help="the node's writer_cpu parameter")
+    ap.add_argument("--writer-cpu", type=int, default=PolicyNodeConfig.writer_cpu,
+                    help="the node's writer_cpu parameter")
     ap.add_argument("--domain", type=int, default=69)
     args = ap.parse_args()
     robot = RobotDescription.load()
@@ -184,7 +193,8 @@ def main():
     big = write_policy(tmp / "mlp849.onnx", random_mlp(849, (512, 256, 128), robot.num_joints), contract)
     small_contract = PolicyContract(robot.joint_names, robot.kp, robot.kd, robot.default_q, np.full(29, 0.25),
                                     ObservationSpec((ObservationTerm("joint_pos", 29), ObservationTerm("joint_vel", 29),
-                                                     ObservationTerm("last_action", 29), ObservationTerm("base_ang_vel", 3),
+                                                     ObservationTerm("last_action", 29),
+                                                     ObservationTerm("base_ang_vel", 3),
                                                      ObservationTerm("projected_gravity", 3))), 0.02, 0.0, "", "ref")
     small = write_policy(tmp / "mlp_ref.onnx", random_mlp(93, (256, 256), 29), small_contract)
     motion = tmp / "stand.csv"

@@ -103,7 +103,8 @@ def run_arm(arm: Arm, budget: Budget, motion: str, seed: int, out: Path, log) ->
            "branch_substeps": float(m["env/branch_substeps"][-1]) if "env/branch_substeps" in m else 0.0,
            "final_add_error": final_mean(m["add/delta_abs_mean"]),
            "final_episode_length": final_mean(m["episode/length"]),
-           "falls_mujoco": s["falls_mujoco"], "eval_seeds": s["seeds"], "tracking_mujoco_cm": s["tracking_error_mujoco_cm"]}
+           "falls_mujoco": s["falls_mujoco"], "eval_seeds": s["seeds"],
+           "tracking_mujoco_cm": s["tracking_error_mujoco_cm"]}
     for key in ("grad_norm/actor", "grad/clipped_fraction", "grad/cosine_previous", "grad/window_variance",
                 "env/triggered_fraction"):
         if key in m:

@@ -18,8 +18,14 @@ import warp as wp
 
 from bcg.atomic_file import write_atomic, write_text_atomic
 from bcg_train.diffsim import Model, SimConfig
-from bcg_train.diffsim.mujoco_reference import (DROP_CLEARANCES, AirResult, DropTrace, mujoco_drop,
-                                                no_contact_agreement, warp_drop)
+from bcg_train.diffsim.mujoco_reference import (
+    DROP_CLEARANCES,
+    AirResult,
+    DropTrace,
+    mujoco_drop,
+    no_contact_agreement,
+    warp_drop,
+)
 
 wp.config.log_level = wp.LOG_WARNING
 KAPPAS = (50.0, 100.0, 300.0, 1000.0)
@@ -46,7 +52,8 @@ def drop_rows(report: Report) -> List[dict]:
             "final_height_warp_mm": w.base_height[-1] * mm, "final_height_mujoco_mm": mj.base_height[-1] * mm,
             "final_height_diff_mm": (w.base_height[-1] - mj.base_height[-1]) * mm,
             "min_height_warp_mm": w.base_height.min() * mm,
-            "pen_mean_warp_mm": w.settled(w.penetration_mean) * mm, "pen_mean_mujoco_mm": mj.settled(mj.penetration_mean) * mm,
+            "pen_mean_warp_mm": w.settled(w.penetration_mean) * mm,
+            "pen_mean_mujoco_mm": mj.settled(mj.penetration_mean) * mm,
             "pen_mean_diff_mm": (w.settled(w.penetration_mean) - mj.settled(mj.penetration_mean)) * mm,
             "pen_max_warp_mm": w.penetration_max.max() * mm, "pen_max_mujoco_mm": mj.penetration_max.max() * mm,
             "hover_warp_mm": w.settled(w.contact_height) * mm, "hover_mujoco_mm": mj.settled(mj.contact_height) * mm,
@@ -60,12 +67,14 @@ def write_tables(report: Report, out: Path) -> str:
     air_rows = [{"frictionloss": r.frictionloss, "max_joint_error_rad": r.max_joint_error,
                  "max_base_error_m": r.max_base_error, "min_limit_margin_rad": r.min_limit_margin} for r in report.air]
     drops = drop_rows(report)
-    lines = ["# diffsim vs MuJoCo", "", f"## (a) No contact, {report.air_duration:g} s, same torques (Euler, h = 0.005 s)", "",
+    lines = ["# diffsim vs MuJoCo", "",
+             f"## (a) No contact, {report.air_duration:g} s, same torques (Euler, h = 0.005 s)", "",
              "| friction loss | max joint error [rad] | max base position error [m] | min limit margin [rad] |",
              "|---|---|---|---|"]
     lines += [f"| {'on' if r['frictionloss'] else 'off'} | {r['max_joint_error_rad']:.3g} | "
               f"{r['max_base_error_m']:.3g} | {r['min_limit_margin_rad']:.3f} |" for r in air_rows]
-    lines += ["", f"## (b) Drop test, {report.drop_duration:g} s, PD holding the default pose (Warp dt 0.02 / 4 substeps, MuJoCo 1 kHz)", "",
+    lines += ["", f"## (b) Drop test, {report.drop_duration:g} s, PD holding the default pose "
+                  "(Warp dt 0.02 / 4 substeps, MuJoCo 1 kHz)", "",
               "Heights and penetrations in mm; 'settled' = mean over the second half of the run; hover = mean "
               "signed height of the contacting spheres (MuJoCo: mean contact dist).", "",
               "| drop | kappa | final height Warp | MuJoCo | diff | mean pen. Warp (settled) | MuJoCo | diff | "
@@ -104,7 +113,8 @@ def write_plots(report: Report, out: Path) -> None:
 
     fig, ax = plt.subplots(figsize=(8, 4))
     for r in report.air:
-        ax.semilogy(r.time, np.maximum(r.joint_error, 1e-17), label=f"friction loss {'on' if r.frictionloss else 'off'}")
+        ax.semilogy(r.time, np.maximum(r.joint_error, 1e-17),
+                    label=f"friction loss {'on' if r.frictionloss else 'off'}")
     ax.set_xlabel("time [s]")
     ax.set_ylabel("max joint error Warp - MuJoCo [rad]")
     ax.set_title("No contact, same torques")

@@ -14,7 +14,8 @@ FAKE_PYTHON = r"""#!/bin/bash
 case "$*" in
   "-c "*) echo "fake environment" ;;
   "-m pytest"*) echo "1 passed, 2 deselected in 0.01s ${*: -1}" ;;
-  *bench_diffsim.py*--help*) echo "usage: bench_diffsim.py"; [ -n "$FAKE_PRECISION" ] && echo "  --precision {float64,float32}" ;;
+  *bench_diffsim.py*--help*) echo "usage: bench_diffsim.py"
+                             [ -n "$FAKE_PRECISION" ] && echo "  --precision {float64,float32}" ;;
   *bench_diffsim.py*"--envs 4 "*float32*) echo "float32 blew up" >&2; exit 3 ;;
   *bench_diffsim.py*"--envs 16 "*float32*) sleep 60 ;;
   *bench_diffsim.py*) echo "forward_vs_mujoco=1.5 backward_over_forward=2.5 ($*)" ;;

@@ -216,7 +216,8 @@ def test_find_wheels_wants_exactly_one_wheel_per_package(tmp_path):
 def test_plan_carries_one_part_per_call_and_ends_with_the_check(tmp_path):
     manifest, stage_dir, _ = pack_standin(tmp_path, preset=0)
     calls = stage.plan(stage_dir)
-    assert [carried for _, carried in calls] == [f"{stage_dir}/part-{n:02d}" for n in range(1, len(manifest["parts"]) + 1)]
+    assert [carried for _, carried in calls] == [f"{stage_dir}/part-{n:02d}"
+                                                 for n in range(1, len(manifest["parts"]) + 1)]
     assert all(cmd.startswith(f"python3 tools/gpu/stage.py receive {carried}") for cmd, carried in calls)
     assert calls[-1][0].endswith("&& python3 tools/gpu/stage.py install && bash bench/gpu_check.sh --device cuda:0")
     assert "install" not in calls[0][0]

@@ -12,8 +12,8 @@ import pytest
 
 import bcg_policy_node.entry.main as policy_node
 import bcg_sim_bridge.main as sim_bridge
-from bcg.launch_graph import G1_RUN, MUJOCO_CHECK
 from bcg.config_check import ConfigError
+from bcg.launch_graph import G1_RUN, MUJOCO_CHECK
 from bcg.transport.endpoint import EndpointError, NodeStart
 
 REPO = Path(__file__).resolve().parents[1]

@@ -207,7 +207,8 @@ def test_a_frozen_policy_process_is_damped_by_its_writer(robot, tmp_path):
 
 
 @pytest.mark.timeout(60)
-@pytest.mark.parametrize("signals", [(signal.SIGINT,), (signal.SIGINT, signal.SIGTERM)], ids=["sigint", "sigint+sigterm"])
+@pytest.mark.parametrize("signals", [(signal.SIGINT,), (signal.SIGINT, signal.SIGTERM)],
+                         ids=["sigint", "sigint+sigterm"])
 def test_sigint_publishes_damping_for_the_shutdown_time_then_exits(robot, tmp_path, signals):
     """shutdown_damping is 0.3 s in PARAMS: after SIGINT only damping goes out, for that long. A
     second signal at once (an impatient Ctrl-C, a supervisor) changes nothing: one stop, exit 0."""

@@ -1,18 +1,19 @@
 #!/usr/bin/env bash
-# The suite's main job on its built-in default, each step printing its progress:
-#   1. train the cpu-smoke preset (SHAC through the differentiable simulator, bundled contact
-#      gradients on) on a reference motion (default: the built-in synthetic_run, no data needed),
-#   2. export the policy to ONNX with its contract,
-#   3. give that motion to the nodes (a built-in one written as a LAFAN1 CSV),
-#   4. run the MuJoCo sim-to-sim check (sim bridge + policy node + evaluator over loopback Cyclone
-#      DDS) and print its verdict (out/verdict.json, out/verdict.txt).
-# BCG_MOTION picks the motion: synthetic_run (default), synthetic_jump, synthetic_fight,
+# The suite's main job, each step printing its progress:
+#   1. check a shipped trained policy in MuJoCo over loopback Cyclone DDS (sim bridge + policy node
+#      + evaluator, the robot's wire protocol): BCG_SHIPPED (default policies/shac_synthetic_dance_k300.onnx,
+#      trained on a built-in motion, so no data is needed) on its contract's motion, verdict
+#      out/shipped/verdict.json and a GIF out/shipped/run.gif (PASS expected for a policy that stays up),
+#   2. train the cpu-smoke preset (SHAC through the differentiable simulator, bundled contact
+#      gradients on) on a reference motion (BCG_MOTION, default the built-in synthetic_run),
+#   3. export that policy to ONNX with its contract,
+#   4. run the same MuJoCo check on it and print its verdict (out/verdict.json, out/verdict.txt).
+# BCG_MOTION picks the smoke run's motion: synthetic_run (default), synthetic_jump, synthetic_fight,
 # synthetic_dance, or a named segment of real motion capture (run, jump, fight, dance, walk;
 # config/motions.yaml) read from BCG_MOTION_DIR (default ../shared/motions/lafan1_g1 beside this
-# checkout). Extra `name:=value` arguments go
-# to the check (e.g. duration:=20 record:=out/run.gif). Exit code 0 when every step ran and a verdict
-# was written; the verdict itself says PASS or FAIL (cpu-smoke trains for minutes: expect FAIL; train
-# longer with `bcg-train --preset cpu-small` or `--preset paper` for a policy that stays up).
+# checkout). Extra `name:=value` arguments go to both checks (e.g. duration:=20). Exit code 0 when
+# every step ran and both verdicts were written; each verdict says PASS or FAIL (cpu-smoke trains for
+# a minute: expect FAIL; `bcg-train --preset transfer-cpu` is how the shipped policies were trained).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
@@ -23,25 +24,39 @@ shared_model="$ROOT/../shared/robots/unitree_g1/scene_29dof.xml"
 if [ -z "${BCG_G1_MODEL:-}" ] && [ -f "$shared_model" ]; then export BCG_G1_MODEL="$shared_model"; fi
 export BCG_MOTION_DIR="${BCG_MOTION_DIR:-$ROOT/../shared/motions/lafan1_g1}"
 MOTION="${BCG_MOTION:-synthetic_run}"
+SHIPPED="${BCG_SHIPPED:-policies/shac_synthetic_dance_k300.onnx}"
 OUT=out/main
 step() { printf '\n[main] %s\n' "$*" >&2; }
 
-rm -rf "$OUT" out/verdict.json out/verdict.txt
-mkdir -p "$OUT"
-step "1/4 train: bcg-train --preset cpu-smoke --motion $MOTION (SHAC + bundled contact gradients)"
-bcg-train --preset cpu-smoke --motion "$MOTION" --run-dir "$OUT/train"
-step "2/4 export: $OUT/policy.onnx"
-bcg-export "$OUT/train" -o "$OUT/policy.onnx"
-MOTION_FILE="$(python -m bcg_train.motion node-motion "$MOTION" --out "$OUT/motions")"
-step "3/4 reference motion for the nodes: $MOTION_FILE"
-step "4/4 mujoco_check: bridge + policy node + evaluator over loopback DDS"
-set +e
-bcg launch mujoco_check.launch.py policy:="$OUT/policy.onnx" motion:="$MOTION_FILE" \
-  verdict:=out/verdict.json "$@"
-status=$?
-set -e
-if [ ! -f out/verdict.json ]; then
-  step "mujoco_check wrote no verdict (exit code $status)"
+# mujoco_check POLICY MOTION_NAME FOLDER VERDICT [name:=value ...]: the check over DDS; 0 PASS, 1 FAIL
+mujoco_check() {
+  local policy="$1" motion="$2" folder="$3" verdict="$4"
+  shift 4
+  local motion_file status
+  motion_file="$(python -m bcg_train.motion node-motion "$motion" --out "$folder/motions")"
+  set +e
+  bcg launch mujoco_check.launch.py policy:="$policy" motion:="$motion_file" verdict:="$verdict" "$@"
+  status=$?
+  set -e
+  if [ ! -f "$verdict" ]; then
+    step "mujoco_check wrote no verdict (exit code $status)"
+    exit 1
+  fi
+  step "verdict: $verdict ($( [ "$status" = 0 ] && echo PASS || echo FAIL ))"
+}
+
+rm -rf "$OUT" out/shipped out/verdict.json out/verdict.txt
+mkdir -p "$OUT" out/shipped
+if [ ! -f "$SHIPPED" ]; then
+  step "no shipped policy at $SHIPPED (BCG_SHIPPED names one)"
   exit 1
 fi
-step "verdict: out/verdict.json, out/verdict.txt ($( [ "$status" = 0 ] && echo PASS || echo FAIL ))"
+SHIPPED_MOTION="$(python -c 'import sys; from bcg.contract import load_policy; print(load_policy(sys.argv[1]).contract.motion)' "$SHIPPED")"
+step "1/4 shipped policy $SHIPPED ($SHIPPED_MOTION) in MuJoCo over DDS (GIF: out/shipped/run.gif)"
+mujoco_check "$SHIPPED" "$SHIPPED_MOTION" out/shipped out/shipped/verdict.json record:=out/shipped/run.gif "$@"
+step "2/4 train: bcg-train --preset cpu-smoke --motion $MOTION (SHAC + bundled contact gradients)"
+bcg-train --preset cpu-smoke --motion "$MOTION" --run-dir "$OUT/train"
+step "3/4 export: $OUT/policy.onnx"
+bcg-export "$OUT/train" -o "$OUT/policy.onnx"
+step "4/4 the smoke policy in MuJoCo over DDS"
+mujoco_check "$OUT/policy.onnx" "$MOTION" "$OUT" out/verdict.json "$@"

@@ -15,8 +15,7 @@ import sys
 from pathlib import Path
 from typing import List, Optional
 
-from .launch_graph import LaunchArgumentError, LaunchGraph, Supervisor, parse_assignments
-from .launch_graph import verdict
+from .launch_graph import LaunchArgumentError, LaunchGraph, Supervisor, parse_assignments, verdict
 
 EXIT_USAGE = 2
 

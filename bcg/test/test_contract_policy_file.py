@@ -5,8 +5,18 @@ import numpy as np
 import onnx
 import pytest
 
-from bcg.contract import (ContractError, ObservationSpec, PolicyContract, PolicyFileError, load_policy, mlp_model,
-                          read_contract, robot_state_spec, stand_policy_path, write_policy)
+from bcg.contract import (
+    ContractError,
+    ObservationSpec,
+    PolicyContract,
+    PolicyFileError,
+    load_policy,
+    mlp_model,
+    read_contract,
+    robot_state_spec,
+    stand_policy_path,
+    write_policy,
+)
 from bcg.robot import RobotDescription
 
 

@@ -8,9 +8,17 @@ import time
 import pytest
 
 from bcg.cli import find_launch_file, load_graph
-from bcg.launch_graph import (G1_RUN, MUJOCO_CHECK, LaunchArgumentError, ProcessSpec, Supervisor, parse_assignments,
-                              run_files)
-from bcg.launch_graph.verdict import evaluate, run as run_verdict, table
+from bcg.launch_graph import (
+    G1_RUN,
+    MUJOCO_CHECK,
+    LaunchArgumentError,
+    ProcessSpec,
+    Supervisor,
+    parse_assignments,
+    run_files,
+)
+from bcg.launch_graph.verdict import evaluate, table
+from bcg.launch_graph.verdict import run as run_verdict
 
 
 def test_launch_files_declare_the_shared_graphs():
@@ -52,7 +60,8 @@ def supervise(processes):
 def test_main_ending_stops_services_then_final_decides(tmp_path):
     marker = tmp_path / "stopped"
     service = sh("svc", f"trap 'echo bye > {marker}; exit 0' INT; while true; do sleep 0.05; done")
-    rc, out, _ = supervise([sh("main", "sleep 0.3; echo done", "main"), service, sh("final", "echo judged; exit 3", "final")])
+    rc, out, _ = supervise([sh("main", "sleep 0.3; echo done", "main"), service,
+                            sh("final", "echo judged; exit 3", "final")])
     assert rc == 3 and marker.read_text() == "bye\n"
     assert "[main] done" in out and "[final] judged" in out
 

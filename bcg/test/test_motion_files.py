@@ -9,8 +9,16 @@ import mujoco
 import numpy as np
 import pytest
 
-from bcg.motion import (LAFAN1_FPS, JointLimits, JointLimitWarning, MotionFileError, MotionSource, ReferenceMotion,
-                        load_motion, save_motion_csv)
+from bcg.motion import (
+    LAFAN1_FPS,
+    JointLimits,
+    JointLimitWarning,
+    MotionFileError,
+    MotionSource,
+    ReferenceMotion,
+    load_motion,
+    save_motion_csv,
+)
 from bcg.motion.files import ISAACLAB_G1_JOINT_NAMES
 from bcg.motion.reference import quat_slerp
 from bcg.motion.spikes import find_spikes, remove_spikes

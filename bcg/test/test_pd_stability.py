@@ -42,8 +42,10 @@ def test_the_stand_gains_are_stable_with_margin_on_every_path_they_are_made_for(
     for path in (STAND_PATH, BRIDGE_PATH):
         assert gain_margin(kp, kd, robot.joint_inertia, path).min() >= GAIN_MARGIN, path
     old = gain_margin(10 * robot.kp, 3 * robot.kd, robot.joint_inertia, STAND_PATH)     # the gains they replace
-    assert {robot.joint_names[j] for j in np.flatnonzero(old < 1)} == {"left_ankle_roll_joint", "right_ankle_roll_joint"}
-    assert {"left_knee_joint", "left_ankle_pitch_joint"} <= {robot.joint_names[j] for j in np.flatnonzero(old < GAIN_MARGIN)}
+    assert ({robot.joint_names[j] for j in np.flatnonzero(old < 1)}
+            == {"left_ankle_roll_joint", "right_ankle_roll_joint"})
+    assert ({"left_knee_joint", "left_ankle_pitch_joint"}
+            <= {robot.joint_names[j] for j in np.flatnonzero(old < GAIN_MARGIN)})
     assert gain_margin(kp, kd, robot.joint_inertia, UNITREE_DEFAULT).min() < 1      # why the README sets 2 ms
 
 

@@ -4,8 +4,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bcg.robot import (MODEL_ENV_VAR, ModelNotFoundError, RobotDescription, RobotDescriptionError,
-                       SDK_JOINT_NAMES, resolve_model_path)
+from bcg.robot import (
+    MODEL_ENV_VAR,
+    SDK_JOINT_NAMES,
+    ModelNotFoundError,
+    RobotDescription,
+    RobotDescriptionError,
+    resolve_model_path,
+)
 
 SHARED = Path(__file__).resolve().parents[3] / "shared" / "robots" / "unitree_g1"
 

@@ -10,9 +10,9 @@ import threading
 
 import pytest
 
+from bcg.config_check import ConfigError
 from bcg.node_log import routed_to_ros
 from bcg.ros_node_shell import READ_ONLY_REASON, Spinner, ros_node_session
-from bcg.config_check import ConfigError
 from bcg.ros_params import ros_argument_parameters
 from bcg.transport import TransportConfig
 from bcg.transport.cyclone_config import cyclone_config_xml
@@ -229,4 +229,5 @@ def test_the_environment_s_cyclone_setting_is_left_alone():
     assert uri is None and "CYCLONEDDS_URI is set" in note and "'lo' not applied" in note
     uri, note = ros2_cyclone_uri(TransportConfig.simulation(1), {"RMW_IMPLEMENTATION": "rmw_fastrtps_cpp"})
     assert uri is None and "rmw_cyclonedds_cpp" in note
-    assert ros2_cyclone_uri(TransportConfig(domain_id=0), {}) == (None, "interface: Cyclone's choice (no interface set)")
+    assert ros2_cyclone_uri(TransportConfig(domain_id=0), {}) == (
+        None, "interface: Cyclone's choice (no interface set)")

@@ -4,8 +4,21 @@ import dataclasses
 import numpy as np
 import pytest
 
-from bcg.wire import (LOWCMD, LOWSTATE, IMUState_, LowCmd_, LowState_, MotorCmd_, MotorState_, RecordEncoder,
-                      crc_ok, decode_lowcmd, decode_lowstate, encode_lowcmd, encode_lowstate)
+from bcg.wire import (
+    LOWCMD,
+    LOWSTATE,
+    IMUState_,
+    LowCmd_,
+    LowState_,
+    MotorCmd_,
+    MotorState_,
+    RecordEncoder,
+    crc_ok,
+    decode_lowcmd,
+    decode_lowstate,
+    encode_lowcmd,
+    encode_lowstate,
+)
 
 RANGES = {"uint8": (0, 255), "int16": (-32768, 32767), "uint32": (0, 2 ** 32 - 1)}
 

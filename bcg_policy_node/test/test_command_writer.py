@@ -14,8 +14,13 @@ import pytest
 from bcg.transport import TransportConfig, Writer
 from bcg.wire import crc_ok, decode_lowcmd, encode_lowcmd
 from bcg_policy_node.core.command_plan import new_plan
-from bcg_policy_node.realtime.command_writer import (NON_FINITE_REASON, PARENT_GONE_REASON, WRITE_FAILED_REASON,
-                                                     WriterLoop, WriterSettings)
+from bcg_policy_node.realtime.command_writer import (
+    NON_FINITE_REASON,
+    PARENT_GONE_REASON,
+    WRITE_FAILED_REASON,
+    WriterLoop,
+    WriterSettings,
+)
 from bcg_policy_node.realtime.scheduling import PolicySchedule, advance, wait_until
 from bcg_policy_node.realtime.shared_plan import SharedPlan
 

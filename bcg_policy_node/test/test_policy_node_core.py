@@ -6,12 +6,19 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bcg.contract import (load_policy, mlp_model, robot_state_spec, stand_contract, stand_policy_path, tracking_spec,
-                          write_policy)
+from bcg.config_check import ConfigError
+from bcg.contract import (
+    load_policy,
+    mlp_model,
+    robot_state_spec,
+    stand_contract,
+    stand_policy_path,
+    tracking_spec,
+    write_policy,
+)
 from bcg.motion import load_motion
 from bcg.robot import SDK_JOINT_NAMES, RobotDescription, resolve_model_path
 from bcg.wire import crc_ok, decode_lowcmd, encode_lowcmd, new_lowstate
-from bcg.config_check import ConfigError
 from bcg_policy_node.config import PolicyNodeConfig
 from bcg_policy_node.core.command_plan import LowCmdComposer, new_plan
 from bcg_policy_node.core.controller import Controller

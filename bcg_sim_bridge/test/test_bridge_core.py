@@ -8,15 +8,15 @@ import mujoco
 import numpy as np
 import pytest
 
-from bcg.motion import MotionFileError, load_motion
+from bcg.config_check import ConfigError
 from bcg.contract.builtin import stand_gains
+from bcg.motion import MotionFileError, load_motion
 from bcg.mujoco_plant import JointCommand, PhysicsCore
 from bcg.robot import SDK_JOINT_NAMES, RobotDescription, resolve_model_path
 from bcg.ros_params import read_ros_parameters
 from bcg.wire import crc_ok, encode_lowcmd, encode_lowstate, new_lowcmd
 from bcg_sim_bridge.bridge import SimBridge
 from bcg_sim_bridge.command_gate import CommandGate
-from bcg.config_check import ConfigError
 from bcg_sim_bridge.config import NODE_NAME, BridgeConfig, load_config
 from bcg_sim_bridge.display import Recorder
 from bcg_sim_bridge.elastic_band import ElasticBand

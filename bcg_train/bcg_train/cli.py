@@ -30,7 +30,8 @@ import yaml
 
 from bcg.atomic_file import write_text_atomic
 from bcg.motion import MotionFileError
-from bcg.motion.segments import ENV_VAR as MOTION_DIR_ENV_VAR, resolve_motion_dir
+from bcg.motion.segments import ENV_VAR as MOTION_DIR_ENV_VAR
+from bcg.motion.segments import resolve_motion_dir
 
 from .algo.data_parallel import Ranks
 from .checkpoint import CheckpointError, find_checkpoint, load_checkpoint
@@ -120,7 +121,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--device", help="torch/Warp device, e.g. cpu or cuda:0 (default cpu; on resume: the checkpoint's)")
     p.add_argument("--run-dir", type=Path,
                    help="run folder (default: <runner.log_dir>/<time>_<algo>_<motion>_k<K>_<bcg|nobundle>)")
-    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a preset value (repeatable)")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a preset value (repeatable)")
     p.add_argument("--resume", type=Path, help="continue a run: its folder or a checkpoint file")
     p.add_argument("--iterations", type=int, help="with --resume: extend the run to this many iterations in all")
     return p

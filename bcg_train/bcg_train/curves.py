@@ -46,7 +46,8 @@ def x_axes(metrics: Dict[str, np.ndarray]) -> Dict[str, str]:
     return axes
 
 
-def plot_runs(runs: Dict[str, Dict[str, np.ndarray]], out_dir: Path, metrics: Optional[Sequence[str]] = None) -> List[Path]:
+def plot_runs(runs: Dict[str, Dict[str, np.ndarray]], out_dir: Path,
+              metrics: Optional[Sequence[str]] = None) -> List[Path]:
     """One PNG per x axis (present in every run), a panel per metric, one line per run. Returns the files."""
     import matplotlib
     matplotlib.use("Agg")

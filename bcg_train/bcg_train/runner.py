@@ -21,10 +21,10 @@ from torch import nn
 
 from . import curves
 from .algo.data_parallel import Ranks
+from .algo.phases import phase
 from .checkpoint import CheckpointError, checkpoint_name, load_checkpoint, prune_checkpoints, save_atomic
 from .env_api import DiffEnv
 from .train_config import ALGORITHMS, TrainConfig
-from .algo.phases import phase
 from .train_log import ITERATION, MetricsLog, Progress
 
 CHECKPOINT_DIR = "checkpoints"

@@ -18,8 +18,14 @@ from typing import Any, Callable, Dict, Mapping, Union
 import yaml
 from torch import nn
 
-from bcg.config_check import (ConfigError, apply_overrides, check, require_non_negative, require_positive,
-                              validate_section)
+from bcg.config_check import (
+    ConfigError,
+    apply_overrides,
+    check,
+    require_non_negative,
+    require_positive,
+    validate_section,
+)
 from bcg.config_files import config_dir
 
 from .algo.add import AddConfig

@@ -28,7 +28,8 @@ class MetricsLog:
         rows = self._read_rows(resumed_at)
         self._rewrite(rows)
         from torch.utils.tensorboard import SummaryWriter
-        self.writer = SummaryWriter(str(Path(run_dir) / TENSORBOARD_DIR), purge_step=resumed_at + 1 if resumed_at else None)
+        self.writer = SummaryWriter(str(Path(run_dir) / TENSORBOARD_DIR),
+                                    purge_step=resumed_at + 1 if resumed_at else None)
 
     def _read_rows(self, resumed_at: int) -> List[dict]:
         if not resumed_at or not self.path.is_file():

@@ -120,7 +120,7 @@ def one_torch_thread():
 
 def tiny_config(algorithm: str = "shac", iterations: int = 4, checkpoint_every: int = 2):
     """A TrainConfig small enough for tests: 8 toy envs, short windows, small networks."""
-    from bcg_train.train_config import apply_overrides, TrainConfig
+    from bcg_train.train_config import TrainConfig, apply_overrides
     return apply_overrides(TrainConfig(), {
         "algorithm": algorithm,
         "shac": {"num_envs": 8, "horizon": 8, "iterations": iterations, "actor_hidden": [32, 32],

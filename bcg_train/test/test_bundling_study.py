@@ -56,11 +56,13 @@ def test_per_env_gradients_equal_a_direct_per_env_computation(two_env_jump):
     assert var == pytest.approx(0.5 * np.square(both.param_grads[0] - both.param_grads[1]).sum(), rel=1e-12)
     counts = statistics.resample_counts(2, 50, np.random.default_rng(0))
     direct = [statistics.sum_variance(np.repeat(both.param_grads, c.astype(int), axis=0)) for c in counts]
-    np.testing.assert_allclose(statistics.bootstrap_sum_variance(both.param_grads, counts), direct, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(statistics.bootstrap_sum_variance(both.param_grads, counts), direct,
+                               rtol=1e-9, atol=1e-12)
 
 
 def test_a_bundle_triggers_on_the_landing_and_gives_finite_gradients(two_env_jump):
     model, scenario = two_env_jump
-    res = window.StudyWindow(scenarios.study_config(300.0, replace(scenarios.DEFAULT_BUNDLE, branches=3)), scenario).run()
+    res = window.StudyWindow(scenarios.study_config(300.0, replace(scenarios.DEFAULT_BUNDLE, branches=3)),
+                             scenario).run()
     res.check_finite("bundled")
     assert res.bundles >= 2 and res.branch_substeps > 0 and res.in_bundle.max() > 0

@@ -263,7 +263,8 @@ def test_foot_perturbation_moves_the_foot_by_the_sampled_cartesian_noise():
     def foot(qv):
         d.qpos[MODEL.mj_qpos_adr] = qv
         mujoco.mj_kinematics(m, d)
-        return np.mean([d.geom_xpos[g] - [0, 0, m.geom_size[g, 0]] for g in spheres], axis=0), d.xmat[foot_body].reshape(3, 3).copy()
+        return (np.mean([d.geom_xpos[g] - [0, 0, m.geom_size[g, 0]] for g in spheres], axis=0),
+                d.xmat[foot_body].reshape(3, 3).copy())
 
     base, base_rot = foot(q[0])
     moved = [foot(np.r_[q[0, :7], q[0, 7:] + dq[i, 6:]]) for i in range(rows)]

@@ -288,7 +288,8 @@ def test_rollout_20_steps_kappa50_gradient_wrt_actions(model):
     w_q = RNG.normal(size=(N, model.nq))
     w_qd = RNG.normal(size=(N, model.nv)) * 0.1
     q0 = standing_q(model, lift=0.01)
-    loss = _step_loss(model, CONFIG, 20, 0.02, "action", w_q, w_qd, q0, np.zeros((N, model.nv)), r.kp * 10, r.kd * 3, None)
+    loss = _step_loss(model, CONFIG, 20, 0.02, "action", w_q, w_qd, q0, np.zeros((N, model.nv)),
+                      r.kp * 10, r.kd * 3, None)
     a0 = np.tile(r.default_q, (N, 1)) + RNG.normal(0, 0.05, (N, model.nj))
     err, _ = directional_check(loss, a0.ravel().reshape(N, model.nj), eps=1e-6)
     assert err < 1e-3, err

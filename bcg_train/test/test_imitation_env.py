@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 import torch
 
-from bcg.contract import PolicyContract
 from bcg.config_check import ConfigError
+from bcg.contract import PolicyContract
 from bcg_train.cli import build_env
 from bcg_train.diffsim import BundleConfig, SimConfig
 from bcg_train.env_api import DiffEnv
@@ -71,7 +71,8 @@ def test_window_is_differentiable_and_matches_finite_differences(env):
         total = 0.0
         for t in range(2):
             s = env.step(a[t])
-            total = total + (w_f * s.add_sim).sum() + (w_o * s.obs_before_reset).sum() + s.reward_terms["action_rate"].sum()
+            total = (total + (w_f * s.add_sim).sum() + (w_o * s.obs_before_reset).sum()
+                     + s.reward_terms["action_rate"].sum())
         env.cut_graph()
         return total
 

@@ -4,8 +4,7 @@ import math
 import pytest
 import torch
 
-from bcg_train.algo.add import AdversarialDifferentialReward, REWARD_FLOOR
-from bcg_train.algo.add import AddConfig
+from bcg_train.algo.add import REWARD_FLOOR, AddConfig, AdversarialDifferentialReward
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 

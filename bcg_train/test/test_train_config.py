@@ -13,8 +13,10 @@ def test_paper_preset_is_the_paper():
     assert (s.num_envs, s.num_envs_without_bundle, s.horizon, s.iterations) == (64, 128, 32, 3000)
     assert (s.gamma, s.lam, s.actor_lr, s.critic_lr, s.final_lr, s.betas) == (0.99, 0.95, 5e-3, 2e-3, 1e-5, (0.7, 0.95))
     assert (s.critic_ensemble, s.critic_iterations, s.critic_minibatches, s.target_polyak) == (3, 16, 4, 0.995)
-    assert (s.actor_hidden, s.critic_hidden, s.actor_grad_clip, s.critic_grad_clip) == ((512, 256, 128), (256, 256), 1.0, 10.0)
-    assert (cfg.ppo.num_envs, cfg.ppo.steps_per_env, cfg.ppo.learning_rate, cfg.ppo.desired_kl) == (4096, 24, 1e-3, 0.01)
+    assert ((s.actor_hidden, s.critic_hidden, s.actor_grad_clip, s.critic_grad_clip)
+            == ((512, 256, 128), (256, 256), 1.0, 10.0))
+    assert ((cfg.ppo.num_envs, cfg.ppo.steps_per_env, cfg.ppo.learning_rate, cfg.ppo.desired_kl)
+            == (4096, 24, 1e-3, 0.01))
     a = cfg.add
     assert (a.reward_scale, a.learning_rate, a.logit_reg, a.grad_penalty) == (2.0, 2.5e-4, 0.01, 2.0)
     assert cfg.bundle and cfg.num_envs() == 64

@@ -10,8 +10,8 @@ import torch
 
 from bcg.contract import load_policy
 from bcg_train.algo.shac import Shac
-from bcg_train.export import export_checkpoint
 from bcg_train.cli import build_env
+from bcg_train.export import export_checkpoint
 from bcg_train.runner import Runner, make_algorithm
 from bcg_train.train_config import TrainConfig, apply_overrides
 

@@ -36,7 +36,6 @@ import csv
 import hashlib
 import io
 import json
-import lzma
 import os
 import re
 import shutil

@@ -32,7 +32,8 @@ STAND_PATH = PdPath(step_s=0.002, delay_steps=1)
 """The slowest control path the stand policy is made for: Unitree's MuJoCo simulator at the 2 ms step
 the README sets (explicit PD, sensors one step old). Its kd per joint is the fastest-decaying one
 there (`pd_stability.best_kd`), at most STAND_KD_SCALE_MAX x g1.yaml's: 10x kp with 3x kd was unstable
-there on the ankle roll joints and barely stable (gain margin 1.0-1.1) on the ankle pitch and knee joints. Measured with these gains, ramping from the zero pose: standing
+there on the ankle roll joints and barely stable (gain margin 1.0-1.1) on the ankle pitch and knee
+joints. Measured with these gains, ramping from the zero pose: standing
 (pelvis 0.755 m) after 13 s at 2 ms with one step of delay and at 1 ms without (this suite's bridge);
 at Unitree's default 5 ms no PD gains stiff enough to stand are stable (the ankles need kp about 285,
 alpha = 0.69, above the bound of about 0.25), hence the README's step setting."""
@@ -57,7 +58,8 @@ def mlp_model(layers: Sequence[Tuple[np.ndarray, np.ndarray]], input_name: str =
             nodes.append(helper.make_node("Elu", [f"z{k}"], [f"h{k}"]))
             x = f"h{k}"
     n_in, n_out = np.shape(layers[0][0])[0], np.shape(layers[-1][0])[1]
-    graph = helper.make_graph(nodes, "mlp_policy", [helper.make_tensor_value_info(input_name, TensorProto.FLOAT, ["batch", n_in])],
+    graph = helper.make_graph(nodes, "mlp_policy",
+                              [helper.make_tensor_value_info(input_name, TensorProto.FLOAT, ["batch", n_in])],
                               [helper.make_tensor_value_info(output_name, TensorProto.FLOAT, ["batch", n_out])], inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], producer_name="bcg.contract")
     model.ir_version = 8

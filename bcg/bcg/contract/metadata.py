@@ -157,7 +157,8 @@ class PolicyContract:
             except (TypeError, ValueError) as e:
                 raise ContractError(f"{key}: not valid JSON ({e})") from None
         if values["bcg_contract"] != CONTRACT_VERSION:
-            raise ContractError(f"bcg_contract: version {values['bcg_contract']!r}, this reader knows {CONTRACT_VERSION}")
+            raise ContractError(f"bcg_contract: version {values['bcg_contract']!r}, "
+                                f"this reader knows {CONTRACT_VERSION}")
         names = values["joint_names"]
         if not isinstance(names, list):
             raise ContractError("joint_names: expected a list of strings")

@@ -2,8 +2,8 @@
 from pathlib import Path
 from typing import Dict, List
 
-from bcg.config_files import config_file
 from bcg.config_check import ConfigError
+from bcg.config_files import config_file
 from bcg.ros_params import read_ros_parameters
 
 from .graph import LaunchArgument, LaunchGraph, ProcessSpec, as_bool, as_number

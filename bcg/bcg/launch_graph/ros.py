@@ -24,9 +24,10 @@ class LaunchFailure(RuntimeError):
 
 def generate(graph: LaunchGraph):
     """`generate_launch_description()` of a launch file for `graph`."""
-    from launch import LaunchDescription
     from launch.actions import DeclareLaunchArgument, OpaqueFunction
     from launch.substitutions import LaunchConfiguration
+
+    from launch import LaunchDescription
 
     def setup(context, *args, **kwargs):
         values = {a.name: LaunchConfiguration(a.name).perform(context) for a in graph.arguments}

@@ -86,7 +86,8 @@ class RobotDescription:
         if unknown:
             raise RobotDescriptionError(f"{path}: joints with no SDK motor slot: {unknown}")
         if len(names) not in MODE_MACHINE:
-            raise RobotDescriptionError(f"{path}: {len(names)} actuated robot joints; supported: {sorted(MODE_MACHINE)}")
+            raise RobotDescriptionError(f"{path}: {len(names)} actuated robot joints; "
+                                        f"supported: {sorted(MODE_MACHINE)}")
         jids = np.array([m.actuator_trnid[a, 0] for a in acts])
         acts = np.array(acts)
         tau = np.where(m.actuator_ctrllimited[acts].astype(bool), m.actuator_ctrlrange[acts, 1],

@@ -18,8 +18,17 @@ from typing import Dict, List
 
 import numpy as np
 from cyclonedds._clayer import ddspy_take, ddspy_write
-from cyclonedds.core import (DDSException, Entity, InstanceState, Policy, Qos, ReadCondition,
-                             SampleState, ViewState, WaitSet)
+from cyclonedds.core import (
+    DDSException,
+    Entity,
+    InstanceState,
+    Policy,
+    Qos,
+    ReadCondition,
+    SampleState,
+    ViewState,
+    WaitSet,
+)
 from cyclonedds.domain import Domain, DomainParticipant
 from cyclonedds.pub import DataWriter
 from cyclonedds.sub import DataReader

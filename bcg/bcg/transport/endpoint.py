@@ -30,8 +30,8 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, Mapping, Optional, Sequence, Tuple, Union
 
-from bcg.node_log import log_to_console
 from bcg.config_check import ConfigError
+from bcg.node_log import log_to_console
 from bcg.ros_params import layered_parameters
 from bcg.transport import TRANSPORT_KINDS, TransportConfig
 from bcg.transport.cyclone_config import cyclone_config_xml

@@ -104,7 +104,8 @@ def check_state(state: np.void, valid: np.ndarray, limits: SafetyLimits) -> Opti
     quat, dq = imu["quaternion"], motors["dq"][valid]
     gz = projected_gravity_z(quat)
     if not gz <= 0:
-        return "IMU quaternion is all zero" if not np.any(quat) else f"base upside down: projected gravity z = {gz:.2f} > 0"
+        return ("IMU quaternion is all zero" if not np.any(quat)
+                else f"base upside down: projected gravity z = {gz:.2f} > 0")
     speed = np.abs(dq)
     k = int(np.argmax(speed))
     if speed[k] > limits.max_joint_velocity:

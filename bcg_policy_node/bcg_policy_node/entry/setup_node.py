@@ -5,12 +5,11 @@ is a `StartupError` whose message names the problem; the entry points exit non-z
 """
 import logging
 
+from bcg.config_check import ConfigError
 from bcg.contract import PolicyFileError, load_policy, stand_policy_path
 from bcg.motion import MotionFileError, load_motion
 from bcg.robot import ModelNotFoundError, RobotDescription, RobotDescriptionError
 from bcg.robot.pd_stability import PdPath
-
-from bcg.config_check import ConfigError
 
 from ..config import LOGGER_NAME, PolicyNodeConfig
 from ..core.controller import Controller
@@ -44,7 +43,8 @@ def build_controller(config: PolicyNodeConfig, on_transition=None) -> Controller
         path = PdPath(config.pd_step, config.pd_delay_steps)
         kd, capped = damping_gains(robot, config.damping_kd if config.damping_kd >= 0 else robot.damping_kd, path)
         controller = Controller(policy, robot, limits, machine, kd, motion, on_transition)
-        for note, level in ((capped, logging.INFO), (policy_gain_warning(policy.contract, robot, path), logging.WARNING)):
+        for note, level in ((capped, logging.INFO),
+                            (policy_gain_warning(policy.contract, robot, path), logging.WARNING)):
             if note is not None:
                 log.log(level, "%s", note)
         return controller

@@ -26,6 +26,7 @@ from bcg.config_check import require_layers, require_non_negative, require_posit
 
 from .data_parallel import Ranks
 
+
 @dataclass
 class AddConfig:
     """ADD, the adversarial differential discriminator (Zhang et al. 2025), as in MimicKit's G1 agent."""

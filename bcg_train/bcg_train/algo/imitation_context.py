@@ -13,6 +13,7 @@ from .episodes import RolloutStats
 from .phases import phase
 from .reward import reward_terms
 
+
 class ImitationContext:
     """One per algorithm instance; `state_dict` covers everything here, the env's state included."""
 

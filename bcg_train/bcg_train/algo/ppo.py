@@ -79,7 +79,8 @@ class PpoConfig:
                          "value_loss_coef")
         require_fraction(self, "gamma", "lam")
         require_non_negative(self, "entropy_coef")
-        check(self.schedule in ("adaptive", "fixed"), "schedule", f"must be 'adaptive' or 'fixed', got {self.schedule!r}")
+        check(self.schedule in ("adaptive", "fixed"), "schedule",
+              f"must be 'adaptive' or 'fixed', got {self.schedule!r}")
         check(self.activation in ACTIVATIONS, "activation", f"must be one of {ACTIVATIONS}, got {self.activation!r}")
         require_layers(self, "actor_hidden", "critic_hidden")
 

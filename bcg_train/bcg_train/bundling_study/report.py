@@ -15,6 +15,7 @@ from .statistics import TRIM, VarianceRow
 from .study import StudyResults
 from .window import GAMMA
 
+
 def save_figure(fig, path: Path) -> None:
     import matplotlib.pyplot as plt
     buf = io.BytesIO()

@@ -13,6 +13,7 @@ from .scenarios import ABLATIONS, DEFAULT_BUNDLE, KAPPAS, Scenario, ScenarioFact
 from .statistics import StepProfile, VarianceRow, resample_counts, step_profile, variance_row
 from .window import StudyWindow
 
+
 def compare(table: str, kappa: float, make_scenario: ScenarioFactory, configs: Sequence[Tuple[str, BundleConfig]],
             counts: np.ndarray, log: Callable[[str], None]) -> Tuple[List[VarianceRow], List[StepProfile]]:
     """No bundling and each bundled configuration on the same scenario (same envs, states, noise)."""

@@ -2,8 +2,7 @@
 from dataclasses import dataclass, field, fields
 from typing import Dict, Mapping
 
-from bcg.config_check import (ConfigError, check, require_count, require_non_negative, require_positive,
-                              validate_section)
+from bcg.config_check import ConfigError, check, require_count, require_non_negative, require_positive, validate_section
 
 
 @dataclass

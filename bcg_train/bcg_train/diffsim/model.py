@@ -19,7 +19,6 @@ import warp as wp
 from bcg.robot import RobotDescription
 
 
-
 class ModelError(ValueError):
     """The MuJoCo model has a structure this simulator does not support; the message says which."""
 
@@ -200,7 +199,8 @@ class Model:
             sphere_common=arr(np.array(common, dtype=np.int32), i32),
             sphere_leg=arr([sd for _, sd in spheres], i32),
             leg_dof_start=arr([0, len(legs[0]), len(legs[0]) + len(legs[1])], i32), leg_dof=arr(legs[0] + legs[1], i32),
-            robot=robot, body_names=tuple(m.body(b).name for b in bodies), mj_body_ids=np.array(bodies), mj_qpos_adr=np.array(mj_q), mj_dof_adr=mj_d,
+            robot=robot, body_names=tuple(m.body(b).name for b in bodies), mj_body_ids=np.array(bodies),
+            mj_qpos_adr=np.array(mj_q), mj_dof_adr=mj_d,
         )
 
     def default_qpos(self, height: float) -> np.ndarray:

@@ -20,8 +20,8 @@ from typing import List, Optional
 
 import numpy as np
 
-from bcg.contract import PolicyFileError, load_policy
 from bcg.atomic_file import write_text_atomic
+from bcg.contract import PolicyFileError, load_policy
 from bcg.motion import MotionFileError
 from bcg.robot import RobotDescription
 from bcg_train.diffsim import SimConfig
@@ -34,16 +34,19 @@ from .rollout import RunResult, run_policy
 
 
 def summarise(mujoco_runs: List[RunResult], warp_runs: List[RunResult]) -> dict:
-    """The paper's row: falls, penetration difference Warp - MuJoCo [mm], tracking error [cm]."""
+    """The paper's row: falls, penetration difference Warp - MuJoCo [mm], tracking error [cm]. The
+    Warp columns are None when the training simulator was not run (`warp_runs` empty)."""
     def mean(values):
         values = [v for v in values if np.isfinite(v)]
         return float(np.mean(values)) if values else float("nan")
+    warp = bool(warp_runs)
     return {"seeds": len(mujoco_runs),
-            "falls_mujoco": sum(r.fell for r in mujoco_runs), "falls_warp": sum(r.fell for r in warp_runs),
+            "falls_mujoco": sum(r.fell for r in mujoco_runs),
+            "falls_warp": sum(r.fell for r in warp_runs) if warp else None,
             "penetration_diff_mm": mean([m.contact_height_mm - w.contact_height_mm
-                                         for m, w in zip(mujoco_runs, warp_runs)]),
+                                         for m, w in zip(mujoco_runs, warp_runs)]) if warp else None,
             "tracking_error_mujoco_cm": mean([r.tracking_error_cm for r in mujoco_runs]),
-            "tracking_error_warp_cm": mean([r.tracking_error_cm for r in warp_runs])}
+            "tracking_error_warp_cm": mean([r.tracking_error_cm for r in warp_runs]) if warp else None}
 
 
 def table(motion: str, kappa: float, row: dict, dds: Optional[dict]) -> str:
@@ -51,8 +54,13 @@ def table(motion: str, kappa: float, row: dict, dds: Optional[dict]) -> str:
              "tracking Warp [cm] |" + (" DDS stayed up | DDS pen. mean [mm] |" if dds else ""),
              "|---|---|---|---|---|---|---|" + ("---|---|" if dds else "")]
     n = row["seeds"]
-    line = (f"| {motion} | {kappa:g} | {row['falls_mujoco']}/{n} | {row['falls_warp']}/{n} | "
-            f"{row['penetration_diff_mm']:.2f} | {row['tracking_error_mujoco_cm']:.1f} | {row['tracking_error_warp_cm']:.1f} |")
+
+    def fmt(value, spec):
+        return "n/a" if value is None else format(value, spec)
+    falls_warp = "n/a" if row["falls_warp"] is None else f"{row['falls_warp']}/{n}"
+    line = (f"| {motion} | {kappa:g} | {row['falls_mujoco']}/{n} | {falls_warp} | "
+            f"{fmt(row['penetration_diff_mm'], '.2f')} | {row['tracking_error_mujoco_cm']:.1f} | "
+            f"{fmt(row['tracking_error_warp_cm'], '.1f')} |")
     if dds:
         line += f" {dds['stayed_up']}/{dds['runs']} | {dds['penetration_mean_mm']:.2f} |"
     return "\n".join(lines + [line])
@@ -80,8 +88,9 @@ def run_dds(policy: Path, motion_file: str, seeds: int, duration: float, out: Pa
 
 
 def evaluate(policy_path: Path, motion: Optional[str] = None, seeds: int = 5, duration: float = 15.0,
-             noise: float = 0.02, model: Optional[str] = None, log=None, motion_dir: Optional[str] = None) -> dict:
-    """The policy at `policy_path` in MuJoCo and in the training simulator, `seeds` runs each along
+             noise: float = 0.02, model: Optional[str] = None, log=None, motion_dir: Optional[str] = None,
+             warp: bool = True) -> dict:
+    """The policy at `policy_path` in MuJoCo and (when `warp`) in the training simulator, `seeds` runs each along
     `motion` (default: the contract's; a named segment's files in `motion_dir`, default
     $BCG_MOTION_DIR): {"policy", "motion", "kappa", "simulator", "summary", "runs"}
     (the eval.json layout, without "dds"). Raises PolicyFileError, MotionFileError or ValueError."""
@@ -96,7 +105,9 @@ def evaluate(policy_path: Path, motion: Optional[str] = None, seeds: int = 5, du
                      builtin_duration_s=duration, motion_dir=motion_dir)
     sim_config = SimConfig.from_contract(contract.contact_stiffness or SimConfig.kappa, contract.simulator)
     runs = {"mujoco": [], "warp": []}
-    plants = {"mujoco": MujocoPlant(robot), "warp": WarpPlant(sim_config, model)}
+    plants = {"mujoco": MujocoPlant(robot)}
+    if warp:
+        plants["warp"] = WarpPlant(sim_config, model)
     for seed in range(seeds):
         for name, plant in plants.items():
             r = run_policy(plant, policy, clip, seed, duration, noise)
@@ -117,6 +128,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--seeds", type=int, default=5, help="runs per simulator (initial joint noise per seed)")
     p.add_argument("--duration", type=float, default=15.0, help="seconds per run (at most the motion's length)")
     p.add_argument("--noise", type=float, default=0.02, help="std of the initial joint-angle noise [rad]")
+    p.add_argument("--mujoco-only", action="store_true", help="skip the training simulator's runs (its columns n/a)")
     p.add_argument("--dds", action="store_true", help="also run mujoco_check over loopback DDS per seed")
     p.add_argument("--out", type=Path, default=Path("out/eval"), help="folder for eval.json (and DDS verdicts)")
     p.add_argument("--model", help="G1 MuJoCo XML (default: $BCG_G1_MODEL)")
@@ -127,7 +139,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     try:
         result = evaluate(args.policy, args.motion, args.seeds, args.duration, args.noise, args.model,
                           log=lambda line: print(f"bcg-eval: {line}", file=sys.stderr, flush=True),
-                          motion_dir=args.motion_dir)
+                          motion_dir=args.motion_dir, warp=not args.mujoco_only)
     except (PolicyFileError, MotionFileError, ValueError) as e:
         print(f"bcg-eval: {e}", file=sys.stderr)
         return 2

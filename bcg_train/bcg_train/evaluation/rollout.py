@@ -10,9 +10,9 @@ from typing import List, Optional
 
 import numpy as np
 
-from bcg.robot import FALL_HEIGHT
 from bcg.contract import ObservationInputs, Policy
 from bcg.motion import ReferenceFrames
+from bcg.robot import FALL_HEIGHT
 from bcg_train.diffsim import NonFiniteStateError
 from bcg_train.motion.clip import MotionClip
 
@@ -57,7 +57,8 @@ def run_policy(plant, policy: Policy, clip: MotionClip, seed: int, duration_s: f
     st = plant.state()
     for t in range(steps):
         future = np.minimum(t + frames, clip.num_frames - 1)
-        reference = ReferenceFrames(joint_pos=clip.joint_pos[future][:, order], joint_vel=clip.joint_vel[future][:, order],
+        reference = ReferenceFrames(joint_pos=clip.joint_pos[future][:, order],
+                                    joint_vel=clip.joint_vel[future][:, order],
                                     root_pos=clip.root_pos[future], root_quat=clip.root_quat[future])
         obs = contract.observation.build(ObservationInputs(
             base_quat=st.base_quat, base_ang_vel=st.base_ang_vel, joint_pos=st.joint_pos[order],
@@ -79,6 +80,7 @@ def run_policy(plant, policy: Policy, clip: MotionClip, seed: int, duration_s: f
         if st.root_height < fall_height:
             fall_time = (t + 1) * contract.control_period_s
             break
-    return RunResult(fell=fall_time is not None, fall_time_s=fall_time, duration_s=len(errors) * contract.control_period_s,
+    return RunResult(fell=fall_time is not None, fall_time_s=fall_time,
+                     duration_s=len(errors) * contract.control_period_s,
                      contact_height_mm=float(np.mean(heights) * 1000.0) if heights else float("nan"),
                      tracking_error_cm=float(np.mean(errors) * 100.0) if errors else float("nan"))

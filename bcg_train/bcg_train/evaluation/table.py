@@ -116,8 +116,8 @@ def markdown(rows: Sequence[Dict], folder: Path, command: str) -> str:
         for r in missing:
             name = policy_name("shac", r["motion"], r["kappa"])
             lines.append(f"- {r['motion']}, kappa {r['kappa']:g}: no `{name}.onnx`; train with `bcg-train --preset "
-                         f"transfer-cpu --motion {r['motion']} --kappa {r['kappa']:g} --run-dir runs/{name}` and export "
-                         f"with `bcg-export runs/{name} -o {folder}/{name}.onnx`")
+                         f"transfer-cpu --motion {r['motion']} --kappa {r['kappa']:g} --run-dir runs/{name}` "
+                         f"and export with `bcg-export runs/{name} -o {folder}/{name}.onnx`")
     return "\n".join(lines) + "\n"
 
 

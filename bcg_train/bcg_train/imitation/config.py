@@ -2,8 +2,14 @@
 from dataclasses import dataclass, field
 from typing import Tuple
 
-from bcg.config_check import (check, require_count, require_non_negative, require_positive, require_range,
-                              validate_section)
+from bcg.config_check import (
+    check,
+    require_count,
+    require_non_negative,
+    require_positive,
+    require_range,
+    validate_section,
+)
 from bcg.robot import FALL_HEIGHT
 from bcg_train.diffsim.config import BundleConfig, SimConfig
 
@@ -56,7 +62,8 @@ class RandomizationConfig:
         require_count(self, "physics_every_steps")
         for key in ("kp_scale", "kd_scale", "kappa_scale", "friction_scale"):
             check(getattr(self, key)[0] > 0, key, f"must be > 0, got {list(getattr(self, key))!r}")
-        check(self.action_delay_steps[0] >= 0, "action_delay_steps", f"must be >= 0, got {list(self.action_delay_steps)}")
+        check(self.action_delay_steps[0] >= 0, "action_delay_steps",
+              f"must be >= 0, got {list(self.action_delay_steps)}")
         check(self.push_interval_s[0] > 0, "push_interval_s", f"must be > 0, got {list(self.push_interval_s)}")
         check(self.contact_stabilization[0] >= 0, "contact_stabilization", "must be >= 0")
 

@@ -1,11 +1,12 @@
 """The G1 imitation environment on the differentiable Warp simulator (implements `env_api.DiffEnv`).
 
 Batched over N environments; states are float64 torch tensors on `device`, and within a SHAC window
-(between `cut_graph` calls: one simulator segment) the observations, ADD features and rewards are differentiable w.r.t. the
-actions through `diffsim.torch_bridge`. Episodes start at a random phase of the reference (reference
-state initialisation), fail when the pelvis drops below `termination_height` or the bodies drift
-`termination_body_error` from the reference, and time out at `episode_length_s` or the reference's
-end. Observations are built by `bcg.contract`'s observation spec, the same code the policy node runs.
+(between `cut_graph` calls: one simulator segment) the observations, ADD features and rewards are
+differentiable w.r.t. the actions through `diffsim.torch_bridge`. Episodes start at a random phase
+of the reference (reference state initialisation), fail when the pelvis drops below
+`termination_height` or the bodies drift `termination_body_error` from the reference, and time out at
+`episode_length_s` or the reference's end. Observations are built by `bcg.contract`'s observation
+spec, the same code the policy node runs.
 With bundling, SHAC's rollouts run under bundled physics: an environment inside a bundle moves as
 the mean of its perturbed branches (`BundleConfig.nominal_forward` keeps the plain trajectory).
 Steps taken with gradients disabled (PPO, evaluation) use a second, plain simulator on the same
@@ -24,7 +25,8 @@ from bcg.config_check import validate_section
 from bcg.contract import ObservationInputs, PolicyContract, tracking_spec
 from bcg.motion import ReferenceFrames
 from bcg_train.diffsim import Model, Simulator
-from bcg_train.diffsim.torch_bridge import body_frames, step as sim_step, step_without_gradient
+from bcg_train.diffsim.torch_bridge import body_frames, step_without_gradient
+from bcg_train.diffsim.torch_bridge import step as sim_step
 from bcg_train.env_api import EnvStep
 from bcg_train.motion.kinematics import RobotKinematics
 from bcg_train.motion.library import load_clip
@@ -71,7 +73,8 @@ class G1ImitationEnv:
         self.frames = tuple(int(f) for f in cfg.reference_frames)
         self._last_start = clip.num_frames - 1 - max(self.frames) - 1
         if self._last_start < 0:
-            raise ValueError(f"motion {motion}: {clip.num_frames} frames is too short for reference frames {self.frames}")
+            raise ValueError(f"motion {motion}: {clip.num_frames} frames is too short "
+                             f"for reference frames {self.frames}")
         self.max_steps = int(round(cfg.episode_length_s / cfg.control_period_s))
         self.spec = tracking_spec(n, self.frames)
         self.obs_dim = self.spec.size
@@ -237,7 +240,8 @@ class G1ImitationEnv:
                          root_ang_vel=self._ref_qd[frame, 3:6])
 
     def _observation(self, q, qd, last_action, frame) -> torch.Tensor:
-        future = torch.clamp(frame[:, None] + torch.as_tensor(self.frames, device=self.device), max=self.ref.num_frames - 1)
+        future = torch.clamp(frame[:, None] + torch.as_tensor(self.frames, device=self.device),
+                             max=self.ref.num_frames - 1)
         r = self.ref
         reference = ReferenceFrames(joint_pos=r.joint_pos[future], joint_vel=r.joint_vel[future],
                                     root_pos=r.root_pos[future], root_quat=r.root_quat[future])

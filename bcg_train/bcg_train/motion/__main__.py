@@ -26,8 +26,7 @@ from bcg.robot import RobotDescription  # noqa: E402
 
 from .checks import FileCheckLimits, check_builtin, check_file_motion  # noqa: E402
 from .kinematics import RobotKinematics  # noqa: E402
-from .library import (BUILTIN_MOTIONS, load_clip, motion_file_for_nodes, motion_source,  # noqa: E402
-                      write_builtin_motions)
+from .library import BUILTIN_MOTIONS, load_clip, motion_file_for_nodes, motion_source, write_builtin_motions  # noqa: E402
 from .preview import render_preview  # noqa: E402
 from .resample import ResampleConfig  # noqa: E402
 

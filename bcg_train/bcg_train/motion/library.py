@@ -5,7 +5,8 @@ from typing import List, Optional, Sequence, Union
 
 from bcg.atomic_file import write_text_atomic
 from bcg.motion import LAFAN1_FPS, JointLimits, MotionDirNotFoundError, MotionSource, load_motion, save_motion_csv
-from bcg.motion.segments import ENV_VAR as MOTION_DIR_ENV_VAR, named_segments, segment_source
+from bcg.motion.segments import ENV_VAR as MOTION_DIR_ENV_VAR
+from bcg.motion.segments import named_segments, segment_source
 from bcg.motion.source import SYNTAX
 
 from .clip import MotionClip

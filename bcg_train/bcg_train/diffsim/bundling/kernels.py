@@ -86,7 +86,8 @@ def foot_perturbation(
     for k in range(mdl.nc):
         if mdl.sphere_leg[k] == leg:
             b = mdl.sphere_body[k]
-            p += xpos[r, b] + wp.quat_rotate(xrot[r, b], mdl.sphere_pos[k]) - vec3(f64(0.0), f64(0.0), mdl.sphere_radius[k])
+            p += (xpos[r, b] + wp.quat_rotate(xrot[r, b], mdl.sphere_pos[k])
+                  - vec3(f64(0.0), f64(0.0), mdl.sphere_radius[k]))
             count += f64(1.0)
     arm = p / count - o
     jjt = wp.spatial_matrixd()
@@ -150,8 +151,10 @@ def gather_control(src: wp.array(dtype=int), q_target: wp.array2d(dtype=f64), qd
 
 @wp.kernel
 def select_rows(which: wp.array(dtype=int), src: wp.array(dtype=int), add_offset: int,
-                q_a: wp.array2d(dtype=f64), qd_a: wp.array2d(dtype=f64), imp_a: wp.array2d(dtype=vec3), h_a: wp.array2d(dtype=f64),
-                q_b: wp.array2d(dtype=f64), qd_b: wp.array2d(dtype=f64), imp_b: wp.array2d(dtype=vec3), h_b: wp.array2d(dtype=f64),
+                q_a: wp.array2d(dtype=f64), qd_a: wp.array2d(dtype=f64), imp_a: wp.array2d(dtype=vec3),
+                h_a: wp.array2d(dtype=f64),
+                q_b: wp.array2d(dtype=f64), qd_b: wp.array2d(dtype=f64), imp_b: wp.array2d(dtype=vec3),
+                h_b: wp.array2d(dtype=f64),
                 q_off: wp.array2d(dtype=f64), qd_off: wp.array2d(dtype=f64), imp_off: wp.array2d(dtype=vec3),
                 h_off: wp.array2d(dtype=f64), q_out: wp.array2d(dtype=f64), qd_out: wp.array2d(dtype=f64),
                 imp_out: wp.array2d(dtype=vec3), h_out: wp.array2d(dtype=f64)):

@@ -135,18 +135,20 @@ def pgs_adjoint_sweeps(mdl: DeviceModel, iterations: int, g: wp.array3d(dtype=f6
                 adj_v[e, r] += adj_res[b]
                 adj_res_hist[e, it, r] = adj_res[b]
             # sp_c = s_c p_c, p_c from sweep it + 1 for the spheres before k, else from sweep it
-            for l in range(nc):
-                c = 3 * l
+            for other in range(nc):
+                c = 3 * other
                 adj_sp = vec3()
                 for b in range(3):
-                    adj_sp[b] = adj_res[0] * g[e, r0, c + b] + adj_res[1] * g[e, r0 + 1, c + b] + adj_res[2] * g[e, r0 + 2, c + b]
+                    adj_sp[b] = (adj_res[0] * g[e, r0, c + b] + adj_res[1] * g[e, r0 + 1, c + b]
+                                 + adj_res[2] * g[e, r0 + 2, c + b])
                 src = it
-                if l < k:
+                if other < k:
                     src = it + 1
-                adj_s[e, l] += wp.dot(adj_sp, vec3(p_hist[e, src, c], p_hist[e, src, c + 1], p_hist[e, src, c + 2]))
-                adj_sp *= smooth[e, l]
+                adj_s[e, other] += wp.dot(adj_sp, vec3(p_hist[e, src, c], p_hist[e, src, c + 1],
+                                                       p_hist[e, src, c + 2]))
+                adj_sp *= smooth[e, other]
                 for b in range(3):
-                    if l < k:
+                    if other < k:
                         adj_next[e, c + b] += adj_sp[b]
                     else:
                         adj_cur[e, c + b] += adj_sp[b]
@@ -161,16 +163,16 @@ def pgs_adjoint_g(iterations: int, smooth: wp.array2d(dtype=f64), p_hist: wp.arr
     (p from sweep it + 1 for the spheres before r's, else from sweep it); three columns at a time."""
     e, r = wp.tid()
     k = r / 3
-    for l in range(adj_g.shape[2] / 3):
+    for other in range(adj_g.shape[2] / 3):
         newer = 0
-        if l < k:
+        if other < k:
             newer = 1
-        c = 3 * l
+        c = 3 * other
         acc = vec3()
         for it in range(iterations):
             src = it + newer
             acc += adj_res_hist[e, it, r] * vec3(p_hist[e, src, c], p_hist[e, src, c + 1], p_hist[e, src, c + 2])
-        acc *= smooth[e, l]
+        acc *= smooth[e, other]
         for b in range(3):
             adj_g[e, r, c + b] += acc[b]
 

@@ -102,20 +102,20 @@ def chain_lt_solve(mdl: DeviceModel, ld: wp.array2d(dtype=f64), jt: wp.array2d(d
 
 @wp.kernel(enable_backward=False)
 def delassus_blocks(mdl: DeviceModel, ld: wp.array2d(dtype=f64), y: wp.array2d(dtype=vec3), g: wp.array3d(dtype=f64)):
-    """3x3 blocks (k, l) and (l, k) = (k, l)^T of G, l <= k: sum over the common ancestor dofs d of
-    y_k(d) y_l(d)^T / D_d."""
-    e, k, l = wp.tid()
-    if l > k:
+    """3x3 blocks (k, other) and (other, k) = (k, other)^T of G, other <= k: sum over the common
+    ancestor dofs d of y_k(d) y_other(d)^T / D_d."""
+    e, k, other = wp.tid()
+    if other > k:
         return
     tk = mdl.contact_dof_start[k + 1] - 1
-    tl = mdl.contact_dof_start[l + 1] - 1
+    t_other = mdl.contact_dof_start[other + 1] - 1
     blk = mat33()
-    for w in range(mdl.sphere_common[k, l]):
-        blk += wp.outer(y[e, tk - w], y[e, tl - w]) / ld[e, mdl.dof_row_start[mdl.contact_dof_d[tk - w]]]
+    for w in range(mdl.sphere_common[k, other]):
+        blk += wp.outer(y[e, tk - w], y[e, t_other - w]) / ld[e, mdl.dof_row_start[mdl.contact_dof_d[tk - w]]]
     for a in range(3):
         for b in range(3):
-            g[e, 3 * k + a, 3 * l + b] = blk[a, b]
-            g[e, 3 * l + b, 3 * k + a] = blk[a, b]
+            g[e, 3 * k + a, 3 * other + b] = blk[a, b]
+            g[e, 3 * other + b, 3 * k + a] = blk[a, b]
 
 
 @wp.kernel(enable_backward=False)
@@ -203,14 +203,14 @@ def delassus_adjoint(mdl: DeviceModel, ld: wp.array2d(dtype=f64), y: wp.array2d(
     m = mdl.contact_dof_start[k + 1] - t0
     for u in range(m):
         adj_y[e, t0 + u] = vec3()
-    for l in range(mdl.nc):
+    for other in range(mdl.nc):
         blk = mat33()
         for a in range(3):
             for b in range(3):
-                blk[a, b] = adj_g[e, 3 * l + b, 3 * k + a] + adj_g[e, 3 * k + a, 3 * l + b]
-        tl = mdl.contact_dof_start[l + 1] - 1
-        for w in range(mdl.sphere_common[k, l]):
-            adj_y[e, t0 + m - 1 - w] = adj_y[e, t0 + m - 1 - w] + blk * y[e, tl - w]
+                blk[a, b] = adj_g[e, 3 * other + b, 3 * k + a] + adj_g[e, 3 * k + a, 3 * other + b]
+        t_other = mdl.contact_dof_start[other + 1] - 1
+        for w in range(mdl.sphere_common[k, other]):
+            adj_y[e, t0 + m - 1 - w] = adj_y[e, t0 + m - 1 - w] + blk * y[e, t_other - w]
     for u in range(m):
         d = rs[mdl.contact_dof_d[t0 + u]]
         adj_y[e, t0 + u] = adj_y[e, t0 + u] / ld[e, d]

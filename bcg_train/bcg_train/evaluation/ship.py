@@ -1,0 +1,120 @@
+"""`bcg-ship`: a trained run as a shipped policy: the ONNX file and its provenance sidecar.
+
+    bcg-ship RUN_DIR|CHECKPOINT [--out policies] [--name shac_dance_k300]
+
+Writes OUT/NAME.onnx (exported as `bcg-export` does, contract included) and OUT/NAME.json, the
+sidecar `bcg-table` cites: the command that trains the run again (its preset plus one `--set` per
+setting that differs from the preset), the export and evaluation commands, the iteration and
+environment steps reached, the seed and the full config. The default NAME is
+<algorithm>_<motion>_k<kappa> (the name `bcg-table` looks for). The evaluation itself
+(NAME.eval.json) is written by `bcg-table OUT` or `bcg-eval`.
+"""
+import argparse
+import json
+import shlex
+import sys
+from pathlib import Path
+from typing import Any, Dict, Iterator, Mapping, Optional, Sequence, Tuple
+
+import yaml
+
+from bcg.atomic_file import write_text_atomic
+
+from ..checkpoint import CheckpointError, find_checkpoint, load_checkpoint
+from ..export import ExportError, export_checkpoint
+from ..train_config import ConfigError, config_from_dict, load_preset
+from .table import policy_name
+
+SIDECAR_FORMAT = 1
+EVAL_SEEDS, EVAL_DURATION_S = 5, 15.0
+"""The evaluation the sidecar's command names (the paper's: 5 MuJoCo seeds of 15 s)."""
+
+
+def _leaves(tree: Mapping[str, Any], prefix: str = "") -> Iterator[Tuple[str, Any]]:
+    """(dotted key, value) of every non-mapping value of a nested dict."""
+    for key, value in tree.items():
+        if isinstance(value, Mapping):
+            yield from _leaves(value, f"{prefix}{key}.")
+        else:
+            yield f"{prefix}{key}", value
+
+
+def _yaml_value(value: Any) -> str:
+    """`value` as the YAML text `--set KEY=VALUE` parses back to it."""
+    return yaml.safe_dump(value, default_flow_style=True).strip().removesuffix("...").strip()
+
+
+def train_command(run_info: Mapping[str, Any], config: Mapping[str, Any]) -> str:
+    """The `bcg-train` command that trains a run with this config again: the run's preset plus a
+    `--set` for each setting that differs from the preset (ConfigError when the preset is unknown)."""
+    preset = run_info.get("preset") or "paper"
+    base = dict(_leaves(load_preset(preset).to_dict()))
+    overrides = [f"{key}={_yaml_value(value)}" for key, value in _leaves(config) if base.get(key) != value]
+    args = ["bcg-train", "--preset", preset, "--motion", str(run_info["motion"])]
+    for item in overrides:
+        args += ["--set", item]
+    if run_info.get("device") not in (None, "cpu"):
+        args += ["--device", str(run_info["device"])]
+    return shlex.join(args)
+
+
+def sidecar(state: Mapping[str, Any], onnx_path: Path, checkpoint: Path) -> Dict[str, Any]:
+    """The provenance record of a policy exported from checkpoint `state`."""
+    cfg = config_from_dict(state["config"])
+    config = cfg.to_dict()
+    run_info = dict(state["run_info"])
+    kappa = cfg.env.sim.kappa
+    return {
+        "format": SIDECAR_FORMAT,
+        "policy": onnx_path.name,
+        "algorithm": state["algorithm_name"],
+        "motion": run_info["motion"],
+        "kappa": kappa,
+        "bundling": cfg.env.sim.bundle.enabled,
+        "preset": run_info.get("preset"),
+        "seed": cfg.runner.seed,
+        "iteration": int(state["iteration"]),
+        "iterations_planned": int(config[state["algorithm_name"]]["iterations"]),
+        "env_steps": int(state["iteration"]) * _env_steps_per_iteration(config, state["algorithm_name"]),
+        "train_wall_clock_s": float(state["wall_clock_s"]),
+        "train_command": train_command(run_info, config),
+        "export_command": shlex.join(["bcg-export", f"<run>/checkpoints/{checkpoint.name}", "-o", onnx_path.name]),
+        "eval_command": shlex.join(["bcg-eval", onnx_path.name, "--seeds", str(EVAL_SEEDS),
+                                    "--duration", f"{EVAL_DURATION_S:g}"]),
+        "config": config,
+    }
+
+
+def _env_steps_per_iteration(config: Mapping[str, Any], algorithm: str) -> int:
+    """Environment steps one iteration collects (SHAC: envs x horizon; PPO: envs x steps per env)."""
+    section = config[algorithm]
+    return int(section["num_envs"]) * int(section.get("horizon", section.get("steps_per_env", 0)))
+
+
+def ship(checkpoint: Path, out: Path, name: Optional[str] = None) -> Tuple[Path, Path]:
+    """Export `checkpoint` (a file or a run folder: its newest) to OUT/NAME.onnx and write its
+    sidecar OUT/NAME.json; (onnx path, sidecar path). Raises CheckpointError, ExportError, ConfigError."""
+    path = find_checkpoint(checkpoint)
+    state = load_checkpoint(path)
+    cfg = config_from_dict(state["config"])
+    name = name or policy_name(state["algorithm_name"], str(state["run_info"]["motion"]), cfg.env.sim.kappa)
+    out.mkdir(parents=True, exist_ok=True)
+    onnx_path, _ = export_checkpoint(path, out / f"{name}.onnx")
+    side = out / f"{name}.json"
+    write_text_atomic(side, json.dumps(sidecar(state, onnx_path, path), indent=2) + "\n")
+    return onnx_path, side
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    p = argparse.ArgumentParser(prog="bcg-ship", description=__doc__.split("\n\n")[0])
+    p.add_argument("checkpoint", type=Path, help="checkpoint file, or a run folder (its newest checkpoint)")
+    p.add_argument("--out", type=Path, default=Path("policies"), help="folder of shipped policies")
+    p.add_argument("--name", help="file stem (default: <algorithm>_<motion>_k<kappa>)")
+    args = p.parse_args(argv)
+    try:
+        onnx_path, side = ship(args.checkpoint, args.out, args.name)
+    except (CheckpointError, ExportError, ConfigError) as e:
+        print(f"bcg-ship: {e}", file=sys.stderr)
+        return 1
+    print(f"wrote {onnx_path} and {side}\n  evaluate: bcg-table {args.out} (or bcg-eval {onnx_path})")
+    return 0
