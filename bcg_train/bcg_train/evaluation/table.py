@@ -76,6 +76,7 @@ def rows_of(folder: Path, motions: Sequence[str], kappas: Sequence[float], seeds
             if shac is not None:
                 s = shac["summary"]
                 row.update(falls=s["falls_mujoco"], seeds=s["seeds"], falls_warp=s["falls_warp"],
+                           time_up_s=sum(r["duration_s"] for r in shac["runs"]["mujoco"]) / s["seeds"],
                            penetration_diff_mm=s["penetration_diff_mm"], tracking_cm=s["tracking_error_mujoco_cm"],
                            eval_command=shac["command"], train_command=shac["provenance"].get("train_command", ""))
             if ppo is not None:
@@ -91,17 +92,19 @@ def _num(value, fmt: str) -> str:
 
 def markdown(rows: Sequence[Dict], folder: Path, command: str) -> str:
     lines = ["# Sim-to-sim table: SHAC + BCG policies in MuJoCo", "", f"`{command}` (policies from `{folder}`)", "",
-             "Falls out of the seeds (root below 0.3 m within the run), mean foot-penetration difference training "
-             "simulator minus MuJoCo [mm], tracking error in MuJoCo (mean per-body position error) [cm]; the "
+             "Falls out of the seeds (root below 0.3 m within the run), mean simulated time before the fall (the "
+             "run's length when it stays up) [s], mean foot-penetration difference training simulator minus MuJoCo "
+             "[mm], tracking error in MuJoCo (mean per-body position error, averaged up to the fall) [cm]; the "
              "paper's value after each slash.", "",
-             "| motion | kappa | falls | pen. diff [mm] | tracking SHAC+BCG [cm] | tracking PPO [cm] | "
-             "falls in Warp |", "|---|---|---|---|---|---|---|"]
+             "| motion | kappa | falls | time up [s] | pen. diff [mm] | tracking SHAC+BCG [cm] | tracking PPO [cm] | "
+             "falls in Warp |", "|---|---|---|---|---|---|---|---|"]
     missing = []
     for r in rows:
         if not r["present"]:
             missing.append(r)
             continue
         lines.append(f"| {r['motion']} | {r['kappa']:g} | {r['falls']}/{r['seeds']} / {_num(r['paper_falls'], 'd')} | "
+                     f"{r['time_up_s']:.1f} | "
                      f"{r['penetration_diff_mm']:.2f} / {_num(r['paper_penetration_mm'], '.1f')} | "
                      f"{r['tracking_cm']:.1f} / {_num(r['paper_tracking_shac_cm'], '.1f')} | "
                      f"{_num(r.get('ppo_tracking_cm'), '.1f')} / {_num(r['paper_tracking_ppo_cm'], '.1f')} | "
