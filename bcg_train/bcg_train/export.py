@@ -67,7 +67,11 @@ def onnxruntime_error(path: Path, policy: nn.Module, obs_dim: int) -> float:
 def export_checkpoint(checkpoint: Path, out: Path, description: Optional[str] = None) -> Tuple[Path, float]:
     """Write the policy of `checkpoint` to `out`; returns (path, onnxruntime-vs-torch relative error)."""
     path = find_checkpoint(checkpoint)
-    state = load_checkpoint(path)
+    return export_state(load_checkpoint(path), path, out, description)
+
+
+def export_state(state: dict, path: Path, out: Path, description: Optional[str] = None) -> Tuple[Path, float]:
+    """`export_checkpoint` for a checkpoint already loaded (`state`, read from `path`)."""
     try:
         cfg = config_from_dict(state["config"])
         contract = PolicyContract.from_metadata(state["contract"])

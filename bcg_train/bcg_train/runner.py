@@ -135,6 +135,7 @@ class Runner:
             return None
         env = self.algorithm.env
         return {"iteration": self.iteration, "wall_clock_s": self.wall_clock_s,
+                "env_steps": self.iteration * self.algorithm.env_steps_per_iteration,
                 "algorithm_name": self.algorithm.name, "config": self.cfg.to_dict(), "run_info": self.run_info,
                 "dims": {"obs": env.obs_dim, "act": env.act_dim, "add": env.add_dim},
                 "contract": env.policy_contract().to_metadata(), **ranks[0],

@@ -21,8 +21,8 @@ import yaml
 from bcg.atomic_file import write_text_atomic
 
 from ..checkpoint import CheckpointError, find_checkpoint, load_checkpoint
-from ..export import ExportError, export_checkpoint
-from ..train_config import ConfigError, config_from_dict, load_preset
+from ..export import ExportError, export_state
+from ..train_config import ConfigError, TrainConfig, config_from_dict, load_preset
 from .table import policy_name
 
 SIDECAR_FORMAT = 1
@@ -58,9 +58,8 @@ def train_command(run_info: Mapping[str, Any], config: Mapping[str, Any]) -> str
     return shlex.join(args)
 
 
-def sidecar(state: Mapping[str, Any], onnx_path: Path, checkpoint: Path) -> Dict[str, Any]:
-    """The provenance record of a policy exported from checkpoint `state`."""
-    cfg = config_from_dict(state["config"])
+def sidecar(state: Mapping[str, Any], cfg: TrainConfig, onnx_path: Path, checkpoint: Path) -> Dict[str, Any]:
+    """The provenance record of a policy exported from checkpoint `state` (its config `cfg`)."""
     config = cfg.to_dict()
     run_info = dict(state["run_info"])
     kappa = cfg.env.sim.kappa
@@ -75,7 +74,7 @@ def sidecar(state: Mapping[str, Any], onnx_path: Path, checkpoint: Path) -> Dict
         "seed": cfg.runner.seed,
         "iteration": int(state["iteration"]),
         "iterations_planned": int(config[state["algorithm_name"]]["iterations"]),
-        "env_steps": int(state["iteration"]) * _env_steps_per_iteration(config, state["algorithm_name"]),
+        "env_steps": state.get("env_steps"),   # recorded by the runner; None in checkpoints older than that
         "train_wall_clock_s": float(state["wall_clock_s"]),
         "train_command": train_command(run_info, config),
         "export_command": shlex.join(["bcg-export", f"<run>/checkpoints/{checkpoint.name}", "-o", onnx_path.name]),
@@ -83,12 +82,6 @@ def sidecar(state: Mapping[str, Any], onnx_path: Path, checkpoint: Path) -> Dict
                                     "--duration", f"{EVAL_DURATION_S:g}"]),
         "config": config,
     }
-
-
-def _env_steps_per_iteration(config: Mapping[str, Any], algorithm: str) -> int:
-    """Environment steps one iteration collects (SHAC: envs x horizon; PPO: envs x steps per env)."""
-    section = config[algorithm]
-    return int(section["num_envs"]) * int(section.get("horizon", section.get("steps_per_env", 0)))
 
 
 def ship(checkpoint: Path, out: Path, name: Optional[str] = None) -> Tuple[Path, Path]:
@@ -99,9 +92,9 @@ def ship(checkpoint: Path, out: Path, name: Optional[str] = None) -> Tuple[Path,
     cfg = config_from_dict(state["config"])
     name = name or policy_name(state["algorithm_name"], str(state["run_info"]["motion"]), cfg.env.sim.kappa)
     out.mkdir(parents=True, exist_ok=True)
-    onnx_path, _ = export_checkpoint(path, out / f"{name}.onnx")
+    onnx_path, _ = export_state(state, path, out / f"{name}.onnx")
     side = out / f"{name}.json"
-    write_text_atomic(side, json.dumps(sidecar(state, onnx_path, path), indent=2) + "\n")
+    write_text_atomic(side, json.dumps(sidecar(state, cfg, onnx_path, path), indent=2) + "\n")
     return onnx_path, side
 
 
