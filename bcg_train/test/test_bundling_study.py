@@ -66,3 +66,19 @@ def test_a_bundle_triggers_on_the_landing_and_gives_finite_gradients(two_env_jum
                              scenario).run()
     res.check_finite("bundled")
     assert res.bundles >= 2 and res.branch_substeps > 0 and res.in_bundle.max() > 0
+
+
+def test_direction_consistency_tells_parallel_from_independent_gradients():
+    rng = np.random.default_rng(0)
+    direction = rng.normal(size=500)
+    same = statistics.direction_consistency(np.stack([direction * s for s in (0.5, 1.0, 3.0)]))
+    assert same["cosine"] == pytest.approx(1.0) and same["signal_fraction"] == pytest.approx(1.0)
+    assert same["norm_max"] == pytest.approx(3.0 * np.linalg.norm(direction))
+    noise = statistics.direction_consistency(rng.normal(size=(16, 5000)))
+    assert abs(noise["cosine"]) < 4 * noise["cosine_se"] + 0.01
+    assert noise["signal_fraction"] == pytest.approx(1 / np.sqrt(16), rel=0.1)
+    mixed = statistics.direction_consistency(direction + 0.5 * np.linalg.norm(direction) / np.sqrt(500)
+                                             * rng.normal(size=(16, 500)))
+    assert 0.6 < mixed["cosine"] < 0.95             # cos^2 ~ 1 / (1 + 0.25): about 0.8
+    with pytest.raises(ValueError, match="at least 2"):
+        statistics.direction_consistency(direction[None])

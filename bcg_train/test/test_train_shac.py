@@ -1,4 +1,6 @@
 """SHAC on the differentiable toy env: the actor loss falls on a fixed batch; non-finite updates are skipped."""
+import copy
+
 import pytest
 import torch
 
@@ -119,3 +121,22 @@ def test_a_diverged_failed_state_does_not_poison_the_update(toy_env_class, tiny_
     assert window.terminated.any()
     metrics = shac.update_actor(loss)
     assert metrics["skipped/actor"] == 0.0 and all(torch.isfinite(p).all() for p in shac.actor.parameters())
+
+
+def test_load_networks_reproduces_the_policy_and_rewards_without_touching_optimisers_or_env(toy_env_class,
+                                                                                           tiny_config_factory):
+    trained, env = make_shac(toy_env_class, tiny_config_factory)
+    for it in range(2):
+        trained.iteration(it)
+    fresh, fresh_env = make_shac(toy_env_class, tiny_config_factory)
+    optimizer_before = copy.deepcopy(fresh.actor_optimizer.state_dict())
+    obs = torch.randn(5, env.obs_dim)
+    assert not torch.allclose(fresh.policy()(obs), trained.policy()(obs))
+    fresh.load_networks(trained.state_dict())
+    torch.testing.assert_close(fresh.policy()(obs), trained.policy()(obs))
+    torch.testing.assert_close(fresh.target_critic.value(fresh.obs_normalizer(obs)),
+                               trained.target_critic.value(trained.obs_normalizer(obs)))
+    step = env.step(torch.zeros(env.num_envs, env.act_dim))
+    torch.testing.assert_close(fresh.context.add.reward(step.add_sim, step.add_ref),
+                               trained.context.add.reward(step.add_sim, step.add_ref))
+    assert fresh.actor_optimizer.state_dict() == optimizer_before

@@ -322,11 +322,17 @@ class Shac:
                 "critic_optimizer": self.critic_optimizer.state_dict(), "grad_stats": self.grad_stats.state_dict(),
                 "context": self.context.state_dict(), "obs": self.obs}
 
-    def load_state_dict(self, state: dict) -> None:
+    def load_networks(self, state: dict) -> None:
+        """The trained functions of a `state_dict` (actor, critics, observation normaliser, ADD
+        discriminator), not the optimisers or the env: to study a checkpoint's policy on another env."""
         self.actor.load_state_dict(state["actor"])
         self.critic.load_state_dict(state["critic"])
         self.target_critic.load_state_dict(state["target_critic"])
         self.obs_normalizer.load_state_dict(state["obs_normalizer"])
+        self.context.add.load_train_state(state["context"]["add"])
+
+    def load_state_dict(self, state: dict) -> None:
+        self.load_networks(state)
         self.actor_optimizer.load_state_dict(state["actor_optimizer"])
         self.critic_optimizer.load_state_dict(state["critic_optimizer"])
         self.grad_stats.load_state_dict(state["grad_stats"])

@@ -1,5 +1,6 @@
 """Statistics of the bundling study: summed per-environment gradient variance, bootstrap intervals on
-resampled environments, trimmed variance, and the rows the report tabulates."""
+resampled environments, trimmed variance, the rows the report tabulates, and how far independent
+gradients agree in direction (bench/gradient_consistency.py)."""
 from dataclasses import dataclass
 from typing import Tuple
 
@@ -25,6 +26,23 @@ def bootstrap_sum_variance(g: np.ndarray, counts: np.ndarray) -> np.ndarray:
     mean = counts @ g / e                        # (R, K) resample means
     second = counts @ np.square(g).sum(axis=1) / e
     return (second - np.square(mean).sum(axis=1)) * e / (e - 1)
+
+
+def direction_consistency(g: np.ndarray) -> dict:
+    """How far K gradient vectors g (K, P...), K >= 2, agree in direction: "cosine" (mean pairwise cosine,
+    1 = all parallel, about 0 for independent noise), "cosine_se" (its standard error over the pairs),
+    "signal_fraction" (|mean g| / mean |g|: 1 for identical vectors, about 1/sqrt(K) for noise), and
+    "norm_mean" / "norm_max" of |g|."""
+    g = g.reshape(len(g), -1).astype(np.float64)
+    if len(g) < 2:
+        raise ValueError(f"direction_consistency: needs at least 2 vectors, got {len(g)}")
+    norms = np.linalg.norm(g, axis=1)
+    unit = g / np.maximum(norms, 1e-300)[:, None]
+    cos = (unit @ unit.T)[np.triu_indices(len(g), k=1)]
+    return {"cosine": float(cos.mean()),
+            "cosine_se": float(cos.std(ddof=1) / np.sqrt(len(cos))) if len(cos) > 1 else float("nan"),
+            "signal_fraction": float(np.linalg.norm(g.mean(axis=0)) / norms.mean()),
+            "norm_mean": float(norms.mean()), "norm_max": float(norms.max())}
 
 
 def resample_counts(envs: int, resamples: int, rng: np.random.Generator) -> np.ndarray:
