@@ -111,6 +111,9 @@ def test_warp_plant_runs_the_simulator_settings_the_contract_records():
 def test_table_reports_the_cells_present_cites_their_commands_and_lists_the_rest(robot, tmp_path):
     import shutil
 
+    import onnx
+
+    from bcg_train.evaluation import table as table_module
     from bcg_train.evaluation.table import main as table_main
     folder = tmp_path / "policies"
     folder.mkdir()
@@ -127,5 +130,14 @@ def test_table_reports_the_cells_present_cites_their_commands_and_lists_the_rest
     assert "no `shac_jump_k300.onnx`" in text
     cached = json.loads((folder / "shac_dance_k300.eval.json").read_text())
     assert cached["seeds"] == 1 and cached["duration_s"] == 1.0
+    # the same file is not evaluated again; a policy shipped anew under the same name is
+    logged = []
+    table_module.rows_of(folder, ["dance"], [300.0], 1, 1.0, None, logged.append)
+    assert not any("evaluating" in line for line in logged)
+    model = onnx.load(folder / "shac_dance_k300.onnx")
+    model.doc_string = "shipped anew"
+    onnx.save(model, folder / "shac_dance_k300.onnx")
+    table_module.rows_of(folder, ["dance"], [300.0], 1, 1.0, None, logged.append)
+    assert sum("evaluating" in line for line in logged) == 1
     assert (out / "table.csv").is_file() and (out / "table.png").is_file()
     assert table_main([str(tmp_path / "nowhere")]) == 2

@@ -6,13 +6,15 @@
 A cell (motion, kappa) is the SHAC + BCG policy `shac_<motion>_k<kappa>.onnx` in POLICY_DIR; its PPO
 counterpart, when present, is `ppo_<motion>_k<kappa>.onnx`. Each policy is evaluated as `bcg-eval`
 does (`seeds` runs of `duration` s in MuJoCo and in the training simulator) unless POLICY_DIR already
-holds its evaluation (`<policy>.eval.json`, written by this command with the same seeds and duration).
+holds its evaluation (`<policy>.eval.json`, written by this command for the same policy file, by its
+SHA-256, with the same seeds and duration).
 A policy's `<policy>.json` sidecar, when present, gives the commands that trained and exported it
 (`train_command`, `export_command`); the table cites them. Missing cells are listed with the command
 that would train them. Writes OUT/table.md, OUT/table.csv and OUT/table.png.
 """
 import argparse
 import csv
+import hashlib
 import io
 import json
 import sys
@@ -41,20 +43,23 @@ def policy_name(algorithm: str, motion: str, kappa: float) -> str:
 
 def cell(folder: Path, algorithm: str, motion: str, kappa: float, seeds: int, duration: float,
          model: Optional[str], log) -> Optional[dict]:
-    """The evaluation of one policy (evaluated now unless its eval.json matches seeds and duration),
-    with its sidecar's commands; None when the policy file is absent."""
+    """The evaluation of one policy (evaluated now unless its eval.json is of this very file, by its
+    SHA-256, with the same seeds and duration), with its sidecar's commands; None when the policy
+    file is absent."""
     name = policy_name(algorithm, motion, kappa)
     path = folder / f"{name}.onnx"
     if not path.is_file():
         return None
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
     cached = folder / f"{name}.eval.json"
     result = json.loads(cached.read_text()) if cached.is_file() else None
-    if result is None or result.get("seeds") != seeds or result.get("duration_s") != duration:
+    if (result is None or result.get("policy_sha256") != digest or result.get("seeds") != seeds
+            or result.get("duration_s") != duration):
         log(f"evaluating {path} ({seeds} seeds x {duration:g} s)")
         result = evaluate(path, motion, seeds, duration, model=model,
                           log=lambda line: log(f"  {name}: {line}"))
-        result.update(seeds=seeds, duration_s=duration, command=f"bcg-eval {path} --motion {motion} "
-                                                                  f"--seeds {seeds} --duration {duration:g}")
+        result.update(seeds=seeds, duration_s=duration, policy_sha256=digest,
+                      command=f"bcg-eval {path} --motion {motion} --seeds {seeds} --duration {duration:g}")
         write_text_atomic(cached, json.dumps(result, indent=2))
     sidecar = folder / f"{name}.json"
     result["provenance"] = json.loads(sidecar.read_text()) if sidecar.is_file() else {}
