@@ -30,6 +30,7 @@ from typing import Dict, List, Sequence, Tuple
 import torch
 
 from bcg.atomic_file import write_text_atomic
+from bcg.config_check import dotted_leaves
 from bcg_train.bundling_study.statistics import direction_consistency
 from bcg_train.checkpoint import find_checkpoint, load_checkpoint
 from bcg_train.cli import parse_assignments
@@ -112,7 +113,7 @@ def main(argv: Sequence[str] = None) -> int:
     for name, overrides, cfg in configs:
         stats = direction_consistency(window_gradients(cfg, ckpt["algorithm"], motion, envs, args.windows,
                                                        args.seed).numpy())
-        keys = _flat_keys(overrides)
+        keys = [f"{key}={value}" for key, value in dotted_leaves(overrides)]
         rows.append((name, ", ".join(keys), stats))
         results[name] = {"overrides": overrides, **stats}
         if all(k.startswith("env.sim.bundle.enabled=") for k in keys):     # differs in bundling alone
@@ -128,17 +129,6 @@ def main(argv: Sequence[str] = None) -> int:
     print(f"grad_cosine_bundle={by_bundle.get(True, float('nan')):.4f} "
           f"grad_cosine_plain={by_bundle.get(False, float('nan')):.4f}")
     return 0
-
-
-def _flat_keys(tree: Dict, prefix: str = "") -> List[str]:
-    """{'a': {'b': 1}} -> ['a.b=1']."""
-    out = []
-    for k, v in tree.items():
-        if isinstance(v, dict):
-            out += _flat_keys(v, f"{prefix}{k}.")
-        else:
-            out.append(f"{prefix}{k}={v}")
-    return out
 
 
 if __name__ == "__main__":

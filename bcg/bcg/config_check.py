@@ -7,7 +7,7 @@ config from nested mappings (YAML), converting each value to its field's type.
 """
 import dataclasses
 import typing
-from typing import Any, Mapping
+from typing import Any, Iterator, Mapping, Tuple
 
 
 class ConfigError(ValueError):
@@ -87,6 +87,16 @@ def _convert(value: Any, hint: Any, key: str) -> Any:
         check(len(value) == len(args), key, f"expected {len(args)} values, got {len(value)}")
         return tuple(_convert(v, a, f"{key}[{i}]") for i, (v, a) in enumerate(zip(value, args)))
     raise TypeError(f"{key}: unsupported field type {hint!r}")
+
+
+def dotted_leaves(tree: Mapping[str, Any], prefix: str = "") -> Iterator[Tuple[str, Any]]:
+    """(dotted key, value) of every non-mapping value of nested `overrides`-style mappings:
+    {"a": {"b": 1}} -> ("a.b", 1)."""
+    for key, value in tree.items():
+        if isinstance(value, Mapping):
+            yield from dotted_leaves(value, f"{prefix}{key}.")
+        else:
+            yield f"{prefix}{key}", value
 
 
 def apply_overrides(cfg: Any, overrides: Mapping[str, Any], prefix: str = "") -> Any:

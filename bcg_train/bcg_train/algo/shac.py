@@ -325,14 +325,17 @@ class Shac:
     def load_networks(self, state: dict) -> None:
         """The trained functions of a `state_dict` (actor, critics, observation normaliser, ADD
         discriminator), not the optimisers or the env: to study a checkpoint's policy on another env."""
+        self._load_own_networks(state)
+        self.context.add.load_train_state(state["context"]["add"])
+
+    def _load_own_networks(self, state: dict) -> None:
         self.actor.load_state_dict(state["actor"])
         self.critic.load_state_dict(state["critic"])
         self.target_critic.load_state_dict(state["target_critic"])
         self.obs_normalizer.load_state_dict(state["obs_normalizer"])
-        self.context.add.load_train_state(state["context"]["add"])
 
     def load_state_dict(self, state: dict) -> None:
-        self.load_networks(state)
+        self._load_own_networks(state)                  # the ADD discriminator comes with the context
         self.actor_optimizer.load_state_dict(state["actor_optimizer"])
         self.critic_optimizer.load_state_dict(state["critic_optimizer"])
         self.grad_stats.load_state_dict(state["grad_stats"])

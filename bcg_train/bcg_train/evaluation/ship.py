@@ -14,11 +14,12 @@ import json
 import shlex
 import sys
 from pathlib import Path
-from typing import Any, Dict, Iterator, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
 
 import yaml
 
 from bcg.atomic_file import write_text_atomic
+from bcg.config_check import dotted_leaves
 
 from ..checkpoint import CheckpointError, find_checkpoint, load_checkpoint
 from ..export import ExportError, export_state
@@ -30,15 +31,6 @@ EVAL_SEEDS, EVAL_DURATION_S = 5, 15.0
 """The evaluation the sidecar's command names (the paper's: 5 MuJoCo seeds of 15 s)."""
 
 
-def _leaves(tree: Mapping[str, Any], prefix: str = "") -> Iterator[Tuple[str, Any]]:
-    """(dotted key, value) of every non-mapping value of a nested dict."""
-    for key, value in tree.items():
-        if isinstance(value, Mapping):
-            yield from _leaves(value, f"{prefix}{key}.")
-        else:
-            yield f"{prefix}{key}", value
-
-
 def _yaml_value(value: Any) -> str:
     """`value` as the YAML text `--set KEY=VALUE` parses back to it."""
     return yaml.safe_dump(value, default_flow_style=True).strip().removesuffix("...").strip()
@@ -48,8 +40,8 @@ def train_command(run_info: Mapping[str, Any], config: Mapping[str, Any]) -> str
     """The `bcg-train` command that trains a run with this config again: the run's preset plus a
     `--set` for each setting that differs from the preset (ConfigError when the preset is unknown)."""
     preset = run_info.get("preset") or "paper"
-    base = dict(_leaves(load_preset(preset).to_dict()))
-    overrides = [f"{key}={_yaml_value(value)}" for key, value in _leaves(config) if base.get(key) != value]
+    base = dict(dotted_leaves(load_preset(preset).to_dict()))
+    overrides = [f"{key}={_yaml_value(value)}" for key, value in dotted_leaves(config) if base.get(key) != value]
     args = ["bcg-train", "--preset", preset, "--motion", str(run_info["motion"])]
     for item in overrides:
         args += ["--set", item]
