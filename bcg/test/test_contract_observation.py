@@ -15,7 +15,8 @@ def inputs(n=4, quat=(1.0, 0, 0, 0), frames=3, batch=()):
     shape = batch + (n,)
     ref = ReferenceFrames(rng.normal(size=batch + (frames, n)), rng.normal(size=batch + (frames, n)),
                           rng.normal(size=batch + (frames, 3)),
-                          np.broadcast_to(quat_about_x(0.3), batch + (frames, 4)).copy())
+                          np.broadcast_to(quat_about_x(0.3), batch + (frames, 4)).copy(),
+                          rng.normal(size=batch + (frames, 3)))
     return ObservationInputs(np.broadcast_to(np.asarray(quat, float), batch + (4,)).copy(),
                              rng.normal(size=batch + (3,)), rng.normal(size=shape), rng.normal(size=shape),
                              rng.normal(size=shape), np.full(n, 0.5), ref)
@@ -46,15 +47,30 @@ def test_reference_terms_relative_rotation_and_size():
     np.testing.assert_allclose(obs[-6:], [1, 0, 0, 0, 1, 0], atol=1e-6)   # same orientation as the base
 
 
+def test_reference_root_velocity_is_in_the_reference_frame_whatever_the_base():
+    spec = tracking_spec(4, frames=(1, 2, 3), root_velocity=True)
+    assert spec.size == 18 + 3 * (4 + 4 + 1 + 6 + 3) and spec.terms[-1].name == "ref_root_lin_vel"
+    inp = inputs(quat=quat_about_x(1.0))              # the reference is turned 0.3 rad about x
+    ref = inp.reference
+    velocity = np.broadcast_to([0.2, 1.0, 0.0], ref.root_pos.shape).copy()
+    inp = ObservationInputs(*(getattr(inp, f) for f in ("base_quat", "base_ang_vel", "joint_pos", "joint_vel",
+                                                        "last_action", "default_joint_pos")),
+                            ReferenceFrames(ref.joint_pos, ref.joint_vel, ref.root_pos, ref.root_quat, velocity))
+    expected = [0.2, np.cos(0.3), -np.sin(0.3)] * 3
+    np.testing.assert_allclose(spec.build(inp)[-9:], expected, atol=1e-6)
+    assert tracking_spec(4).size == spec.size - 9
+
+
 def test_torch_batch_matches_numpy():
     torch = pytest.importorskip("torch")
-    spec = tracking_spec(4)
+    spec = tracking_spec(4, root_velocity=True)
     inp = inputs(batch=(5,))
     as_torch = ObservationInputs(*(torch.tensor(getattr(inp, f)) for f in
                                    ("base_quat", "base_ang_vel", "joint_pos", "joint_vel", "last_action",
                                     "default_joint_pos")),
                                  ReferenceFrames(*(torch.tensor(getattr(inp.reference, f)) for f in
-                                                   ("joint_pos", "joint_vel", "root_pos", "root_quat"))))
+                                                   ("joint_pos", "joint_vel", "root_pos", "root_quat",
+                                                    "root_lin_vel"))))
     np.testing.assert_allclose(spec.build(as_torch).numpy(), spec.build(inp), rtol=1e-5, atol=1e-6)
 
 
@@ -74,6 +90,7 @@ def test_lafan_csv_motion_maps_joints_by_name(tmp_path):
     rows = np.zeros((4, 36))
     rows[:, 6] = 1.0                        # quaternion w (x y z w order in the file)
     rows[:, 2] = 0.8
+    rows[:, 0] = np.arange(4) ** 2 * 0.01    # root x = 9 t^2 m: 0 m/s at frame 0, 0.6 m/s at frame 1
     rows[:, 7 + SDK_JOINT_NAMES.index("left_knee_joint")] = np.arange(4) * 0.3
     np.savetxt(tmp_path / "m.csv", rows, delimiter=",")
     motion = load_motion(tmp_path / "m.csv")
@@ -82,6 +99,7 @@ def test_lafan_csv_motion_maps_joints_by_name(tmp_path):
     np.testing.assert_allclose(ref.joint_pos[:, 0], [0.15, 0.9])
     np.testing.assert_allclose(ref.joint_vel[0, 0], 0.3 * 30)
     np.testing.assert_allclose(ref.root_quat[0], [1, 0, 0, 0])
+    np.testing.assert_allclose(ref.root_lin_vel[0], [0.3, 0, 0], atol=1e-12)  # second-order ends: exact here
 
 
 def random_unit_quats(rng, shape):
@@ -101,7 +119,7 @@ def test_rotation_terms_match_mujoco():
         inp = ObservationInputs(base, *(getattr(inp, f) for f in ("base_ang_vel", "joint_pos", "joint_vel",
                                                                    "last_action", "default_joint_pos")),
                                 ReferenceFrames(inp.reference.joint_pos, inp.reference.joint_vel,
-                                                inp.reference.root_pos, refs))
+                                                inp.reference.root_pos, refs, inp.reference.root_lin_vel))
         obs = spec.build(inp)
 
         def matrix(q):

@@ -256,15 +256,17 @@ def test_stale_state_damps_on_tick(robot, stand):
 
 
 def test_reference_motion_advances_one_control_period_per_policy_step(robot, tmp_path):
-    """Step k samples the motion at k * period + frames * period, as training does, whatever the wall clock."""
+    """Step k samples the motion at k * period + frames * period, as training does, whatever the wall clock;
+    the reference root velocity comes from the file's root positions (x = 0.5 t m)."""
     contract = stand_contract(robot)
-    spec = tracking_spec(29, frames=(0, 1))
+    spec = tracking_spec(29, frames=(0, 1), root_velocity=True)
     tracking = type(contract)(**{**contract.__dict__, "observation": spec})
     path = write_policy(tmp_path / "track.onnx", mlp_model([(np.zeros((spec.size, 29)), np.zeros(29))]), tracking)
     motion_file = tmp_path / "ramp.csv"
     rows = np.zeros((31, 36))
     rows[:, 2], rows[:, 6] = 0.78, 1.0
     rows[:, 7] = np.arange(31) / 30.0                    # left hip pitch = t (rad), 30 frames/s
+    rows[:, 0] = 0.5 * np.arange(31) / 30.0               # root x = 0.5 t (m)
     np.savetxt(motion_file, rows, delimiter=",")
     c = Controller(load_policy(path), robot, SafetyLimits(), StateMachine(ramp_duration_s=0.0, autostart=True,
                                                                           autostart_hold_s=0.0),
@@ -284,6 +286,7 @@ def test_reference_motion_advances_one_control_period_per_policy_step(robot, tmp
         c.prepare_next_step()
         frames = seen[-1][offset:offset + ref.size].reshape(2, 29)[:, hip] + contract.default_joint_pos[hip]
         np.testing.assert_allclose(frames, [0.02 * k, 0.02 * (k + 1)], atol=1e-6)
+        np.testing.assert_allclose(seen[-1][-6:], [0.5, 0, 0] * 2, atol=1e-6)
 
 
 @pytest.mark.parametrize("key, value, message", [

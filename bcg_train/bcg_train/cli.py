@@ -3,6 +3,7 @@
     bcg-train --preset cpu-smoke [--algo shac|ppo] [--motion NAME|FILE] [--motion-dir DIR] [--kappa K]
               [--no-bundle] [--device cpu|cuda:0] [--run-dir DIR] [--set env.sim.substeps=8 ...]
     bcg-train --resume RUN_DIR_OR_CHECKPOINT [--device cuda:0] [--iterations N]
+    either form also takes [--stop-at K]
 
 Data-parallel training: `torchrun --nproc_per_node N --no-python bcg-train ...` (the same
 arguments) runs N ranks, each with `cfg.num_envs()` environments of its own (seeded with
@@ -15,7 +16,10 @@ is the same as `--nproc_per_node 1`.
 checkpoints record it. A run folder gets metrics.csv, tensorboard/, checkpoints/, curves/ and
 config.yaml. A resumed run continues with the checkpoint's own settings in its own folder;
 `--iterations N` extends it to N iterations in all (the learning rates, which decay linearly over
-the run, then decay over the new total: they rise at the resume). The environment is
+the run, then decay over the new total: they rise at the resume). `--stop-at K` stops after
+iteration K with its checkpoint written, as Ctrl-C there would, the schedule still planned to the
+end. The run records its schedule (`run_info["schedule"]`: [first iteration, iterations planned]
+per start and extension), so `bcg-ship` can write the commands that train it again. The environment is
 `cfg.num_envs()` G1 imitation environments seeded from `cfg.runner.seed` (`build_env`).
 """
 import argparse
@@ -125,6 +129,8 @@ def parser() -> argparse.ArgumentParser:
                    help="override a preset value (repeatable)")
     p.add_argument("--resume", type=Path, help="continue a run: its folder or a checkpoint file")
     p.add_argument("--iterations", type=int, help="with --resume: extend the run to this many iterations in all")
+    p.add_argument("--stop-at", type=int, metavar="K",
+                   help="stop after iteration K (its checkpoint written), the schedule still planned to the end")
     return p
 
 
@@ -159,8 +165,11 @@ def train(args: argparse.Namespace, ranks: Ranks) -> int:
             path = find_checkpoint(args.resume)
             state = load_checkpoint(path)
             cfg, run_info = config_from_dict(state["config"]), dict(state["run_info"])
+            # a checkpoint from before schedules were recorded: taken as never extended
+            run_info["schedule"] = [list(s) for s in run_info.get("schedule", [[0, cfg.iterations()]])]
             if args.iterations is not None:
                 cfg = extend(cfg, args.iterations, int(state["iteration"]))
+                run_info["schedule"].append([int(state["iteration"]), args.iterations])
             run_info["device"] = args.device or run_info["device"]
             runner = build_runner(cfg, run_info, path.parent.parent)
             runner.resume(path)
@@ -175,20 +184,24 @@ def train(args: argparse.Namespace, ranks: Ranks) -> int:
             if args.algo:
                 cfg.algorithm = args.algo
             cfg.validate()
-            run_info = {"motion": args.motion, "device": args.device or "cpu", "preset": args.preset}
+            run_info = {"motion": args.motion, "device": args.device or "cpu", "preset": args.preset,
+                        "schedule": [[0, cfg.iterations()]]}
             run_dir = ranks.from_first(args.run_dir or default_run_dir(cfg, run_info))
             runner = build_runner(cfg, run_info, run_dir)
             if lead:
                 run_dir.mkdir(parents=True, exist_ok=True)
                 write_text_atomic(run_dir / "config.yaml", yaml.safe_dump({"run": run_info, "config": cfg.to_dict()},
                                                                           sort_keys=False))
+        if args.stop_at is not None and not runner.iteration < args.stop_at <= runner.algorithm.iterations:
+            raise ConfigError(f"--stop-at: {args.stop_at} is not after iteration {runner.iteration} and within the "
+                              f"run's {runner.algorithm.iterations}")
     except (ConfigError, CheckpointError, MotionFileError) as e:
         print(f"bcg-train: {e}", file=sys.stderr)
         return EXIT_USAGE
     if lead:
         print(f"bcg-train: {cfg.algorithm} in {runner.run_dir} ({runner.algorithm.iterations} iterations, "
               f"{ranks.world_size} x {runner.algorithm.env.num_envs} envs)", file=sys.stderr)
-    last = runner.train()
+    last = runner.train(stop_at=args.stop_at)
     if last is not None:
         print(f"bcg-train: checkpoint {last}\n  export: bcg-export {last} -o policy.onnx", file=sys.stderr)
     return 0

@@ -151,10 +151,12 @@ class Runner:
         prune_checkpoints(folder, self.cfg.runner.keep_checkpoints)
         return path
 
-    def train(self) -> Optional[Path]:
-        """Run the remaining iterations; returns the last checkpoint written (None if nothing ran, and on
-        ranks other than 0, which write nothing)."""
+    def train(self, stop_at: Optional[int] = None) -> Optional[Path]:
+        """Run the remaining iterations, or stop after iteration `stop_at` as a stop request there would;
+        returns the last checkpoint written (None if nothing ran, and on ranks other than 0, which write
+        nothing)."""
         alg, total = self.algorithm, self.algorithm.iterations
+        end = total if stop_at is None else min(stop_at, total)
         log = MetricsLog(self.run_dir, self.iteration) if self.writes else None
         progress = Progress(alg.name, total, self.iteration)
         drawing = curves.BackgroundCurves(self.run_dir, self.run_dir / CURVES_DIR)
@@ -162,7 +164,7 @@ class Runner:
         try:
             with StopRequest() as stop:
                 stopping = False
-                while self.iteration < total and not stopping:
+                while self.iteration < end and not stopping:
                     t0 = time.monotonic()
                     metrics = alg.iteration(self.iteration)
                     self.wall_clock_s += time.monotonic() - t0
@@ -174,7 +176,7 @@ class Runner:
                             log.write(row)
                             progress.update(self.iteration, summary(row))
                     stopping = self.ranks.any(stop.requested)   # every rank stops after the same iteration
-                    finished = self.iteration == total or stopping
+                    finished = self.iteration == end or stopping
                     if finished or self.iteration % self.cfg.runner.checkpoint_every == 0:
                         with phase("checkpoint"):
                             last = self.save()

@@ -108,6 +108,10 @@ class TrainConfig:
             return self.ppo.num_envs
         return self.shac.num_envs if self.bundle else self.shac.num_envs_without_bundle
 
+    def iterations(self) -> int:
+        """Iterations this run's algorithm is planned for."""
+        return getattr(self, self.algorithm).iterations
+
     def with_iterations(self, iterations: int) -> "TrainConfig":
         """A copy whose algorithm runs `iterations` iterations in all."""
         section = getattr(self, self.algorithm)

@@ -141,3 +141,17 @@ def test_table_reports_the_cells_present_cites_their_commands_and_lists_the_rest
     assert sum("evaluating" in line for line in logged) == 1
     assert (out / "table.csv").is_file() and (out / "table.png").is_file()
     assert table_main([str(tmp_path / "nowhere")]) == 2
+
+
+def test_the_train_command_sets_what_differs_from_the_preset_including_settings_the_run_predates(tmp_path):
+    from bcg_train.evaluation.ship import train_command
+    from bcg_train.train_config import load_preset
+    config = load_preset("cpu-small").to_dict()
+    config["shac"]["init_action_std"] = 0.3
+    assert train_command({"motion": "dance", "preset": "cpu-small"}, config) == (
+        "bcg-train --preset cpu-small --motion dance --set shac.init_action_std=0.3")
+    preset = tmp_path / "newer.yaml"              # a preset that turns on a setting this config does not record
+    preset.write_text("env:\n  reference_root_velocity: true\n")
+    del config["env"]["reference_root_velocity"]
+    command = train_command({"motion": "dance", "preset": str(preset)}, config)
+    assert "--set env.reference_root_velocity=false" in command

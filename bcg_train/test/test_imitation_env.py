@@ -211,3 +211,16 @@ def test_a_diverged_environment_fails_alone():
     assert step.terminated.tolist() == [False, True, False]
     assert torch.isfinite(step.obs).all() and torch.isfinite(step.obs_before_reset).all()
     assert torch.isfinite(step.add_sim).all() and torch.isfinite(env.q).all()
+
+
+def test_the_reference_root_velocity_is_observed_in_the_reference_frame_when_asked():
+    env = make(reference_root_velocity=True)
+    obs = env.reset().double()
+    assert env.policy_contract().observation.terms[-1].name == "ref_root_lin_vel"
+    future = torch.clamp(env.frame[:, None] + torch.tensor(env.frames), max=env.ref.num_frames - 1)
+    velocity = env.ref.root_lin_vel[future]                                       # (N, F, 3) world
+    w, x, y, z = env.ref.root_quat[future].unbind(-1)
+    heading = torch.stack([1 - 2 * (y * y + z * z), 2 * (x * y + w * z), 2 * (x * z - w * y)], -1)  # R[:, 0]
+    forward = (velocity * heading).sum(-1)                                      # (R^T v)_x
+    torch.testing.assert_close(obs[:, -9::3], forward, rtol=1e-5, atol=1e-5)
+    assert velocity.norm(dim=-1).max() > 0.1           # the synthetic jump moves: the check is not of zeros

@@ -13,7 +13,7 @@ from bcg.contract import load_policy
 from bcg.motion import MotionFileError
 from bcg.robot import RobotDescription
 from bcg_train.evaluation.cli import evaluate
-from bcg_train.evaluation.ship import SIDECAR_FORMAT, train_command
+from bcg_train.evaluation.ship import SIDECAR_FORMAT, train_commands
 from bcg_train.evaluation.table import policy_name
 from bcg_train.motion.kinematics import RobotKinematics
 from bcg_train.motion.library import load_clip
@@ -38,9 +38,12 @@ def test_contract_sidecar_and_evaluation_agree(sidecar_path):
     assert contract.motion == sidecar["motion"]
     assert contract.contact_stiffness == pytest.approx(sidecar["kappa"])
     assert sidecar_path.stem == policy_name(sidecar["algorithm"], sidecar["motion"], sidecar["kappa"])
-    # the recorded command is the one this code derives from the recorded config and preset
-    assert sidecar["train_command"] == train_command({"motion": sidecar["motion"], "preset": sidecar["preset"]},
-                                                     sidecar["config"])
+    # the recorded commands are the ones this code derives from the recorded config, preset and schedule
+    run_info = {"motion": sidecar["motion"], "preset": sidecar["preset"]}
+    if sidecar.get("schedule"):
+        run_info["schedule"] = sidecar["schedule"]
+    assert [sidecar["train_command"], *sidecar.get("resume_commands", [])] == train_commands(
+        run_info, sidecar["config"], sidecar["iteration"])
     evaluation = json.loads((POLICIES / f"{sidecar_path.stem}.eval.json").read_text())
     assert evaluation["motion"] == sidecar["motion"] and evaluation["kappa"] == pytest.approx(sidecar["kappa"])
     assert len(evaluation["runs"]["mujoco"]) == evaluation["summary"]["seeds"] == evaluation["seeds"]

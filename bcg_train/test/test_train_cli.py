@@ -3,6 +3,8 @@ import pytest
 import yaml
 
 from bcg_train import cli
+from bcg_train.checkpoint import load_checkpoint
+from bcg_train.evaluation.ship import train_commands
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -40,6 +42,19 @@ def test_train_then_resume_from_the_command_line(toy_factory, tmp_path, capsys):
     assert cli.main(["--resume", str(run), "--iterations", "3"]) == 0                # a longer run
     assert (run / "checkpoints" / "iter_000003.pt").is_file()
     assert len((run / "metrics.csv").read_text().strip().splitlines()) == 1 + 3
+
+    assert cli.main(["--resume", str(run), "--iterations", "6", "--stop-at", "7"]) == cli.EXIT_USAGE
+    assert "--stop-at: 7 is not after iteration 3 and within the run's 6" in capsys.readouterr().err
+    assert cli.main(["--resume", str(run), "--iterations", "6", "--stop-at", "5"]) == 0   # as a Ctrl-C at 5
+    assert (run / "checkpoints" / "iter_000005.pt").is_file() and not (run / "checkpoints" / "iter_000006.pt").exists()
+    state = load_checkpoint(run / "checkpoints" / "iter_000005.pt")
+    assert state["run_info"]["schedule"] == [[0, 2], [2, 3], [3, 6]]
+    # bcg-ship's commands that train it again: the first part's plan, then each extension
+    first, *resumes = train_commands(state["run_info"], state["config"], 5)
+    assert first.startswith("bcg-train --preset cpu-smoke --motion jump --set shac.iterations=2 ")
+    assert "--set env.sim.bundle.enabled=false" in first and first.endswith(" --run-dir '<run>'")
+    assert resumes == ["bcg-train --resume '<run>' --iterations 3",
+                       "bcg-train --resume '<run>' --iterations 6 --stop-at 5"]
 
 
 def test_resume_refuses_new_settings(tmp_path, capsys):

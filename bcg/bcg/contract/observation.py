@@ -55,6 +55,11 @@ def _reference_columns(ref: ReferenceFrames, default_joint_pos):
     return rot6d(q).reshape(tuple(q.shape[:-1]) + (2, 3))
 
 
+def _reference_local_velocity(ref: ReferenceFrames, default_joint_pos):
+    """The reference root velocity in the reference root's own frame, R_ref^T v_ref: (..., F * 3) m/s."""
+    return _flatten_frames((ref.root_lin_vel[..., None, :] @ rotation_matrix(ref.root_quat))[..., 0, :])
+
+
 def _ref_root_rot(inp: ObservationInputs, columns):
     """rot6d of the reference root rotation in the base frame, R_base^T R_ref, per frame: (..., F * 6).
 
@@ -106,6 +111,8 @@ TERMS: Dict[str, TermKind] = {
                                 description="reference root height, m"),
     "ref_root_rot": TermKind(lambda n: 6, _ref_root_rot, _reference_columns,
                              description="reference root orientation in the base frame, 6-D rotation"),
+    "ref_root_lin_vel": TermKind(lambda n: 3, _prepared, _reference_local_velocity,
+                                 description="reference root linear velocity in the reference root's frame, m/s"),
 }
 """Every term a spec may name. Add a term here and both training and the node get it."""
 
@@ -238,12 +245,16 @@ def robot_state_spec(num_joints: int, ang_vel_scale: float = 0.25, joint_vel_sca
     ))
 
 
-def tracking_spec(num_joints: int, frames: Sequence[int] = (1, 2, 3)) -> ObservationSpec:
-    """Robot state plus the reference motion at `frames` control periods ahead."""
+def tracking_spec(num_joints: int, frames: Sequence[int] = (1, 2, 3),
+                  root_velocity: bool = False) -> ObservationSpec:
+    """Robot state plus the reference motion at `frames` control periods ahead; with `root_velocity`
+    also the reference root's velocity (`ref_root_lin_vel`), the one term that says where a motion
+    travels: the others see the reference's joints, height and relative orientation only."""
     n, f = num_joints, tuple(frames)
+    velocity = (ObservationTerm("ref_root_lin_vel", 3 * len(f), 1.0, f),) if root_velocity else ()
     return ObservationSpec(robot_state_spec(n).terms + (
         ObservationTerm("ref_joint_pos", n * len(f), 1.0, f),
         ObservationTerm("ref_joint_vel", n * len(f), 0.05, f),
         ObservationTerm("ref_root_height", len(f), 1.0, f),
         ObservationTerm("ref_root_rot", 6 * len(f), 1.0, f),
-    ))
+    ) + velocity)

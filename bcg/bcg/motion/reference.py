@@ -1,5 +1,6 @@
 """A reference motion in memory, and samples of it at the times a policy looks ahead to."""
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, Sequence, Tuple
 
 import numpy as np
@@ -19,6 +20,8 @@ class ReferenceFrames:
     """(..., F, 3) m, world frame."""
     root_quat: Any
     """(..., F, 4) (w, x, y, z), root (pelvis) orientation in the world."""
+    root_lin_vel: Any
+    """(..., F, 3) m/s, root (pelvis) linear velocity in the world frame."""
 
 
 @dataclass(frozen=True)
@@ -31,6 +34,11 @@ class ReferenceMotion:
     joint_vel: np.ndarray   # (T, n) rad/s
     root_pos: np.ndarray    # (T, 3) m, world
     root_quat: np.ndarray   # (T, 4) w x y z, unit, consecutive frames in the same hemisphere
+
+    @cached_property
+    def root_lin_vel(self) -> np.ndarray:
+        """(T, 3) m/s, world: `finite_difference` of the root position."""
+        return finite_difference(self.root_pos, 1.0 / self.fps)
 
     @property
     def num_frames(self) -> int:
@@ -50,7 +58,7 @@ class ReferenceMotion:
     def sample(self, times_s: np.ndarray, columns: np.ndarray) -> ReferenceFrames:
         """Frames at `times_s` (F,) seconds (clamped to the motion), joints `columns`.
 
-        Joints and root position are interpolated linearly, the root quaternion by slerp.
+        Joints, root position and root velocity are interpolated linearly, the root quaternion by slerp.
         """
         x = np.clip(np.asarray(times_s, np.float64) * self.fps, 0.0, self.num_frames - 1)
         i0 = np.floor(x).astype(int)
@@ -61,7 +69,13 @@ class ReferenceMotion:
             return arr[i0] * (1 - a) + arr[i1] * a
         return ReferenceFrames(joint_pos=lerp(self.joint_pos)[:, columns], joint_vel=lerp(self.joint_vel)[:, columns],
                                root_pos=lerp(self.root_pos),
-                               root_quat=quat_slerp(self.root_quat[i0], self.root_quat[i1], a[:, 0]))
+                               root_quat=quat_slerp(self.root_quat[i0], self.root_quat[i1], a[:, 0]),
+                               root_lin_vel=lerp(self.root_lin_vel))
+
+
+def finite_difference(x: np.ndarray, dt: float) -> np.ndarray:
+    """d/dt of samples x (T, ...) spaced dt: central differences inside, second-order one-sided at the ends."""
+    return np.gradient(x, dt, axis=0, edge_order=2 if len(x) > 2 else 1)
 
 
 def quat_slerp(q0: np.ndarray, q1: np.ndarray, t: np.ndarray) -> np.ndarray:

@@ -59,7 +59,8 @@ def run_policy(plant, policy: Policy, clip: MotionClip, seed: int, duration_s: f
         future = np.minimum(t + frames, clip.num_frames - 1)
         reference = ReferenceFrames(joint_pos=clip.joint_pos[future][:, order],
                                     joint_vel=clip.joint_vel[future][:, order],
-                                    root_pos=clip.root_pos[future], root_quat=clip.root_quat[future])
+                                    root_pos=clip.root_pos[future], root_quat=clip.root_quat[future],
+                                    root_lin_vel=clip.root_lin_vel[future])
         obs = contract.observation.build(ObservationInputs(
             base_quat=st.base_quat, base_ang_vel=st.base_ang_vel, joint_pos=st.joint_pos[order],
             joint_vel=st.joint_vel[order], last_action=last, default_joint_pos=contract.default_joint_pos,

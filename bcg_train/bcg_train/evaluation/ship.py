@@ -3,8 +3,9 @@
     bcg-ship RUN_DIR|CHECKPOINT [--out policies] [--name shac_dance_k300]
 
 Writes OUT/NAME.onnx (exported as `bcg-export` does, contract included) and OUT/NAME.json, the
-sidecar `bcg-table` cites: the command that trains the run again (its preset plus one `--set` per
-setting that differs from the preset), the export and evaluation commands, the iteration and
+sidecar `bcg-table` cites: the commands that train the run again (its preset plus one `--set` per
+setting that differs from the preset, then a `bcg-train --resume` per extension of its schedule,
+with `--stop-at` where a part stopped early), the export and evaluation commands, the iteration and
 environment steps reached, the seed and the full config. The default NAME is
 <algorithm>_<motion>_k<kappa> (the name `bcg-table` looks for). The evaluation itself
 (NAME.eval.json) is written by `bcg-table OUT` or `bcg-eval`.
@@ -14,7 +15,7 @@ import json
 import shlex
 import sys
 from pathlib import Path
-from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import yaml
 
@@ -38,10 +39,13 @@ def _yaml_value(value: Any) -> str:
 
 def train_command(run_info: Mapping[str, Any], config: Mapping[str, Any]) -> str:
     """The `bcg-train` command that trains a run with this config again: the run's preset plus a
-    `--set` for each setting that differs from the preset (ConfigError when the preset is unknown)."""
+    `--set` for each setting that differs from the preset (ConfigError when the preset is unknown).
+    A setting the config predates counts at its default, so the command names it where the preset
+    now differs from that default."""
     preset = run_info.get("preset") or "paper"
     base = dict(dotted_leaves(load_preset(preset).to_dict()))
-    overrides = [f"{key}={_yaml_value(value)}" for key, value in dotted_leaves(config) if base.get(key) != value]
+    full = config_from_dict(config).to_dict()
+    overrides = [f"{key}={_yaml_value(value)}" for key, value in dotted_leaves(full) if base.get(key) != value]
     args = ["bcg-train", "--preset", preset, "--motion", str(run_info["motion"])]
     for item in overrides:
         args += ["--set", item]
@@ -50,11 +54,32 @@ def train_command(run_info: Mapping[str, Any], config: Mapping[str, Any]) -> str
     return shlex.join(args)
 
 
+def train_commands(run_info: Mapping[str, Any], config: Mapping[str, Any], iteration: int) -> List[str]:
+    """The commands that train the run to `iteration` again, one per part of its schedule
+    (`run_info["schedule"]`, [first iteration, iterations planned] per start and extension; a run
+    that records none was never extended): `train_command` planned for the first part's iterations,
+    then `bcg-train --resume <run> --iterations N` per extension, each with `--stop-at K` where the
+    part ended (Ctrl-C) before its plan."""
+    full = config_from_dict(config)
+    schedule = [tuple(int(v) for v in part) for part in run_info.get("schedule", [[0, full.iterations()]])]
+    ends = [start for start, _ in schedule[1:]] + [int(iteration)]
+    commands = []
+    for k, ((_, planned), end) in enumerate(zip(schedule, ends)):
+        if k == 0:
+            command = train_command(run_info, full.with_iterations(planned).to_dict())
+            command += " --run-dir '<run>'" if len(schedule) > 1 else ""
+        else:
+            command = shlex.join(["bcg-train", "--resume", "<run>", "--iterations", str(planned)])
+        commands.append(command + (f" --stop-at {end}" if end < planned else ""))
+    return commands
+
+
 def sidecar(state: Mapping[str, Any], cfg: TrainConfig, onnx_path: Path, checkpoint: Path) -> Dict[str, Any]:
     """The provenance record of a policy exported from checkpoint `state` (its config `cfg`)."""
     config = cfg.to_dict()
     run_info = dict(state["run_info"])
     kappa = cfg.env.sim.kappa
+    commands = train_commands(run_info, config, int(state["iteration"]))
     return {
         "format": SIDECAR_FORMAT,
         "policy": onnx_path.name,
@@ -68,7 +93,9 @@ def sidecar(state: Mapping[str, Any], cfg: TrainConfig, onnx_path: Path, checkpo
         "iterations_planned": int(config[state["algorithm_name"]]["iterations"]),
         "env_steps": state.get("env_steps"),   # recorded by the runner; None in checkpoints older than that
         "train_wall_clock_s": float(state["wall_clock_s"]),
-        "train_command": train_command(run_info, config),
+        "schedule": run_info.get("schedule"),   # None in checkpoints older than schedules: never extended
+        "train_command": commands[0],
+        "resume_commands": commands[1:],
         "export_command": shlex.join(["bcg-export", f"<run>/checkpoints/{checkpoint.name}", "-o", onnx_path.name]),
         "eval_command": shlex.join(["bcg-eval", onnx_path.name, "--seeds", str(EVAL_SEEDS),
                                     "--duration", f"{EVAL_DURATION_S:g}"]),

@@ -9,8 +9,8 @@ does (`seeds` runs of `duration` s in MuJoCo and in the training simulator) unle
 holds its evaluation (`<policy>.eval.json`, written by this command for the same policy file, by its
 SHA-256, with the same seeds and duration).
 A policy's `<policy>.json` sidecar, when present, gives the commands that trained and exported it
-(`train_command`, `export_command`); the table cites them. Missing cells are listed with the command
-that would train them. Writes OUT/table.md, OUT/table.csv and OUT/table.png.
+(`train_command` and its `resume_commands`, `export_command`); the table cites them. Missing cells
+are listed with the command that would train them. Writes OUT/table.md, OUT/table.csv and OUT/table.png.
 """
 import argparse
 import csv
@@ -83,7 +83,9 @@ def rows_of(folder: Path, motions: Sequence[str], kappas: Sequence[float], seeds
                 row.update(falls=s["falls_mujoco"], seeds=s["seeds"], falls_warp=s["falls_warp"],
                            time_up_s=sum(r["duration_s"] for r in shac["runs"]["mujoco"]) / s["seeds"],
                            penetration_diff_mm=s["penetration_diff_mm"], tracking_cm=s["tracking_error_mujoco_cm"],
-                           eval_command=shac["command"], train_command=shac["provenance"].get("train_command", ""))
+                           eval_command=shac["command"], train_command="`, then `".join(
+                               c for c in [shac["provenance"].get("train_command", ""),
+                                           *shac["provenance"].get("resume_commands", [])] if c))
             if ppo is not None:
                 row.update(ppo_falls=ppo["summary"]["falls_mujoco"],
                            ppo_tracking_cm=ppo["summary"]["tracking_error_mujoco_cm"])

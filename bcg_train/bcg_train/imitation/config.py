@@ -85,6 +85,9 @@ class ImitationEnvConfig:
     """Joint target = default pose + action_scale * action [rad per unit action]."""
     reference_frames: Tuple[int, ...] = (1, 2, 3)
     """Future reference frames in the observation [control periods ahead]."""
+    reference_root_velocity: bool = False
+    """Also observe the reference root's linear velocity in its own frame at those frames [m/s]
+    (`ref_root_lin_vel`): without it the policy sees no sign of where a travelling motion goes."""
     episode_length_s: float = 10.0
     """Time limit of an episode [s] (also ends at the end of the reference motion): a time-out, not a failure."""
     termination_height: float = FALL_HEIGHT

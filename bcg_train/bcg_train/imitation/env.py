@@ -76,7 +76,7 @@ class G1ImitationEnv:
             raise ValueError(f"motion {motion}: {clip.num_frames} frames is too short "
                              f"for reference frames {self.frames}")
         self.max_steps = int(round(cfg.episode_length_s / cfg.control_period_s))
-        self.spec = tracking_spec(n, self.frames)
+        self.spec = tracking_spec(n, self.frames, cfg.reference_root_velocity)
         self.obs_dim = self.spec.size
         self.add_dim = feature_dim(n, self.model.nb)
 
@@ -244,7 +244,8 @@ class G1ImitationEnv:
                              max=self.ref.num_frames - 1)
         r = self.ref
         reference = ReferenceFrames(joint_pos=r.joint_pos[future], joint_vel=r.joint_vel[future],
-                                    root_pos=r.root_pos[future], root_quat=r.root_quat[future])
+                                    root_pos=r.root_pos[future], root_quat=r.root_quat[future],
+                                    root_lin_vel=r.root_lin_vel[future])
         ang_vel, joint_pos, joint_vel = qd[:, 3:6], q[:, self._jq], qd[:, self._jv]
         rand = self.randomizer
         if rand:                                    # sensor noise: constants, no gradient through them

@@ -6,7 +6,7 @@ import numpy as np
 from scipy.interpolate import CubicSpline
 from scipy.spatial.transform import Rotation
 
-from bcg.motion.reference import ReferenceMotion, quat_slerp
+from bcg.motion.reference import ReferenceMotion, finite_difference, quat_slerp
 
 from .clip import MotionClip
 from .kinematics import RobotKinematics
@@ -48,11 +48,6 @@ def resample(motion: ReferenceMotion, rate_hz: float,
     i0 = np.minimum(np.floor(x).astype(int), motion.num_frames - 2)
     root_quat = quat_slerp(motion.root_quat[i0], motion.root_quat[i0 + 1], x - i0)
     return times, root_pos, root_quat, joint_pos
-
-
-def finite_difference(x: np.ndarray, dt: float) -> np.ndarray:
-    """d/dt of samples x (T, ...) spaced dt: central differences inside, second-order one-sided at the ends."""
-    return np.gradient(x, dt, axis=0, edge_order=2 if len(x) > 2 else 1)
 
 
 def angular_velocity(quat: np.ndarray, dt: float) -> np.ndarray:

@@ -6,10 +6,9 @@ import numpy as np
 from scipy.spatial.transform import Rotation
 
 from bcg.motion import LAFAN1_FPS, ReferenceMotion
-from bcg.motion.reference import align_quat_signs
+from bcg.motion.reference import align_quat_signs, finite_difference
 
 from ..kinematics import RobotKinematics
-from ..resample import finite_difference
 from .choreography import Choreography
 
 
