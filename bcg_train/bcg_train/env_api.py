@@ -5,7 +5,7 @@ that starts at the actions passed to `step` in the current window (since the las
 SHAC can backpropagate a window's return through the simulator into the policy.
 """
 from dataclasses import dataclass
-from typing import Dict, Protocol, runtime_checkable
+from typing import Dict, Optional, Protocol, runtime_checkable
 
 import torch
 from torch import Tensor
@@ -40,6 +40,9 @@ class EnvStep:
     """name -> number, logged as is once per iteration (value after the window's last step). Counts
     are running totals since construction, restored by `load_state_dict` (e.g. "branch_substeps");
     rates are this step's values (e.g. "triggered_fraction")."""
+    fell: Optional[Tensor] = None
+    """(N,) bool, the terminated episodes that ended because the robot fell (rather than because it
+    drifted from the reference); None when the env does not tell them apart."""
 
 
 @runtime_checkable

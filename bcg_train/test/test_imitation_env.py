@@ -9,6 +9,7 @@ import torch
 
 from bcg.config_check import ConfigError
 from bcg.contract import PolicyContract
+from bcg_train.algo.episodes import RolloutStats
 from bcg_train.cli import build_env
 from bcg_train.diffsim import BundleConfig, SimConfig
 from bcg_train.env_api import DiffEnv
@@ -112,13 +113,27 @@ def test_no_grad_steps_take_the_plain_simulator_with_the_same_physics(env):
 
 
 def test_failure_resets_to_the_reference_and_keeps_the_final_observation():
-    env = make(termination_height=2.0)          # every state fails
+    env = make(termination_height=2.0)          # every state fails, by falling
     env.reset()
     step = env.step(torch.zeros(N, env.act_dim))
-    assert step.terminated.all() and not step.truncated.any()
+    assert step.terminated.all() and not step.truncated.any() and step.fell.all()
     assert (env.steps == 0).all()
     np.testing.assert_allclose(env.q.numpy(), env._ref_q[env.frame].numpy())
     assert not torch.equal(step.obs, step.obs_before_reset)
+
+
+def test_drifting_from_the_reference_fails_without_falling_and_the_log_tells_them_apart():
+    env = make(termination_body_error=1e-6)     # every state has drifted, none fell
+    env.reset()
+    step = env.step(torch.zeros(N, env.act_dim))
+    assert step.terminated.all() and not step.fell.any()
+    stats = RolloutStats(N, env.device)
+    stats.record({"r": torch.zeros(2, N)}, torch.stack([step.terminated, step.terminated]),
+                 torch.zeros(2, N, dtype=torch.bool), torch.stack([step.fell, torch.ones(N, dtype=torch.bool)]))
+    out = stats.pop()
+    ratio = {k: float(out[k].numerator / out[k].denominator) for k in ("episode/failed_fraction",
+                                                                       "episode/fell_fraction")}
+    assert ratio == {"episode/failed_fraction": 1.0, "episode/fell_fraction": 0.5}
 
 
 def test_time_limit_truncates_without_failure():

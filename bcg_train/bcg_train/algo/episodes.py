@@ -1,5 +1,5 @@
 """Per-iteration statistics of a rollout: finished episodes and mean reward terms."""
-from typing import Dict
+from typing import Dict, Optional
 
 import torch
 from torch import Tensor
@@ -23,9 +23,12 @@ class RolloutStats:
         self.term_sums: Dict[str, Tensor] = {}
         self.steps = 0
         self.ended, self.ended_return, self.ended_length, self.ended_failed = zero, zero, zero, zero
+        self.ended_fell: Optional[Tensor] = None
 
-    def record(self, terms: Dict[str, Tensor], terminated: Tensor, truncated: Tensor) -> None:
-        """Consecutive steps: `terms` name -> (T, N) or (N,) rewards, end flags of the same shape (bool)."""
+    def record(self, terms: Dict[str, Tensor], terminated: Tensor, truncated: Tensor,
+               fell: Optional[Tensor] = None) -> None:
+        """Consecutive steps: `terms` name -> (T, N) or (N,) rewards, end flags of the same shape (bool);
+        `fell`: of the terminated, those that fell (`EnvStep.fell`), or None."""
         n = self.episode_return.shape[0]
         terms = {k: v.detach().reshape(-1, n) for k, v in terms.items()}
         terminated, truncated = terminated.reshape(-1, n), truncated.reshape(-1, n)
@@ -33,6 +36,9 @@ class RolloutStats:
         for k, v in {**terms, "total": total}.items():
             self.term_sums[k] = self.term_sums.get(k, 0.0) + v.mean(dim=1).sum()
         self.steps += total.shape[0]
+        if fell is not None:
+            fallen = (fell.reshape(-1, n) & terminated).sum()
+            self.ended_fell = fallen if self.ended_fell is None else self.ended_fell + fallen
         for t in range(total.shape[0]):
             self.episode_return = self.episode_return + total[t]
             self.episode_length = self.episode_length + 1
@@ -46,13 +52,15 @@ class RolloutStats:
 
     def pop(self) -> Dict[str, Metric]:
         """Mean reward per env-step of each term ('reward/<name>'), and the episodes that ended since
-        the last pop ('episode/return', 'episode/length' undiscounted, 'episode/failed_fraction': NaN
-        when none ended; 'episode/count')."""
+        the last pop ('episode/return', 'episode/length' undiscounted, 'episode/failed_fraction' and,
+        where the env tells falls apart, 'episode/fell_fraction': NaN when none ended; 'episode/count')."""
         out: Dict[str, Metric] = {f"reward/{k}": v / self.steps for k, v in self.term_sums.items()}
         out["episode/count"] = Total(self.ended)
         out["episode/return"] = Ratio(self.ended_return, self.ended)
         out["episode/length"] = Ratio(self.ended_length, self.ended)
         out["episode/failed_fraction"] = Ratio(self.ended_failed, self.ended)
+        if self.ended_fell is not None:
+            out["episode/fell_fraction"] = Ratio(self.ended_fell, self.ended)
         self._clear()
         return out
 

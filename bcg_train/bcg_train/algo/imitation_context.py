@@ -30,7 +30,7 @@ class ImitationContext:
         """The named reward terms (ADD + env) of one step, or of a window of steps stacked along a leading
         time axis (see `shac.stack_steps`), recorded for the iteration's statistics."""
         terms = reward_terms(step, self.add)
-        self.stats.record(terms, step.terminated, step.truncated)
+        self.stats.record(terms, step.terminated, step.truncated, step.fell)
         self.counters = step.counters
         return terms
 

@@ -134,7 +134,8 @@ def stack_steps(steps: List[EnvStep]) -> EnvStep:
                    add_sim=torch.stack([s.add_sim for s in steps]), add_ref=torch.stack([s.add_ref for s in steps]),
                    terminated=torch.stack([s.terminated for s in steps]),
                    truncated=torch.stack([s.truncated for s in steps]),
-                   obs_before_reset=torch.stack([s.obs_before_reset for s in steps]), counters=last.counters)
+                   obs_before_reset=torch.stack([s.obs_before_reset for s in steps]), counters=last.counters,
+                   fell=None if last.fell is None else torch.stack([s.fell for s in steps]))
 
 
 def bootstrap_obs(step: EnvStep) -> Tensor:

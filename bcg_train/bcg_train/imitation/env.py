@@ -133,7 +133,8 @@ class G1ImitationEnv:
         sim_pose = self._pose(q, qd)
         ref_pose = self._reference_pose(self.frame)
         body_err = (sim_pose.body_pos - ref_pose.body_pos).norm(dim=-1).mean(dim=-1)
-        terminated = (q[:, 2] < self.cfg.termination_height) | (body_err > self.cfg.termination_body_error) | diverged
+        fell = (q[:, 2] < self.cfg.termination_height) | diverged
+        terminated = fell | (body_err > self.cfg.termination_body_error)
         out_of_time = (self.steps >= self.max_steps) | (self.frame > self._last_start)
         truncated = out_of_time & ~terminated
         obs_end = self._observation(q, qd, a, self.frame)
@@ -149,7 +150,7 @@ class G1ImitationEnv:
         return EnvStep(obs=obs.float(), reward_terms={k: v.float() for k, v in rewards.items()},
                        add_sim=add_features(sim_pose).float(), add_ref=add_features(ref_pose).float().detach(),
                        terminated=terminated, truncated=truncated, obs_before_reset=obs_end.float(),
-                       counters=self._counters())
+                       counters=self._counters(), fell=fell)
 
     def cut_graph(self) -> None:
         """Detach the state. Call it after the segment's backward: the simulator then reuses the
