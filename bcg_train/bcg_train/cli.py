@@ -3,7 +3,7 @@
     bcg-train --preset cpu-smoke [--algo shac|ppo] [--motion NAME|FILE] [--motion-dir DIR] [--kappa K]
               [--no-bundle] [--device cpu|cuda:0] [--run-dir DIR] [--set env.sim.substeps=8 ...]
     bcg-train --resume RUN_DIR_OR_CHECKPOINT [--device cuda:0] [--iterations N]
-    either form also takes [--stop-at K]
+    either form also takes [--stop-at K]; a new run also [--init-from CHECKPOINT]
 
 Data-parallel training: `torchrun --nproc_per_node N --no-python bcg-train ...` (the same
 arguments) runs N ranks, each with `cfg.num_envs()` environments of its own (seeded with
@@ -19,7 +19,10 @@ config.yaml. A resumed run continues with the checkpoint's own settings in its o
 the run, then decay over the new total: they rise at the resume). `--stop-at K` stops after
 iteration K with its checkpoint written, as Ctrl-C there would, the schedule still planned to the
 end. The run records its schedule (`run_info["schedule"]`: [first iteration, iterations planned]
-per start and extension), so `bcg-ship` can write the commands that train it again. The environment is
+per start and extension), so `bcg-ship` can write the commands that train it again.
+`--init-from CHECKPOINT` starts a new run from another run's trained networks (same observation and
+action layout), with its own optimisers and schedule: e.g. fine-tuning a policy that already
+balances on a new motion; the run records where it started. The environment is
 `cfg.num_envs()` G1 imitation environments seeded from `cfg.runner.seed` (`build_env`).
 """
 import argparse
@@ -129,6 +132,8 @@ def parser() -> argparse.ArgumentParser:
                    help="override a preset value (repeatable)")
     p.add_argument("--resume", type=Path, help="continue a run: its folder or a checkpoint file")
     p.add_argument("--iterations", type=int, help="with --resume: extend the run to this many iterations in all")
+    p.add_argument("--init-from", type=Path, metavar="CHECKPOINT",
+                   help="a new run starts from this checkpoint's networks (a file, or a run folder: its newest)")
     p.add_argument("--stop-at", type=int, metavar="K",
                    help="stop after iteration K (its checkpoint written), the schedule still planned to the end")
     return p
@@ -160,8 +165,10 @@ def train(args: argparse.Namespace, ranks: Ranks) -> int:
             os.environ[MOTION_DIR_ENV_VAR] = str(resolve_motion_dir(args.motion_dir))
         if args.resume is not None:
             if args.preset or args.algo or args.set or args.kappa is not None or args.no_bundle or args.run_dir:
-                raise ConfigError("--resume: continues with the checkpoint's own settings; give only --device "
-                                  "and --iterations")
+                raise ConfigError("--resume: continues with the checkpoint's own settings; give only --device, "
+                                  "--iterations and --stop-at")
+            if args.init_from:
+                raise ConfigError("--init-from: starts a new run; a resumed one keeps its own networks")
             path = find_checkpoint(args.resume)
             state = load_checkpoint(path)
             cfg, run_info = config_from_dict(state["config"]), dict(state["run_info"])
@@ -188,9 +195,11 @@ def train(args: argparse.Namespace, ranks: Ranks) -> int:
                         "schedule": [[0, cfg.iterations()]]}
             run_dir = ranks.from_first(args.run_dir or default_run_dir(cfg, run_info))
             runner = build_runner(cfg, run_info, run_dir)
+            if args.init_from:
+                runner.run_info["init_from"] = runner.init_from(find_checkpoint(args.init_from))
             if lead:
                 run_dir.mkdir(parents=True, exist_ok=True)
-                write_text_atomic(run_dir / "config.yaml", yaml.safe_dump({"run": run_info, "config": cfg.to_dict()},
+                write_text_atomic(run_dir / "config.yaml", yaml.safe_dump({"run": runner.run_info, "config": cfg.to_dict()},
                                                                           sort_keys=False))
         if args.stop_at is not None and not runner.iteration < args.stop_at <= runner.algorithm.iterations:
             raise ConfigError(f"--stop-at: {args.stop_at} is not after iteration {runner.iteration} and within the "

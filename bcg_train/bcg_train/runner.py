@@ -8,6 +8,7 @@ In a data-parallel run (`torchrun`, see algo.data_parallel) every rank runs this
 the others: rank 0 writes the logs, curves and checkpoints (which hold every rank's state), and a
 Ctrl-C on any rank stops all of them after the same iteration.
 """
+import json
 import math
 import signal
 import sys
@@ -125,6 +126,30 @@ class Runner:
         self.algorithm.load_state_dict(own["algorithm"])
         set_rng_state(own["rng"])
         self.iteration, self.wall_clock_s = int(state["iteration"]), float(state["wall_clock_s"])
+
+    def init_from(self, path: Path) -> Dict[str, object]:
+        """Start from the trained networks of another run's checkpoint at `path` (actor, critics,
+        observation normaliser, ADD discriminator: `load_networks`), with this run's own optimisers,
+        schedule and env, e.g. a policy that already balances, fine-tuned on a new motion. The two
+        must share the observation, action and ADD layout (CheckpointError naming both otherwise);
+        returns what the run records of its start."""
+        state = load_checkpoint(path)
+        alg, env = self.algorithm, self.algorithm.env
+        if not hasattr(alg, "load_networks"):
+            raise CheckpointError(f"--init-from: {alg.name} cannot start from another run's networks")
+        if state["algorithm_name"] != alg.name:
+            raise CheckpointError(f"checkpoint {path}: a {state['algorithm_name']} run, not {alg.name}")
+        observation = json.loads(env.policy_contract().to_metadata()["observation"])
+        theirs = json.loads(state["contract"]["observation"])
+        dims = {"obs": env.obs_dim, "act": env.act_dim, "add": env.add_dim}
+        if state["dims"] != dims or theirs != observation:
+            raise CheckpointError(f"checkpoint {path}: its sizes {state['dims']} and observation terms "
+                                  f"{[t['name'] for t in theirs]} differ from this run's {dims} and "
+                                  f"{[t['name'] for t in observation]}")
+        alg.load_networks(state["algorithm"])
+        info = state["run_info"]
+        return {"checkpoint": Path(path).name, "run": Path(path).parent.parent.name, "motion": info["motion"],
+                "iteration": int(state["iteration"]), "env_steps": state.get("env_steps")}
 
     def checkpoint(self) -> Optional[dict]:
         """The checkpoint of this iteration on rank 0 (None on the others): the shared settings and rank 0's

@@ -40,8 +40,7 @@ def test_contract_sidecar_and_evaluation_agree(sidecar_path):
     assert sidecar_path.stem == policy_name(sidecar["algorithm"], sidecar["motion"], sidecar["kappa"])
     # the recorded commands are the ones this code derives from the recorded config, preset and schedule
     run_info = {"motion": sidecar["motion"], "preset": sidecar["preset"]}
-    if sidecar.get("schedule"):
-        run_info["schedule"] = sidecar["schedule"]
+    run_info.update({k: sidecar[k] for k in ("schedule", "init_from") if sidecar.get(k)})
     assert [sidecar["train_command"], *sidecar.get("resume_commands", [])] == train_commands(
         run_info, sidecar["config"], sidecar["iteration"])
     evaluation = json.loads((POLICIES / f"{sidecar_path.stem}.eval.json").read_text())

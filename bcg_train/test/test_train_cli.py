@@ -1,10 +1,12 @@
 """bcg-train end to end on the toy env (the G1 env factory replaced), resume included."""
 import pytest
+import torch
 import yaml
 
 from bcg_train import cli
 from bcg_train.checkpoint import load_checkpoint
 from bcg_train.evaluation.ship import train_commands
+from bcg_train.train_config import config_from_dict
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -55,6 +57,30 @@ def test_train_then_resume_from_the_command_line(toy_factory, tmp_path, capsys):
     assert "--set env.sim.bundle.enabled=false" in first and first.endswith(" --run-dir '<run>'")
     assert resumes == ["bcg-train --resume '<run>' --iterations 3",
                        "bcg-train --resume '<run>' --iterations 6 --stop-at 5"]
+
+
+def test_a_new_run_starts_from_another_runs_networks(toy_factory, tmp_path, capsys):
+    small = ["--set", "shac.iterations=1", "--set", "shac.actor_hidden=[16]", "--set", "add.hidden=[16]"]
+    assert cli.main(["--preset", "cpu-smoke", "--motion", "jump", "--run-dir", str(tmp_path / "a"), *small]) == 0
+    base = tmp_path / "a" / "checkpoints" / "iter_000001.pt"
+    assert cli.main(["--preset", "cpu-smoke", "--motion", "dance", "--run-dir", str(tmp_path / "b"),
+                     "--init-from", str(tmp_path / "a"), *small]) == 0
+    started = yaml.safe_load((tmp_path / "b" / "config.yaml").read_text())["run"]["init_from"]
+    assert started == {"checkpoint": "iter_000001.pt", "run": "a", "motion": "jump", "iteration": 1,
+                       "env_steps": load_checkpoint(base)["env_steps"]}
+    state = load_checkpoint(tmp_path / "b" / "checkpoints" / "iter_000001.pt")
+    assert "--init-from '<a>/checkpoints/iter_000001.pt'" in train_commands(state["run_info"], state["config"], 1)[0]
+    # the networks are the checkpoint's, before any update of the new run
+    cfg = config_from_dict(load_checkpoint(base)["config"])
+    runner = cli.build_runner(cfg, {"motion": "dance", "device": "cpu"}, tmp_path / "c")
+    runner.init_from(base)
+    for key, value in load_checkpoint(base)["algorithm"]["actor"].items():
+        assert torch.equal(runner.algorithm.actor.state_dict()[key], value)
+    capsys.readouterr()
+    assert cli.main(["--preset", "cpu-smoke", "--algo", "ppo", "--init-from", str(base)]) == cli.EXIT_USAGE
+    assert "ppo cannot start from another run's networks" in capsys.readouterr().err
+    assert cli.main(["--resume", str(tmp_path / "a"), "--init-from", str(base)]) == cli.EXIT_USAGE
+    assert "a resumed one keeps its own networks" in capsys.readouterr().err
 
 
 def test_resume_refuses_new_settings(tmp_path, capsys):

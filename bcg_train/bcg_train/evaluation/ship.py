@@ -41,7 +41,8 @@ def train_command(run_info: Mapping[str, Any], config: Mapping[str, Any]) -> str
     """The `bcg-train` command that trains a run with this config again: the run's preset plus a
     `--set` for each setting that differs from the preset (ConfigError when the preset is unknown).
     A setting the config predates counts at its default, so the command names it where the preset
-    now differs from that default."""
+    now differs from that default. A run started from another's networks names that checkpoint
+    (`--init-from '<its run folder>/checkpoints/...'`)."""
     preset = run_info.get("preset") or "paper"
     base = dict(dotted_leaves(load_preset(preset).to_dict()))
     full = config_from_dict(config).to_dict()
@@ -49,6 +50,9 @@ def train_command(run_info: Mapping[str, Any], config: Mapping[str, Any]) -> str
     args = ["bcg-train", "--preset", preset, "--motion", str(run_info["motion"])]
     for item in overrides:
         args += ["--set", item]
+    start = run_info.get("init_from")
+    if start:      # the run folder it started from, by name: its place differs between machines
+        args += ["--init-from", f"<{start['run']}>/checkpoints/{start['checkpoint']}"]
     if run_info.get("device") not in (None, "cpu"):
         args += ["--device", str(run_info["device"])]
     return shlex.join(args)
@@ -94,6 +98,7 @@ def sidecar(state: Mapping[str, Any], cfg: TrainConfig, onnx_path: Path, checkpo
         "env_steps": state.get("env_steps"),   # recorded by the runner; None in checkpoints older than that
         "train_wall_clock_s": float(state["wall_clock_s"]),
         "schedule": run_info.get("schedule"),   # None in checkpoints older than schedules: never extended
+        "init_from": run_info.get("init_from"),   # the checkpoint whose networks it started from, if any
         "train_command": commands[0],
         "resume_commands": commands[1:],
         "export_command": shlex.join(["bcg-export", f"<run>/checkpoints/{checkpoint.name}", "-o", onnx_path.name]),
