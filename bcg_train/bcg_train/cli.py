@@ -199,8 +199,8 @@ def train(args: argparse.Namespace, ranks: Ranks) -> int:
                 runner.run_info["init_from"] = runner.init_from(find_checkpoint(args.init_from))
             if lead:
                 run_dir.mkdir(parents=True, exist_ok=True)
-                write_text_atomic(run_dir / "config.yaml", yaml.safe_dump({"run": runner.run_info, "config": cfg.to_dict()},
-                                                                          sort_keys=False))
+                saved = {"run": runner.run_info, "config": cfg.to_dict()}
+                write_text_atomic(run_dir / "config.yaml", yaml.safe_dump(saved, sort_keys=False))
         if args.stop_at is not None and not runner.iteration < args.stop_at <= runner.algorithm.iterations:
             raise ConfigError(f"--stop-at: {args.stop_at} is not after iteration {runner.iteration} and within the "
                               f"run's {runner.algorithm.iterations}")

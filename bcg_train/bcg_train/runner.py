@@ -131,8 +131,9 @@ class Runner:
         """Start from the trained networks of another run's checkpoint at `path` (actor, critics,
         observation normaliser, ADD discriminator: `load_networks`), with this run's own optimisers,
         schedule and env, e.g. a policy that already balances, fine-tuned on a new motion. The two
-        must share the observation, action and ADD layout (CheckpointError naming both otherwise);
-        returns what the run records of its start."""
+        must share the action and ADD layout, and the checkpoint's observation terms must be this
+        run's or its first ones (terms appended since start at zero weight); CheckpointError naming
+        both otherwise. Returns what the run records of its start."""
         state = load_checkpoint(path)
         alg, env = self.algorithm, self.algorithm.env
         if not hasattr(alg, "load_networks"):
@@ -141,11 +142,11 @@ class Runner:
             raise CheckpointError(f"checkpoint {path}: a {state['algorithm_name']} run, not {alg.name}")
         observation = json.loads(env.policy_contract().to_metadata()["observation"])
         theirs = json.loads(state["contract"]["observation"])
-        dims = {"obs": env.obs_dim, "act": env.act_dim, "add": env.add_dim}
-        if state["dims"] != dims or theirs != observation:
-            raise CheckpointError(f"checkpoint {path}: its sizes {state['dims']} and observation terms "
-                                  f"{[t['name'] for t in theirs]} differ from this run's {dims} and "
-                                  f"{[t['name'] for t in observation]}")
+        if (state["dims"]["act"], state["dims"]["add"]) != (env.act_dim, env.add_dim) or \
+                theirs != observation[:len(theirs)]:
+            raise CheckpointError(f"checkpoint {path}: its action and ADD sizes {state['dims']} and observation "
+                                  f"terms {[t['name'] for t in theirs]} are not this run's ({env.act_dim}, "
+                                  f"{env.add_dim}) and {[t['name'] for t in observation]} or their first terms")
         alg.load_networks(state["algorithm"])
         info = state["run_info"]
         return {"checkpoint": Path(path).name, "run": Path(path).parent.parent.name, "motion": info["motion"],

@@ -4,6 +4,7 @@ import copy
 import pytest
 import torch
 
+from bcg_train.algo.data_parallel import Ranks
 from bcg_train.algo.shac import Shac, fused_adam, gradient_norm, step_if_finite
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -140,3 +141,21 @@ def test_load_networks_reproduces_the_policy_and_rewards_without_touching_optimi
     torch.testing.assert_close(fresh.context.add.reward(step.add_sim, step.add_ref),
                                trained.context.add.reward(step.add_sim, step.add_ref))
     assert fresh.actor_optimizer.state_dict() == optimizer_before
+
+
+def test_networks_trained_on_fewer_observation_entries_act_as_before_with_entries_appended():
+    from bcg_train.algo.networks import CriticEnsemble, GaussianActor, with_inputs_appended
+    from bcg_train.algo.obs_normalizer import RunningObsNormalizer
+    torch.manual_seed(0)
+    actor, critic, norm = GaussianActor(5, 3, [8, 8], 0.5), CriticEnsemble(5, [8], 2), RunningObsNormalizer(5)
+    norm.update(torch.randn(50, 5) * 3 + 1, Ranks())
+    wide_actor, wide_critic, wide_norm = GaussianActor(7, 3, [8, 8], 1.0), CriticEnsemble(7, [8], 2), \
+        RunningObsNormalizer(7)
+    wide_actor.load_state_dict(with_inputs_appended(actor.state_dict(), 7))
+    wide_critic.load_state_dict(with_inputs_appended(critic.state_dict(), 7))
+    wide_norm.load_with_entries_appended(norm.state_dict())
+    obs = torch.randn(4, 7) * 2
+    torch.testing.assert_close(wide_actor(wide_norm(obs)), actor(norm(obs[:, :5])))
+    torch.testing.assert_close(wide_critic(wide_norm(obs)), critic(norm(obs[:, :5])))
+    torch.testing.assert_close(wide_norm.var[5:], torch.ones(2, dtype=torch.float64))
+    assert wide_actor.net[0].weight.shape == (8, 7) and not wide_actor.net[0].weight[:, 5:].any()

@@ -4,7 +4,8 @@ Both take *normalised* observations (B, obs_dim) float32 (see `obs_normalizer`).
 Linear -> ELU -> LayerNorm, as in DiffRL's SHAC models.
 """
 import math
-from typing import Optional, Sequence
+import re
+from typing import Dict, Optional, Sequence
 
 import torch
 from torch import Tensor, nn
@@ -54,3 +55,18 @@ class CriticEnsemble(nn.Module):
         """(B,) the ensemble's value: the minimum over members (AHAC's choice, a pessimistic estimate
         that counters the actor exploiting one critic's overestimates)."""
         return self.forward(obs).min(dim=0).values
+
+
+_INPUT_LAYER = re.compile(r"(^|\.)(net|members\.\d+)\.0\.weight$")
+"""Keys of the first Linear's weight (out, in) of `mlp` in a GaussianActor's or CriticEnsemble's state_dict."""
+
+
+def with_inputs_appended(state: Dict[str, Tensor], obs_dim: int) -> Dict[str, Tensor]:
+    """The `state_dict` of a GaussianActor or CriticEnsemble trained on fewer observation entries,
+    its input layers given zero weights for the entries appended up to `obs_dim`: the networks
+    compute what they computed before until training gives the new entries weight."""
+    def widened(key: str, value: Tensor) -> Tensor:
+        if not _INPUT_LAYER.search(key) or value.shape[1] == obs_dim:
+            return value
+        return torch.cat([value, value.new_zeros(value.shape[0], obs_dim - value.shape[1])], dim=1)
+    return {k: widened(k, v) for k, v in state.items()}

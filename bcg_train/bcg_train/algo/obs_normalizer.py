@@ -22,6 +22,13 @@ class RunningObsNormalizer(nn.Module):
         self.register_buffer("var", torch.ones(dim, dtype=torch.float64))
         self.register_buffer("count", torch.zeros((), dtype=torch.float64))
 
+    def load_with_entries_appended(self, state: dict) -> None:
+        """Load the `state_dict` of a normaliser of fewer entries, which are the first of these; the
+        entries after them start at mean 0 and variance 1 with the same count."""
+        extra = self.mean.shape[0] - state["mean"].shape[0]
+        self.load_state_dict({"mean": torch.cat([state["mean"], state["mean"].new_zeros(extra)]),
+                              "var": torch.cat([state["var"], state["var"].new_ones(extra)]), "count": state["count"]})
+
     def forward(self, x: Tensor) -> Tensor:
         """(..., dim) normalised, in x's dtype; differentiable w.r.t. x."""
         return (x - self.mean.to(x.dtype)) / (self.var.sqrt() + self.eps).to(x.dtype)

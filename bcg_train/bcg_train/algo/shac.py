@@ -33,7 +33,7 @@ from .add import AddConfig
 from .data_parallel import Metric, Ranks
 from .gradient_stats import GradientStats
 from .imitation_context import ImitationContext
-from .networks import CriticEnsemble, GaussianActor
+from .networks import CriticEnsemble, GaussianActor, with_inputs_appended
 from .obs_normalizer import RunningObsNormalizer
 from .phases import phase
 from .returns import td_lambda_targets, window_returns
@@ -325,15 +325,19 @@ class Shac:
 
     def load_networks(self, state: dict) -> None:
         """The trained functions of a `state_dict` (actor, critics, observation normaliser, ADD
-        discriminator), not the optimisers or the env: to study a checkpoint's policy on another env."""
+        discriminator), not the optimisers or the env: to study a checkpoint's policy on another env,
+        or to start a run from it. A state trained on fewer observation entries, the first of ours
+        (terms appended since), gets zero weights and unit statistics for the others, so it acts
+        as it did."""
         self._load_own_networks(state)
         self.context.add.load_train_state(state["context"]["add"])
 
     def _load_own_networks(self, state: dict) -> None:
-        self.actor.load_state_dict(state["actor"])
-        self.critic.load_state_dict(state["critic"])
-        self.target_critic.load_state_dict(state["target_critic"])
-        self.obs_normalizer.load_state_dict(state["obs_normalizer"])
+        obs_dim = self.obs_normalizer.mean.shape[0]
+        self.actor.load_state_dict(with_inputs_appended(state["actor"], obs_dim))
+        self.critic.load_state_dict(with_inputs_appended(state["critic"], obs_dim))
+        self.target_critic.load_state_dict(with_inputs_appended(state["target_critic"], obs_dim))
+        self.obs_normalizer.load_with_entries_appended(state["obs_normalizer"])
 
     def load_state_dict(self, state: dict) -> None:
         self._load_own_networks(state)                  # the ADD discriminator comes with the context
