@@ -20,9 +20,10 @@ the run, then decay over the new total: they rise at the resume). `--stop-at K` 
 iteration K with its checkpoint written, as Ctrl-C there would, the schedule still planned to the
 end. The run records its schedule (`run_info["schedule"]`: [first iteration, iterations planned]
 per start and extension), so `bcg-ship` can write the commands that train it again.
-`--init-from CHECKPOINT` starts a new run from another run's trained networks (same observation and
-action layout), with its own optimisers and schedule: e.g. fine-tuning a policy that already
-balances on a new motion; the run records where it started. The environment is
+`--init-from CHECKPOINT` starts a new run from another run's trained networks (same action layout,
+the same observation terms or its first ones: `Runner.init_from`), with its own optimisers and
+schedule: e.g. fine-tuning a policy that already balances on a new motion; the run records where
+it started. The environment is
 `cfg.num_envs()` G1 imitation environments seeded from `cfg.runner.seed` (`build_env`).
 """
 import argparse
