@@ -60,6 +60,19 @@ def test_cli_refuses_bad_input_with_a_clear_message(robot, tmp_path, capsys):
     path = stand_policy_path(robot, tmp_path)
     assert main([str(path)]) == 2                                     # the stand policy names no motion
     assert "give --motion" in capsys.readouterr().err
+    assert main([str(path), "--motion", "x.csv", "--start", "1", "--dds"]) == 2
+    assert "--start: mujoco_check over DDS plays the motion from its start" in capsys.readouterr().err
+
+
+def test_a_run_can_start_later_in_the_motion_and_ends_with_it(robot, standing_csv, tmp_path, capsys):
+    path = stand_policy_path(robot, tmp_path)
+    out = tmp_path / "eval"
+    args = [str(path), "--motion", str(standing_csv), "--seeds", "1", "--duration", "1.0", "--mujoco-only"]
+    assert main([*args, "--start", "1.5", "--out", str(out)]) == 0    # 0.5 s of the 2 s motion are left
+    result = json.loads((out / "eval.json").read_text())
+    assert result["start_s"] == 1.5 and result["runs"]["mujoco"][0]["duration_s"] == pytest.approx(0.5)
+    assert main([*args, "--start", "2.5"]) == 2
+    assert "start 2.5 s: outside the motion's 2.00 s" in capsys.readouterr().err
 
 
 def test_a_diverging_simulation_counts_as_a_fall(robot, standing_csv, tmp_path):

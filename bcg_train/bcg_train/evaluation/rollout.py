@@ -2,8 +2,9 @@
 
 The policy runs exactly as on the robot: observation from the ONNX file's own contract (the same
 `bcg.contract` code the policy node runs), targets `default + action_scale * action` clipped to the
-joint limits, the contract's gains. It starts on the reference's first frame (joint angles plus
-N(0, noise^2) per seed) and tracks the reference from there.
+joint limits, the contract's gains. It starts on the reference's first frame, or the one `start_s`
+into it (joint angles plus N(0, noise^2) per seed, the reference's velocities), and tracks the
+reference from there; times are counted from the start.
 """
 from dataclasses import dataclass
 from typing import List, Optional
@@ -36,27 +37,32 @@ class RunResult:
 
 
 def run_policy(plant, policy: Policy, clip: MotionClip, seed: int, duration_s: float, noise_rad: float = 0.02,
-               fall_height: float = FALL_HEIGHT, record: Optional[List[PlantState]] = None) -> RunResult:
-    """Run `policy` in `plant` (MujocoPlant or WarpPlant) along `clip` (at the policy's rate); the
-    state after each control step is appended to `record` when given."""
+               fall_height: float = FALL_HEIGHT, record: Optional[List[PlantState]] = None,
+               start_s: float = 0.0) -> RunResult:
+    """Run `policy` in `plant` (MujocoPlant or WarpPlant) along `clip` (at the policy's rate) from
+    `start_s` [s] into it; the state after each control step is appended to `record` when given.
+    ValueError when `start_s` leaves no control step of the clip."""
     contract = policy.contract
     robot = plant.robot
     order = np.array([robot.joint_names.index(j) for j in contract.joint_names])   # policy -> robot joints
     n = robot.num_joints
     kp, kd = np.empty(n), np.empty(n)
     kp[order], kd[order] = contract.kp, contract.kd
+    first = int(round(start_s / contract.control_period_s))
+    if not 0 <= first < clip.num_frames - 1:
+        raise ValueError(f"start {start_s:g} s: outside the motion's {clip.duration_s:.2f} s")
     q_ref, qd_ref = clip.generalized()
-    q0 = q_ref[0].copy()
+    q0 = q_ref[first].copy()
     q0[7:] += np.random.default_rng(seed).normal(0.0, noise_rad, n)
-    plant.reset(q0, qd_ref[0])
+    plant.reset(q0, qd_ref[first])
     frames = np.asarray(contract.observation.frames or (0,), dtype=int)
-    steps = min(int(round(duration_s / contract.control_period_s)), clip.num_frames - 1)
+    steps = min(int(round(duration_s / contract.control_period_s)), clip.num_frames - 1 - first)
     last = np.zeros(n, np.float32)
     heights, errors = [], []
     fall_time = None
     st = plant.state()
     for t in range(steps):
-        future = np.minimum(t + frames, clip.num_frames - 1)
+        future = np.minimum(first + t + frames, clip.num_frames - 1)
         reference = ReferenceFrames(joint_pos=clip.joint_pos[future][:, order],
                                     joint_vel=clip.joint_vel[future][:, order],
                                     root_pos=clip.root_pos[future], root_quat=clip.root_quat[future],
@@ -77,7 +83,7 @@ def run_policy(plant, policy: Policy, clip: MotionClip, seed: int, duration_s: f
         if record is not None:
             record.append(st)
         heights.extend(st.contact_height)
-        errors.append(np.linalg.norm(st.body_pos - clip.body_pos[t + 1], axis=-1).mean())
+        errors.append(np.linalg.norm(st.body_pos - clip.body_pos[first + t + 1], axis=-1).mean())
         if st.root_height < fall_height:
             fall_time = (t + 1) * contract.control_period_s
             break
