@@ -46,7 +46,15 @@ from .checkpoint import CheckpointError, find_checkpoint, load_checkpoint
 from .env_api import DiffEnv
 from .motion.library import motion_help
 from .runner import Runner, make_algorithm
-from .train_config import ALGORITHMS, ConfigError, TrainConfig, apply_overrides, config_from_dict, load_preset
+from .train_config import (
+    ALGORITHMS,
+    ConfigError,
+    TrainConfig,
+    apply_overrides,
+    config_from_dict,
+    load_preset,
+    recorded_schedule,
+)
 
 EXIT_USAGE = 2
 
@@ -173,8 +181,7 @@ def train(args: argparse.Namespace, ranks: Ranks) -> int:
             path = find_checkpoint(args.resume)
             state = load_checkpoint(path)
             cfg, run_info = config_from_dict(state["config"]), dict(state["run_info"])
-            # a checkpoint from before schedules were recorded: taken as never extended
-            run_info["schedule"] = [list(s) for s in run_info.get("schedule", [[0, cfg.iterations()]])]
+            run_info["schedule"] = recorded_schedule(run_info, cfg)
             if args.iterations is not None:
                 cfg = extend(cfg, args.iterations, int(state["iteration"]))
                 run_info["schedule"].append([int(state["iteration"]), args.iterations])

@@ -20,6 +20,8 @@ from typing import Dict, Optional, Protocol
 import torch
 from torch import nn
 
+from bcg.contract import ObservationSpec
+
 from . import curves
 from .algo.data_parallel import Ranks
 from .algo.phases import phase
@@ -140,13 +142,12 @@ class Runner:
             raise CheckpointError(f"--init-from: {alg.name} cannot start from another run's networks")
         if state["algorithm_name"] != alg.name:
             raise CheckpointError(f"checkpoint {path}: a {state['algorithm_name']} run, not {alg.name}")
-        observation = json.loads(env.policy_contract().to_metadata()["observation"])
-        theirs = json.loads(state["contract"]["observation"])
-        if (state["dims"]["act"], state["dims"]["add"]) != (env.act_dim, env.add_dim) or \
-                theirs != observation[:len(theirs)]:
+        ours = env.policy_contract().observation.terms
+        theirs = ObservationSpec.from_json(json.loads(state["contract"]["observation"]), state["dims"]["act"]).terms
+        if (state["dims"]["act"], state["dims"]["add"]) != (env.act_dim, env.add_dim) or theirs != ours[:len(theirs)]:
             raise CheckpointError(f"checkpoint {path}: its action and ADD sizes {state['dims']} and observation "
-                                  f"terms {[t['name'] for t in theirs]} are not this run's ({env.act_dim}, "
-                                  f"{env.add_dim}) and {[t['name'] for t in observation]} or their first terms")
+                                  f"terms {[t.name for t in theirs]} are not this run's ({env.act_dim}, "
+                                  f"{env.add_dim}) and {[t.name for t in ours]} or their first terms")
         alg.load_networks(state["algorithm"])
         info = state["run_info"]
         return {"checkpoint": Path(path).name, "run": Path(path).parent.parent.name, "motion": info["motion"],

@@ -13,7 +13,7 @@ import dataclasses
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Dict, Mapping, Union
+from typing import Any, Callable, Dict, List, Mapping, Union
 
 import yaml
 from torch import nn
@@ -146,3 +146,10 @@ def config_from_dict(data: Mapping[str, Any]) -> TrainConfig:
     cfg = apply_overrides(TrainConfig(), data)
     cfg.validate()
     return cfg
+
+
+def recorded_schedule(run_info: Mapping[str, Any], cfg: TrainConfig) -> List[List[int]]:
+    """A run's schedule as `bcg-train` records it in the run info: [first iteration, iterations
+    planned] per start and extension. A run that records none (its checkpoints predate schedules)
+    is taken as never extended: [[0, cfg.iterations()]]."""
+    return [[int(first), int(planned)] for first, planned in run_info.get("schedule", [[0, cfg.iterations()]])]

@@ -12,10 +12,9 @@ from typing import List, Optional
 import numpy as np
 
 from bcg.contract import ObservationInputs, Policy
-from bcg.motion import ReferenceFrames
 from bcg.robot import FALL_HEIGHT
 from bcg_train.diffsim import NonFiniteStateError
-from bcg_train.motion.clip import MotionClip
+from bcg_train.motion.clip import MotionClip, reference_frames
 
 from .plants import PlantState
 
@@ -63,10 +62,7 @@ def run_policy(plant, policy: Policy, clip: MotionClip, seed: int, duration_s: f
     st = plant.state()
     for t in range(steps):
         future = np.minimum(first + t + frames, clip.num_frames - 1)
-        reference = ReferenceFrames(joint_pos=clip.joint_pos[future][:, order],
-                                    joint_vel=clip.joint_vel[future][:, order],
-                                    root_pos=clip.root_pos[future], root_quat=clip.root_quat[future],
-                                    root_lin_vel=clip.root_lin_vel[future])
+        reference = reference_frames(clip, future, order)
         obs = contract.observation.build(ObservationInputs(
             base_quat=st.base_quat, base_ang_vel=st.base_ang_vel, joint_pos=st.joint_pos[order],
             joint_vel=st.joint_vel[order], last_action=last, default_joint_pos=contract.default_joint_pos,

@@ -24,7 +24,7 @@ from bcg.config_check import dotted_leaves
 
 from ..checkpoint import CheckpointError, find_checkpoint, load_checkpoint
 from ..export import ExportError, export_state
-from ..train_config import ConfigError, TrainConfig, config_from_dict, load_preset
+from ..train_config import ConfigError, TrainConfig, config_from_dict, load_preset, recorded_schedule
 from .table import policy_name
 
 SIDECAR_FORMAT = 1
@@ -60,12 +60,11 @@ def train_command(run_info: Mapping[str, Any], config: Mapping[str, Any]) -> str
 
 def train_commands(run_info: Mapping[str, Any], config: Mapping[str, Any], iteration: int) -> List[str]:
     """The commands that train the run to `iteration` again, one per part of its schedule
-    (`run_info["schedule"]`, [first iteration, iterations planned] per start and extension; a run
-    that records none was never extended): `train_command` planned for the first part's iterations,
+    (`recorded_schedule`): `train_command` planned for the first part's iterations,
     then `bcg-train --resume <run> --iterations N` per extension, each with `--stop-at K` where the
     part ended (Ctrl-C) before its plan."""
     full = config_from_dict(config)
-    schedule = [tuple(int(v) for v in part) for part in run_info.get("schedule", [[0, full.iterations()]])]
+    schedule = recorded_schedule(run_info, full)
     ends = [start for start, _ in schedule[1:]] + [int(iteration)]
     commands = []
     for k, ((_, planned), end) in enumerate(zip(schedule, ends)):

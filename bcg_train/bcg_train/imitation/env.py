@@ -23,11 +23,11 @@ import torch
 
 from bcg.config_check import validate_section
 from bcg.contract import ObservationInputs, PolicyContract, tracking_spec
-from bcg.motion import ReferenceFrames
 from bcg_train.diffsim import Model, Simulator
 from bcg_train.diffsim.torch_bridge import body_frames, step_without_gradient
 from bcg_train.diffsim.torch_bridge import step as sim_step
 from bcg_train.env_api import EnvStep
+from bcg_train.motion.clip import reference_frames
 from bcg_train.motion.kinematics import RobotKinematics
 from bcg_train.motion.library import load_clip
 from bcg_train.motion.resample import ResampleConfig
@@ -243,10 +243,7 @@ class G1ImitationEnv:
     def _observation(self, q, qd, last_action, frame) -> torch.Tensor:
         future = torch.clamp(frame[:, None] + torch.as_tensor(self.frames, device=self.device),
                              max=self.ref.num_frames - 1)
-        r = self.ref
-        reference = ReferenceFrames(joint_pos=r.joint_pos[future], joint_vel=r.joint_vel[future],
-                                    root_pos=r.root_pos[future], root_quat=r.root_quat[future],
-                                    root_lin_vel=r.root_lin_vel[future])
+        reference = reference_frames(self.ref, future)
         ang_vel, joint_pos, joint_vel = qd[:, 3:6], q[:, self._jq], qd[:, self._jv]
         rand = self.randomizer
         if rand:                                    # sensor noise: constants, no gradient through them

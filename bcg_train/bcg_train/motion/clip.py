@@ -4,10 +4,12 @@ T = frames, n = joints (robot description order), B = robot bodies (MuJoCo order
 Frame i is at time i / fps seconds. Quaternions are (w, x, y, z).
 """
 from dataclasses import dataclass, fields
-from typing import TYPE_CHECKING, Tuple
+from typing import TYPE_CHECKING, Any, Tuple, Union
 
 import numpy as np
 from scipy.spatial.transform import Rotation
+
+from bcg.motion import ReferenceFrames
 
 if TYPE_CHECKING:   # torch is imported on use (`to_torch`)
     import torch
@@ -97,3 +99,13 @@ class MotionClipTensors:
     def frame_index(self, times_s: "torch.Tensor") -> "torch.Tensor":
         """Index (long, shape of times_s) of the frame nearest to each time in seconds, clamped to the clip."""
         return (times_s * self.fps).round().long().clamp(0, self.num_frames - 1)
+
+
+def reference_frames(clip: Union[MotionClip, MotionClipTensors], frames: Any,
+                     joints: Any = slice(None)) -> ReferenceFrames:
+    """The observation's reference samples of `clip` at frame indices `frames` (..., F) (numpy or
+    torch, as the clip), the joints `joints` of the clip's order (default all, in its order)."""
+    return ReferenceFrames(joint_pos=clip.joint_pos[frames][..., joints],
+                           joint_vel=clip.joint_vel[frames][..., joints],
+                           root_pos=clip.root_pos[frames], root_quat=clip.root_quat[frames],
+                           root_lin_vel=clip.root_lin_vel[frames])
