@@ -4,6 +4,7 @@ Each bad input reaches the node on the wire; the node's reaction is checked on t
 kp = 0, kd = damping gain, no NaN) and in its log (the reason). A bad policy is refused with a
 non-zero exit and nothing published.
 """
+import importlib.util
 import os
 import signal
 import subprocess
@@ -18,7 +19,6 @@ import pytest
 from bcg.contract import mlp_model, stand_contract, write_policy
 from bcg.robot import RobotDescription
 from bcg.transport import TransportConfig, make_transport
-from bcg.wire import new_lowstate
 
 NODE = str(Path(sys.executable).with_name("bcg-policy-node"))
 PARAMS = """policy_node:
@@ -34,31 +34,39 @@ def robot():
     return RobotDescription.load()
 
 
-class StateClient:
-    """Publishes a LowState at 500 Hz (`self.state`, editable; `paused` stops it) and keeps every LowCmd."""
+PUBLISHER = Path(__file__).with_name("lowstate_publisher.py")
+_spec = importlib.util.spec_from_file_location("lowstate_publisher", PUBLISHER)
+lowstate_publisher = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(lowstate_publisher)
 
-    def __init__(self, domain, robot):
+
+class StateClient:
+    """Publishes a LowState at 500 Hz from a process of its own (`lowstate_publisher.py`;
+    `self.state`, editable in place; `paused` stops it) and keeps every LowCmd."""
+
+    def __init__(self, domain, robot, folder):
         self.transport = make_transport(TransportConfig.simulation(domain_id=domain, transport="dds"))
-        self.writer = self.transport.lowstate_writer()
         self.reader = self.transport.lowcmd_reader(check_crc=True)
-        s = new_lowstate()
+        path = folder / f"lowstate_{domain}.bin"
+        self.shared = np.memmap(path, dtype=lowstate_publisher.lowstate_layout(), mode="w+", shape=(1,))
+        s = self.state = self.shared["state"][0]
         s["mode_machine"] = 5
         s["imu_state"]["quaternion"] = [1, 0, 0, 0]
         s["motor_state"]["q"][robot.motor_slots] = robot.default_q
         s["motor_state"]["temperature"] = 40
-        self.state, self.paused, self.commands = s, False, []
-        self.done = threading.Event()
-        self.threads = [threading.Thread(target=f, daemon=True) for f in (self._publish, self._collect)]
-        for t in self.threads:
-            t.start()
+        self.shared.flush()
+        self.publisher = subprocess.Popen([sys.executable, str(PUBLISHER), str(domain), str(path)])
+        self.done, self.commands = threading.Event(), []
+        self.collector = threading.Thread(target=self._collect, daemon=True)
+        self.collector.start()
 
-    def _publish(self):
-        deadline = time.monotonic()
-        while not self.done.is_set():
-            if not self.paused:
-                self.writer.write(self.state.copy())
-            deadline += 0.002
-            time.sleep(max(0.0, deadline - time.monotonic()))
+    @property
+    def paused(self) -> bool:
+        return bool(self.shared["paused"][0])
+
+    @paused.setter
+    def paused(self, value: bool) -> None:
+        self.shared["paused"][0] = value
 
     def _collect(self):
         while not self.done.is_set():
@@ -79,8 +87,9 @@ class StateClient:
 
     def close(self):
         self.done.set()
-        for t in self.threads:
-            t.join(1.0)
+        self.publisher.terminate()
+        self.publisher.wait(5.0)
+        self.collector.join(1.0)
         self.transport.close()
 
 
@@ -143,7 +152,7 @@ def test_bad_input_on_the_wire_leads_to_damping(robot, tmp_path, case):
         n = contract.observation.size
         path = write_policy(tmp_path / "nan.onnx", mlp_model([(np.zeros((n, 29)), np.full(29, np.nan))]), contract)
         extra = ["--policy", str(path)]
-    client = StateClient(domain, robot)
+    client = StateClient(domain, robot, tmp_path)
     proc = start_node(tmp_path, domain, *extra)
     try:
         if corrupt == "nan_policy":
@@ -172,7 +181,7 @@ def test_bad_input_on_the_wire_leads_to_damping(robot, tmp_path, case):
 def test_bad_policy_is_refused_and_nothing_is_published(robot, tmp_path):
     bad = tmp_path / "corrupt.onnx"
     bad.write_bytes(os.urandom(256))
-    client = StateClient(67, robot)
+    client = StateClient(67, robot, tmp_path)
     try:
         proc = start_node(tmp_path, 67, "--policy", str(bad))
         out, _ = proc.communicate(timeout=30)
@@ -188,7 +197,7 @@ def test_bad_policy_is_refused_and_nothing_is_published(robot, tmp_path):
 def test_a_frozen_policy_process_is_damped_by_its_writer(robot, tmp_path):
     """SIGSTOP freezes the policy process in POLICY (receiver, policy, all its threads): its LowCmd
     writer process keeps writing and, once the newest LowState it was told of is stale, damps."""
-    client = StateClient(59, robot)
+    client = StateClient(59, robot, tmp_path)
     proc = start_node(tmp_path, 59)
     try:
         reach_policy(client)
@@ -213,7 +222,7 @@ def test_sigint_publishes_damping_for_the_shutdown_time_then_exits(robot, tmp_pa
     """shutdown_damping is 0.3 s in PARAMS: after SIGINT only damping goes out, for that long. A
     second signal at once (an impatient Ctrl-C, a supervisor) changes nothing: one stop, exit 0."""
     domain = 58 if len(signals) == 1 else 55
-    client = StateClient(domain, robot)
+    client = StateClient(domain, robot, tmp_path)
     proc = start_node(tmp_path, domain)
     try:
         t_int = reach_policy(client)
@@ -234,7 +243,7 @@ def test_sigint_publishes_damping_for_the_shutdown_time_then_exits(robot, tmp_pa
 def test_a_killed_policy_process_leaves_damping_for_the_shutdown_time(robot, tmp_path):
     """SIGKILL (a crash: no handler runs) in POLICY: the orphaned writer process notices, publishes
     damping for shutdown_damping (0.3 s in PARAMS), then ends by itself."""
-    client = StateClient(57, robot)
+    client = StateClient(57, robot, tmp_path)
     proc = start_node(tmp_path, 57)
     try:
         t_kill = reach_policy(client)
@@ -263,7 +272,7 @@ def writer_process(pid: int) -> int:
 def test_a_killed_writer_process_is_replaced_by_damping_from_the_policy_process(robot, tmp_path):
     """SIGKILL on the LowCmd writer in POLICY: the policy process damps in its place through its
     standby writer for shutdown_damping (0.3 s in PARAMS), then exits 1 naming the failure."""
-    client = StateClient(56, robot)
+    client = StateClient(56, robot, tmp_path)
     proc = start_node(tmp_path, 56)
     try:
         t_kill = reach_policy(client)
