@@ -223,6 +223,25 @@ def test_plan_carries_one_part_per_call_and_ends_with_the_check(tmp_path):
     assert "install" not in calls[0][0]
 
 
+def test_parts_fit_a_call_beside_the_working_tree(tmp_path):
+    """The default part size leaves room for what every call sends: tracked and untracked files,
+    not the ignored ones."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    (repo / ".gitignore").write_text("big/\n")
+    (repo / "tracked.bin").write_bytes(b"x" * 3 * stage.MIB)
+    subprocess.run(["git", "-C", str(repo), "add", "tracked.bin"], check=True)
+    (repo / "untracked.bin").write_bytes(b"y" * stage.MIB)
+    (repo / "big").mkdir()
+    (repo / "big" / "ignored.bin").write_bytes(b"z" * 5 * stage.MIB)
+    tree = stage.working_tree_bytes(repo)
+    assert tree == 4 * stage.MIB + len("big/\n")
+    assert stage.default_part_mib(tree) == pytest.approx(stage.CALL_LIMIT_MIB - stage.CALL_MARGIN_MIB - 4, abs=1e-3)
+    with pytest.raises(stage.StageError, match="the working tree is 63.0 MiB: no part fits beside it"):
+        stage.default_part_mib(63 * stage.MIB)
+
+
 def test_a_real_wheel_from_the_index(tmp_path):
     """The download as the GPU machine needs it (cp312 manylinux), then the same way there; skipped
     where the package index cannot be reached."""

@@ -55,8 +55,10 @@ MANIFEST = "manifest.json"
 BUNDLE = "bundle.tar.xz"
 FORMAT = 1
 MIB = 2 ** 20
-# One device call carries at most 64 MiB, the working tree (about 2 MiB) included.
-DEFAULT_PART_MIB = 58
+CALL_LIMIT_MIB = 64
+"""What one device call carries at most, the working tree (tracked and untracked-not-ignored files) included."""
+CALL_MARGIN_MIB = 2
+"""MiB left free in each call besides the working tree and the part (files added before the calls)."""
 XZ_PRESET = 9
 
 # What the GPU check imports that the GPU machine lacks. Not staged: what that machine already has
@@ -264,6 +266,27 @@ def pack(wheels: List[Path], model_xml: Path, stage_dir: Path, part_bytes: int,
     for i in range(len(manifest["parts"])):
         (part_dir(stage_dir, i + 1) / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
     return manifest
+
+
+def working_tree_bytes(root: Path) -> int:
+    """Bytes of what a device call sends besides the carried paths: the tracked files and the
+    untracked files git does not ignore (`git ls-files --cached --others --exclude-standard`)."""
+    try:
+        out = subprocess.run(["git", "-C", str(root), "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+                             capture_output=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError) as e:
+        raise StageError(f"{root}: cannot list the working tree with git ({e}); pass --part-mib") from e
+    files = (root / name for name in out.decode().split("\0") if name)
+    return sum(f.stat().st_size for f in files if f.is_file())
+
+
+def default_part_mib(tree_bytes: int) -> float:
+    """The largest part that fits one call beside a working tree of `tree_bytes`, MiB."""
+    part = CALL_LIMIT_MIB - CALL_MARGIN_MIB - tree_bytes / MIB
+    if part < 1:
+        raise StageError(f"the working tree is {tree_bytes / MIB:.1f} MiB: no part fits beside it in a "
+                         f"{CALL_LIMIT_MIB} MiB call")
+    return part
 
 
 def part_dir(stage_dir: Path, number: int) -> Path:
@@ -492,7 +515,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--wheels", type=Path, default=STAGE_DIR / "wheels")
     p.add_argument("--model", type=Path, default=None,
                    help="MuJoCo XML whose folder is staged (default: $BCG_G1_MODEL, else ../shared's G1)")
-    p.add_argument("--part-mib", type=float, default=DEFAULT_PART_MIB, help="largest part, MiB")
+    p.add_argument("--part-mib", type=float, default=None,
+                   help=f"largest part, MiB (default: {CALL_LIMIT_MIB} MiB less the working tree and "
+                        f"{CALL_MARGIN_MIB} MiB)")
     p.add_argument("--stage", type=Path, default=STAGE_DIR)
     pl = sub.add_parser("plan", help="here: print the device calls, one per part")
     pl.add_argument("--stage", type=Path, default=STAGE_DIR)
@@ -515,8 +540,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         elif args.command == "pack":
             packages = staged_versions(STAGED, read_pins(ROOT / "constraints.txt"), installed_version)
             model = args.model or Path(os.environ.get("BCG_G1_MODEL") or DEFAULT_MODEL)
-            manifest = pack(find_wheels(args.wheels, packages), model, args.stage.resolve(),
-                            int(args.part_mib * MIB))
+            part_mib = args.part_mib if args.part_mib is not None else default_part_mib(working_tree_bytes(ROOT))
+            manifest = pack(find_wheels(args.wheels, packages), model, args.stage.resolve(), int(part_mib * MIB))
             log(f"bundle {manifest['bundle']['size'] / MIB:.1f} MiB in {len(manifest['parts'])} parts")
             print_plan(args.stage.resolve())
         elif args.command == "plan":
