@@ -19,8 +19,10 @@ step h = 0.005 s (the simulator: dt 0.02 s with 4 substeps; MuJoCo: Euler at
   the same dropped window without bundling, interleaved, medians of `--repeats` warm windows each,
   with the bundling counters of the last one.
 
-    python bench/bench_diffsim.py [--device cpu] [--envs 64] [--steps 50] [--bundle]
+    python bench/bench_diffsim.py [--device cpu] [--envs 64] [--steps 50] [--bundle] [--precision float32]
     python bench/bench_diffsim.py --device cuda:0 --envs 4096
+
+`--precision float32` runs the float32 simulator (`diffsim.flavour`); MuJoCo stays float64.
 
 Last line: forward_vs_mujoco=<Warp env-substeps/s over MuJoCo's> backward_over_forward=<ratio>, with
 `--bundle` also bundled_over_plain=<bundled taped window (forward + backward) over the plain one>.
@@ -31,6 +33,7 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
 import argparse  # noqa: E402
+import dataclasses  # noqa: E402
 import gc  # noqa: E402
 import time  # noqa: E402
 
@@ -39,7 +42,7 @@ import numpy as np  # noqa: E402
 import warp as wp  # noqa: E402
 
 from bcg.contract.builtin import stand_gains  # noqa: E402
-from bcg_train.diffsim import BundleConfig, Model, SimConfig, Simulator, Tape  # noqa: E402
+from bcg_train.diffsim import PRECISIONS, BundleConfig, Model, SimConfig, Simulator, flavour  # noqa: E402
 from bcg_train.diffsim import mujoco_reference as vd  # noqa: E402  (the shared scenario)
 
 wp.config.log_level = wp.LOG_WARNING
@@ -49,6 +52,12 @@ CONFIG = SimConfig(kappa=300.0, substeps=SUBSTEPS)
 BUNDLED = SimConfig(kappa=300.0, substeps=SUBSTEPS, bundle=BundleConfig(enabled=True, branches=10, span_steps=2))
 BUNDLE_DROPS = (0.02, 0.15)     # m: pelvis heights above standing, spread evenly over the environments
 BUNDLE_FALL = 1.0               # m/s: downward speed at release
+
+
+def simulator(model: Model, envs: int, config: SimConfig, **kwargs) -> Simulator:
+    """A simulator of `model`'s precision (its package flavour) with `config`'s settings."""
+    config = dataclasses.replace(config, precision=model.precision)
+    return flavour(model.precision).Simulator(model, envs, config, **kwargs)
 
 
 def standing_setup(sim: Simulator):
@@ -61,7 +70,7 @@ def standing_setup(sim: Simulator):
 
 def warp_forward_rate(model: Model, envs: int, steps: int) -> float:
     """Environment-substeps per second of the batched forward step (best of 3 runs of `steps`)."""
-    sim = Simulator(model, envs, CONFIG)
+    sim = simulator(model, envs, CONFIG)
     s1 = sim.state()
     best = np.inf
     for _ in range(3):
@@ -113,7 +122,7 @@ def _live_arrays() -> dict:
 
 def taped_forward(sim: Simulator, s0, ctrl, window: int):
     """`window` steps from s0 under ctrl on a new tape: (tape, the states, s0 first)."""
-    tape = Tape()
+    tape = flavour(sim.model.precision).Tape()
     states = [s0]
     with tape:
         for _ in range(window):
@@ -127,7 +136,7 @@ def taped_windows(model: Model, envs: int, window: int, repeats: int):
     window allocates the buffers, the others reuse them after `sim.segment.cut()`). Returns the best warm
     (t_forward, t_backward), the first window's tape bytes, mempool growth or None, and whether
     every gradient was finite and non-zero."""
-    sim = Simulator(model, envs, CONFIG, requires_grad=True)
+    sim = simulator(model, envs, CONFIG, requires_grad=True)
     dev = model.device
     pool = wp.get_device(dev).is_cuda and wp.is_mempool_enabled(dev)
     best, tape_bytes, pool_bytes, ok = (np.inf, np.inf), None, None, True
@@ -171,7 +180,7 @@ def dropped_setup(sim: Simulator):
 def bundled_windows(model: Model, envs: int, window: int, repeats: int):
     """Taped forward + backward of the dropped scenario with and without bundling, on warm buffers,
     interleaved. Returns (median plain s, median bundled s, the last bundled window's BundleStats)."""
-    sims = {name: Simulator(model, envs, config, requires_grad=True)
+    sims = {name: simulator(model, envs, config, requires_grad=True)
             for name, config in (("plain", CONFIG), ("bundled", BUNDLED))}
     times = {name: [] for name in sims}
     for rep in range(repeats + 1):
@@ -200,10 +209,12 @@ def main():
     parser.add_argument("--repeats", type=int, default=3, help="taped windows measured (best is reported)")
     parser.add_argument("--model", default=None, help="MuJoCo XML (default: $BCG_G1_MODEL)")
     parser.add_argument("--bundle", action="store_true", help="also time a bundled window of dropped robots")
+    parser.add_argument("--precision", choices=PRECISIONS, default="float64", help="the simulator's floating point")
     args = parser.parse_args()
     wp.init()
-    model = Model.from_mujoco(args.model, device=args.device)
-    print(f"device {args.device}: {wp.get_device(args.device).name}; envs {args.envs}; h {DT / SUBSTEPS} s")
+    model = flavour(args.precision).Model.from_mujoco(args.model, device=args.device)
+    print(f"device {args.device}: {wp.get_device(args.device).name}; envs {args.envs}; h {DT / SUBSTEPS} s; "
+          f"{args.precision}")
 
     warp_rate = warp_forward_rate(model, args.envs, args.steps)
     mj_rate = mujoco_rate(model, args.mujoco_envs, args.steps)

@@ -98,8 +98,9 @@ def timed(fn, name: str):
 @contextlib.contextmanager
 def simulator_phases(env) -> Iterator[None]:
     """Mark the simulator's own phases inside the env: `Simulator.step` of both of its simulators,
-    the torch bridge's forward glue and backward, and forward kinematics (forward and backward)."""
-    from bcg_train.diffsim import torch_bridge
+    the torch bridge's forward glue and backward, and forward kinematics (forward and backward), in the
+    simulator package of the env's precision."""
+    torch_bridge = env.bridge
     for sim in (env.sim, env.sim_plain):
         sim.step = timed(sim.step, "sim forward")
     originals = [(cls, name, cls.__dict__[name]) for cls in (torch_bridge._SimStep, torch_bridge._BodyFrames)

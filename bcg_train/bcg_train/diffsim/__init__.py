@@ -4,17 +4,19 @@ Public API (Model / State / Control / Simulator, as Warp's physics code has them
 - `Model.from_mujoco(path)`: the robot's physics data, built once;
 - `SimConfig` (with `BundleConfig`): the solver's settings, given to each simulator;
 - `Simulator(model, num_envs, config, requires_grad)`, `sim.step(state_in, state_out, control, dt)`;
-- `torch_bridge`: the one bridge to PyTorch.
+- `torch_bridge`: the one bridge to PyTorch;
+- `flavour(precision)`: the package that simulates in float64 (this one) or float32 (`precision`).
 Inside: `substep` (the physics of one substep), `segment` (what a simulator keeps between steps),
 `kernels`, `solvers` (sparse LDL, contact), `bundling`, and `mujoco_reference` (the comparisons
 against MuJoCo that tests and benches share).
 """
 import importlib
 
-from .config import BundleConfig, SimConfig
+from .config import PRECISIONS, BundleConfig, SimConfig
 from .variation import PhysicsVariation
 
-_LAZY = {"BundleStats": ".bundling", "Tape": ".kernels.device_model", "Model": ".model", "ModelError": ".model",
+_LAZY = {"flavour": ".precision",
+         "BundleStats": ".bundling", "Tape": ".kernels.device_model", "Model": ".model", "ModelError": ".model",
          "NonFiniteStateError": ".simulator", "Simulator": ".simulator", "TapeRequiredError": ".simulator",
          "Control": ".state", "State": ".state"}
 """Names whose modules load Warp and MuJoCo: imported on first use, so that the settings above (and
@@ -27,4 +29,4 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-__all__ = ["BundleConfig", "PhysicsVariation", "SimConfig", *_LAZY]
+__all__ = ["BundleConfig", "PRECISIONS", "PhysicsVariation", "SimConfig", *_LAZY]

@@ -4,6 +4,12 @@ from typing import Dict, Mapping
 
 from bcg.config_check import ConfigError, check, require_count, require_non_negative, require_positive, validate_section
 
+PRECISIONS = ("float64", "float32")
+"""The simulator's floating-point precisions (`precision`)."""
+
+NOT_IN_CONTRACT = ("kappa", "bundle", "precision")
+"""`SimConfig` settings a policy contract's `simulator` does not record (`SimConfig.contract_settings`)."""
+
 
 @dataclass
 class BundleConfig:
@@ -65,10 +71,15 @@ class SimConfig:
     back in a few substeps, as MuJoCo's limit constraint; bench/sim_to_sim.py measured 0.2 -> 5)."""
     limit_damping: float = 2.0
     """Joint-limit damper beyond the limit, in units of A_ii / h [-]."""
+    precision: str = "float64"
+    """Floating point of the simulation: float64, or float32 for GPUs whose float64 is slow
+    (`diffsim.flavour(precision)` is the package that simulates in it; `precision`)."""
     bundle: BundleConfig = field(default_factory=BundleConfig)
     """Bundled Contact Gradients."""
 
     def validate(self) -> None:
+        check(self.precision in PRECISIONS, "precision",
+              f"must be one of {', '.join(PRECISIONS)}, got {self.precision!r}")
         require_positive(self, "kappa", "frictionloss_velocity")
         require_count(self, "contact_iterations", "substeps")
         require_non_negative(self, "frictionloss_scale", "limit_stiffness", "limit_damping", "contact_speculative",
@@ -77,15 +88,17 @@ class SimConfig:
 
     def contract_settings(self) -> Dict[str, float]:
         """What a policy contract records of this simulator (`PolicyContract.simulator`): every
-        setting but kappa (the contract's `contact_stiffness`) and bundling (gradients only)."""
-        return {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("kappa", "bundle")}
+        setting but kappa (the contract's `contact_stiffness`), bundling (gradients only) and the
+        precision (how the same physics was computed: a policy is evaluated in float64; the training
+        run's configuration keeps it)."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name not in NOT_IN_CONTRACT}
 
     @classmethod
     def from_contract(cls, kappa: float, settings: Mapping[str, float]) -> "SimConfig":
         """The simulator a policy was trained in: `kappa` and its contract's `simulator` settings
         (defaults for what it does not record). ValueError names a setting this simulator lacks or
         a count that is not a whole number (ConfigError)."""
-        known = {f.name: f.type for f in fields(cls) if f.name not in ("kappa", "bundle")}
+        known = {f.name: f.type for f in fields(cls) if f.name not in NOT_IN_CONTRACT}
         values = {}
         for name, value in settings.items():
             if name not in known:

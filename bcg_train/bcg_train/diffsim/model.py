@@ -4,19 +4,25 @@ Everything is read from `mujoco.MjModel`: the kinematic tree, joint axes, anchor
 armature, damping, friction loss, body masses and inertias, actuator torque limits, gravity and the
 foot contact spheres. Generalised coordinates: a floating base (position, unit quaternion w x y z;
 velocity: world-frame linear, body-frame angular, as MuJoCo's free joint) followed by one hinge per
-actuated joint, in MuJoCo's dof order. Precision is float64 throughout. Solver settings (contact
-stiffness, iterations, substeps, friction and limit constants, bundling) are not part of the Model:
-they belong to each `Simulator` (`SimConfig`), so one Model serves simulators with different settings.
+actuated joint, in MuJoCo's dof order. Floats in the package flavour's precision (`precision`).
+Solver settings (contact stiffness, iterations, substeps, friction and limit constants, bundling) are
+not part of the Model: they belong to each `Simulator` (`SimConfig`), so one Model serves simulators
+with different settings.
 """
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional, Tuple, Union
+from typing import ClassVar, Optional, Tuple, Union
 
 import mujoco
 import numpy as np
 import warp as wp
 
 from bcg.robot import RobotDescription
+
+from .precision import scalar_types
+
+T = scalar_types(__name__)
+real, vec3, quat, mat33 = T.real, T.vec3, T.quat, T.mat33
 
 
 class ModelError(ValueError):
@@ -28,6 +34,8 @@ class Model:
     """Arrays on `device`; index tables are built on the host once. Shapes use nb bodies, nv dofs,
     nj = nv - 6 hinge joints (actuator order), nc contact spheres, npair mass-matrix entries."""
 
+    precision: ClassVar[str] = T.precision
+    """Of every float array: the package flavour's (`diffsim.precision`)."""
     device: str
     nb: int
     nv: int
@@ -177,23 +185,23 @@ class Model:
         def arr(x, dtype):
             return wp.array(np.ascontiguousarray(x), dtype=dtype, device=device)
 
-        i32, f64 = wp.int32, wp.float64
+        i32 = wp.int32
         return cls(
             device=device, nb=nb, nv=nv, nq=nv + 1, nj=len(joint_dof), nc=len(spheres),
             npair=len(pairs), gravity=m.opt.gravity.copy(),
-            body_parent=arr(parent, i32), body_dof=arr(body_dof, i32), body_pos=arr(m.body_pos[bodies], wp.vec3d),
-            body_quat=arr(quat_xyzw, wp.quatd), body_mass=arr(m.body_mass[bodies], f64),
-            body_com=arr(m.body_ipos[bodies], wp.vec3d), body_inertia=arr(inertia, wp.mat33d),
-            jnt_axis=arr(axis, wp.vec3d), jnt_anchor=arr(anchor, wp.vec3d),
+            body_parent=arr(parent, i32), body_dof=arr(body_dof, i32), body_pos=arr(m.body_pos[bodies], vec3),
+            body_quat=arr(quat_xyzw, quat), body_mass=arr(m.body_mass[bodies], real),
+            body_com=arr(m.body_ipos[bodies], vec3), body_inertia=arr(inertia, mat33),
+            jnt_axis=arr(axis, vec3), jnt_anchor=arr(anchor, vec3),
             dof_body=arr(dof_body, i32), dof_parent=arr(dof_parent, i32),
-            dof_armature=arr(m.dof_armature[mj_d], f64), dof_damping=arr(m.dof_damping[mj_d], f64),
-            dof_frictionloss=arr(m.dof_frictionloss[mj_d], f64),
-            dof_lower=arr(lower, f64), dof_upper=arr(upper, f64), dof_limited=arr(limited, i32),
-            joint_dof=arr(joint_dof, i32), dof_joint=arr(dof_joint, i32), tau_limit=arr(robot.tau_limit, f64),
+            dof_armature=arr(m.dof_armature[mj_d], real), dof_damping=arr(m.dof_damping[mj_d], real),
+            dof_frictionloss=arr(m.dof_frictionloss[mj_d], real),
+            dof_lower=arr(lower, real), dof_upper=arr(upper, real), dof_limited=arr(limited, i32),
+            joint_dof=arr(joint_dof, i32), dof_joint=arr(dof_joint, i32), tau_limit=arr(robot.tau_limit, real),
             pair_i=arr([p[0] for p in pairs], i32), pair_j=arr([p[1] for p in pairs], i32),
             dof_row_start=arr(np.searchsorted([p[0] for p in pairs], np.arange(nv + 1)), i32),
-            sphere_body=arr(sphere_body, i32), sphere_pos=arr(m.geom_pos[[g for g, _ in spheres]], wp.vec3d),
-            sphere_radius=arr(m.geom_size[[g for g, _ in spheres], 0], f64), sphere_friction=arr(friction, f64),
+            sphere_body=arr(sphere_body, i32), sphere_pos=arr(m.geom_pos[[g for g, _ in spheres]], vec3),
+            sphere_radius=arr(m.geom_size[[g for g, _ in spheres], 0], real), sphere_friction=arr(friction, real),
             contact_dof_d=arr([d for _, d in cd], i32),
             contact_dof_start=arr(np.searchsorted([c for c, _ in cd], np.arange(len(spheres) + 1)), i32),
             sphere_common=arr(np.array(common, dtype=np.int32), i32),

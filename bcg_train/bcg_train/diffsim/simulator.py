@@ -19,10 +19,13 @@ from .config import SimConfig
 from .kernels import integrator as ik
 from .kernels.launch import CachedLaunch
 from .model import Model
+from .precision import scalar_types
 from .segment import Segment
 from .state import Control, State
 from .substep import Substep
 from .variation import PhysicsVariation
+
+T = scalar_types(__name__)
 
 
 class NonFiniteStateError(FloatingPointError):
@@ -37,6 +40,14 @@ class TapeRequiredError(RuntimeError):
     """A simulator built with requires_grad=True was stepped with no Warp tape active."""
 
 
+def require_same_precision(model: Model, config: SimConfig) -> None:
+    """ValueError unless `model` and `config` are of this package flavour's precision."""
+    for what, precision in (("the model", getattr(model, "precision", None)), ("the configuration", config.precision)):
+        if precision != T.precision:
+            raise ValueError(f"{what} is {precision}, this simulator {T.precision}: build model and simulator from "
+                             f"bcg_train.diffsim.flavour({precision!r}) (Model.from_mujoco, Simulator)")
+
+
 def active_tape() -> Optional[wp.Tape]:
     """The Warp tape recording now (`with wp.Tape():`), or None. Warp 1.19 has no public accessor;
     this reads the runtime's own attribute, the one `wp.launch` records on."""
@@ -49,8 +60,9 @@ class Simulator:
 
     def __init__(self, model: Model, num_envs: int, config: Optional[SimConfig] = None, requires_grad: bool = False,
                  check_finite: bool = True):
-        self.model = model
         self.config = config if config is not None else SimConfig()
+        require_same_precision(model, self.config)
+        self.model = model
         self.num_envs = num_envs
         self.requires_grad = requires_grad
         self.check_finite = check_finite

@@ -1,8 +1,13 @@
-"""State and Control of the differentiable simulator (batched over N environments, float64)."""
+"""State and Control of the differentiable simulator (N environments; floats in the flavour's precision)."""
 from dataclasses import dataclass
 
 import numpy as np
 import warp as wp
+
+from .precision import scalar_types
+
+T = scalar_types(__name__)
+real, vec3 = T.real, T.vec3
 
 
 @dataclass
@@ -20,8 +25,8 @@ class State:
     @classmethod
     def zeros(cls, model, num_envs: int, requires_grad: bool = False) -> "State":
         def z(*shape):
-            return wp.zeros(shape, dtype=wp.float64, device=model.device, requires_grad=requires_grad)
-        impulse = wp.zeros((num_envs, model.nc), dtype=wp.vec3d, device=model.device, requires_grad=requires_grad)
+            return wp.zeros(shape, dtype=real, device=model.device, requires_grad=requires_grad)
+        impulse = wp.zeros((num_envs, model.nc), dtype=vec3, device=model.device, requires_grad=requires_grad)
         return cls(z(num_envs, model.nq), z(num_envs, model.nv), impulse, z(num_envs, model.nc))
 
     @property
@@ -37,9 +42,9 @@ class State:
     def assign(self, q: np.ndarray, qd: np.ndarray = None) -> "State":
         """Set q (N, nq) or (nq,) and qd (N, nv) or (nv,) from host arrays (broadcast over envs)."""
         n = self.num_envs
-        self.q.assign(np.broadcast_to(np.asarray(q, dtype=np.float64), self.q.shape).copy())
+        self.q.assign(np.broadcast_to(np.asarray(q, dtype=T.numpy), self.q.shape).copy())
         if qd is not None:
-            self.qd.assign(np.broadcast_to(np.asarray(qd, dtype=np.float64), (n, self.qd.shape[1])).copy())
+            self.qd.assign(np.broadcast_to(np.asarray(qd, dtype=T.numpy), (n, self.qd.shape[1])).copy())
         return self
 
 
@@ -59,7 +64,7 @@ class Control:
     @classmethod
     def zeros(cls, model, num_envs: int, requires_grad: bool = False) -> "Control":
         def z():
-            return wp.zeros((num_envs, model.nj), dtype=wp.float64, device=model.device, requires_grad=requires_grad)
+            return wp.zeros((num_envs, model.nj), dtype=real, device=model.device, requires_grad=requires_grad)
         return cls(z(), z(), z(), z(), z())
 
     def set_pd(self, q_target=None, kp=None, kd=None, qd_target=None, tau=None) -> "Control":
@@ -67,5 +72,5 @@ class Control:
         for name, value in (("q_target", q_target), ("kp", kp), ("kd", kd), ("qd_target", qd_target), ("tau", tau)):
             if value is not None:
                 arr = getattr(self, name)
-                arr.assign(np.broadcast_to(np.asarray(value, dtype=np.float64), arr.shape).copy())
+                arr.assign(np.broadcast_to(np.asarray(value, dtype=T.numpy), arr.shape).copy())
         return self

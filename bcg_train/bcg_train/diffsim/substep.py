@@ -20,10 +20,14 @@ from .kernels import integrator as ik
 from .kernels.device_model import DeviceModel, device_model
 from .kernels.launch import LaunchSites
 from .model import Model
+from .precision import scalar_types
 from .solvers.contact_pgs import ContactPGS
 from .solvers.sparse_ldl import SparseLDL
 from .state import Control, State
 from .variation import PhysicsVariation
+
+T = scalar_types(__name__)
+real, vec3, quat, mat33 = T.real, T.vec3, T.quat, T.mat33
 
 
 @dataclass
@@ -109,7 +113,7 @@ class Substep:
     def scratch(self, rows: int, requires_grad: bool) -> Scratch:
         """Fresh intermediates for `rows` rows (with adjoints when `requires_grad`), all in use."""
         m, nr, it, dev = self.model, self.model.ndof_contact, self.config.contact_iterations, self.model.device
-        v3, q4, m33, n, nb, nv, f = wp.vec3d, wp.quatd, wp.mat33d, rows, m.nb, m.nv, wp.float64
+        v3, q4, m33, n, nb, nv, f = vec3, quat, mat33, rows, m.nb, m.nv, real
         accumulators = {"crb_m": ((n, nb), f), "crb_h": ((n, nb), v3), "crb_i": ((n, nb), m33),
                         "frc_ang": ((n, nb), v3), "frc_lin": ((n, nb), v3), "v_free": ((n, nr), f),
                         "gen_impulse": ((n, nv), f)}
@@ -139,7 +143,7 @@ class Substep:
         the hand-written adjoints are added to it; None records nothing."""
         self.dynamics(s_in, control, h, sc, tape)
         self.contact(s_in, s_out, h, sc, tape)
-        sc.launches(ik.integrate, sc.rows, [self.kernel_model, wp.float64(h), s_in.q, s_in.qd, sc.qdd_free,
+        sc.launches(ik.integrate, sc.rows, [self.kernel_model, real(h), s_in.q, s_in.qd, sc.qdd_free,
                                             sc.dqd_contact, s_out.q, s_out.qd], tape)
 
     def dynamics(self, s_in: State, control: Control, h: float, sc: Scratch, tape: Optional[wp.Tape]) -> None:
@@ -149,7 +153,7 @@ class Substep:
                                   sc.acc_ang, sc.acc_lin, sc.crb_m, sc.crb_h, sc.crb_i, sc.frc_ang, sc.frc_lin], tape)
         launch(dk.mass_matrix, (n, nv), [mdl, sc.s_ang, sc.s_lin, sc.crb_m, sc.crb_h, sc.crb_i, sc.a], tape)
         launch(dk.generalised_force, (n, nv), [
-            mdl, s_in.q, s_in.qd, wp.float64(h), sc.s_ang, sc.s_lin, sc.frc_ang, sc.frc_lin, sc.a, control.q_target,
+            mdl, s_in.q, s_in.qd, real(h), sc.s_ang, sc.s_lin, sc.frc_ang, sc.frc_lin, sc.a, control.q_target,
             control.qd_target, control.kp, control.kd, control.tau, sc.diag, sc.force], tape)
 
     def contact(self, s_in: State, s_out: State, h: float, sc: Scratch, tape: Optional[wp.Tape]) -> None:
@@ -160,7 +164,7 @@ class Substep:
                                               sc.smooth, sc.jt], tape)
         sc.ldl.factor(sc.a, sc.diag, tape)
         sc.ldl.solve(sc.force, sc.qdd_free, tape)
-        launch(ck.free_contact_velocity, (n, nc), [mdl, wp.float64(h), sc.jt, s_in.qd, sc.qdd_free,
+        launch(ck.free_contact_velocity, (n, nc), [mdl, real(h), sc.jt, s_in.qd, sc.qdd_free,
                                                    s_out.contact_height, sc.smooth, sc.v_free], tape)
         sc.ldl.delassus(sc.jt, sc.y, sc.g, tape)
         sc.pgs.solve(mdl, sc.g, sc.v_free, sc.smooth, s_out.contact_impulse, tape)

@@ -7,7 +7,9 @@ state that torch does not see: a later step's backward leaves their gradients on
 and the earlier step's backward carries them on (torch runs backwards in reverse step order).
 Call `sim.segment.cut()` once the backward pass over a chain of steps is done, so the next chain
 reuses the simulator's buffers.
-Tensors are float64 on the simulator's device: q (N, nq), qd (N, nv), q_target and tau (N, nj).
+Tensors are on the simulator's device, in its precision (`T.torch`: float64, or float32 in the float32
+flavour; inputs of another float dtype are cast, differentiably): q (N, nq), qd (N, nv), q_target
+and tau (N, nj).
 """
 from typing import Tuple
 
@@ -16,19 +18,23 @@ import warp as wp
 
 from .kernels import dynamics as dk
 from .kernels.device_model import Tape
+from .precision import scalar_types
 from .simulator import Simulator
 from .state import Control, State
+
+T = scalar_types(__name__)
+real, vec3, quat = T.real, T.vec3, T.quat
 
 
 def _share(t: torch.Tensor, grad: bool) -> wp.array:
     t = t.detach().contiguous()
-    return wp.from_torch(t, dtype=wp.float64, grad=torch.zeros_like(t) if grad else None)
+    return wp.from_torch(t, dtype=real, grad=torch.zeros_like(t) if grad else None)
 
 
 def _inputs(sim: Simulator, q, qd, q_target, kp, kd, tau, grad: bool):
     """(state_in, control) sharing the tensors' memory (qd_target: zeros)."""
     s_in = State(_share(q, grad), _share(qd, grad), None, None)
-    qd_target = wp.zeros(q_target.shape, dtype=wp.float64, device=sim.model.device, requires_grad=grad)
+    qd_target = wp.zeros(q_target.shape, dtype=real, device=sim.model.device, requires_grad=grad)
     ctrl = Control(_share(q_target, grad), qd_target, _share(kp.expand_as(q_target), grad),
                    _share(kd.expand_as(q_target), grad), _share(tau, grad))
     return s_in, ctrl
@@ -49,8 +55,8 @@ class _SimStep(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad_q, grad_qd):
         tape, s_in, s_out, ctrl = ctx.saved
-        tape.backward(grads={s_out.q: wp.from_torch(grad_q.contiguous(), dtype=wp.float64),
-                             s_out.qd: wp.from_torch(grad_qd.contiguous(), dtype=wp.float64)})
+        tape.backward(grads={s_out.q: wp.from_torch(grad_q.contiguous(), dtype=real),
+                             s_out.qd: wp.from_torch(grad_qd.contiguous(), dtype=real)})
         out = (wp.to_torch(s_in.q.grad).clone(), wp.to_torch(s_in.qd.grad).clone(),
                wp.to_torch(ctrl.q_target.grad).clone(), wp.to_torch(ctrl.tau.grad).clone())
         ctx.saved = None   # no tape.reset(): see diffsim.segment (bundles carry gradients to earlier steps)
@@ -61,9 +67,9 @@ class _BodyFrames(torch.autograd.Function):
     @staticmethod
     def forward(ctx, sim: Simulator, q: torch.Tensor):
         m = sim.model
-        q_w = wp.from_torch(q.detach().contiguous(), dtype=wp.float64, grad=torch.zeros_like(q))
-        xrot = wp.zeros((q.shape[0], m.nb), dtype=wp.quatd, device=m.device, requires_grad=True)
-        xpos = wp.zeros((q.shape[0], m.nb), dtype=wp.vec3d, device=m.device, requires_grad=True)
+        q_w = wp.from_torch(q.detach().contiguous(), dtype=real, grad=torch.zeros_like(q))
+        xrot = wp.zeros((q.shape[0], m.nb), dtype=quat, device=m.device, requires_grad=True)
+        xpos = wp.zeros((q.shape[0], m.nb), dtype=vec3, device=m.device, requires_grad=True)
         tape = Tape()
         with tape:
             wp.launch(dk.body_frames, dim=q.shape[0], inputs=[sim.physics.kernel_model, q_w], outputs=[xrot, xpos],
@@ -74,8 +80,8 @@ class _BodyFrames(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad_pos, grad_rot):
         tape, q_w, xrot, xpos = ctx.saved
-        tape.backward(grads={xpos: wp.from_torch(grad_pos.contiguous(), dtype=wp.vec3d),
-                             xrot: wp.from_torch(grad_rot.contiguous(), dtype=wp.quatd)})
+        tape.backward(grads={xpos: wp.from_torch(grad_pos.contiguous(), dtype=vec3),
+                             xrot: wp.from_torch(grad_rot.contiguous(), dtype=quat)})
         ctx.saved = None
         return None, wp.to_torch(q_w.grad).clone()
 
@@ -83,13 +89,14 @@ class _BodyFrames(torch.autograd.Function):
 def body_frames(sim: Simulator, q: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
     """Differentiable forward kinematics: body origins (N, nb, 3) [m] and orientations (N, nb, 4)
     (w x y z), world frame, bodies in `sim.model`'s order (MuJoCo's, base first), from q (N, nq)."""
-    pos, quat_xyzw = _BodyFrames.apply(sim, q)
+    pos, quat_xyzw = _BodyFrames.apply(sim, q.to(T.torch))
     return pos, quat_xyzw[..., [3, 0, 1, 2]]
 
 
 def step_without_gradient(sim: Simulator, q: torch.Tensor, qd: torch.Tensor, q_target: torch.Tensor, dt: float,
                           kp: torch.Tensor, kd: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
     """`sim.step` (sim built with requires_grad=False) on tensors shared with Warp, no tape: (q_next, qd_next)."""
+    q, qd, q_target, kp, kd = (x.to(T.torch) for x in (q, qd, q_target, kp, kd))
     s_in, ctrl = _inputs(sim, q, qd, q_target, kp, kd, torch.zeros_like(q_target), grad=False)
     s_out = sim.state()
     sim.step(s_in, s_out, ctrl, dt)
@@ -104,6 +111,6 @@ def step(sim: Simulator, q: torch.Tensor, qd: torch.Tensor, q_target: torch.Tens
     (N, nj) [N m], zeros when omitted."""
     if not sim.requires_grad:
         raise ValueError("torch_bridge.step needs a Simulator built with requires_grad=True")
-    if tau is None:
-        tau = torch.zeros_like(q_target)
+    q, qd, q_target, kp, kd = (x.to(T.torch) for x in (q, qd, q_target, kp, kd))
+    tau = torch.zeros_like(q_target) if tau is None else tau.to(T.torch)
     return _SimStep.apply(sim, dt, kp, kd, q, qd, q_target, tau)

@@ -1,6 +1,7 @@
 """The G1 imitation environment on the differentiable Warp simulator (implements `env_api.DiffEnv`).
 
-Batched over N environments; states are float64 torch tensors on `device`, and within a SHAC window
+Batched over N environments; states are torch tensors on `device` in the simulator's precision
+(`cfg.sim.precision`: float64, or float32 through `diffsim.flavour`), and within a SHAC window
 (between `cut_graph` calls: one simulator segment) the observations, ADD features and rewards are
 differentiable w.r.t. the actions through `diffsim.torch_bridge`. Episodes start at a random phase
 of the reference (reference state initialisation), fail when the pelvis drops below
@@ -16,6 +17,7 @@ the PD gains, delays the actions, adds observation noise, pushes the robots and 
 physics (both simulators alike, only between gradient segments).
 """
 import dataclasses
+import importlib
 from typing import Dict
 
 import numpy as np
@@ -23,9 +25,7 @@ import torch
 
 from bcg.config_check import validate_section
 from bcg.contract import ObservationInputs, PolicyContract, tracking_spec
-from bcg_train.diffsim import Model, Simulator
-from bcg_train.diffsim.torch_bridge import body_frames, step_without_gradient
-from bcg_train.diffsim.torch_bridge import step as sim_step
+from bcg_train.diffsim import flavour
 from bcg_train.env_api import EnvStep
 from bcg_train.motion.clip import reference_frames
 from bcg_train.motion.kinematics import RobotKinematics
@@ -46,30 +46,33 @@ class G1ImitationEnv:
         self.cfg, self.motion_name, self.num_envs = cfg, str(motion), num_envs
         self.device = torch.device(device)
         wp_device = "cpu" if self.device.type == "cpu" else f"cuda:{self.device.index or 0}"
-        self.model = Model.from_mujoco(model_path, device=wp_device)
+        simulator = flavour(cfg.sim.precision)
+        self.bridge = importlib.import_module(".torch_bridge", simulator.__name__)
+        self.dtype = getattr(torch, cfg.sim.precision)
+        self.model = simulator.Model.from_mujoco(model_path, device=wp_device)
         plain_cfg = dataclasses.replace(cfg.sim, bundle=dataclasses.replace(cfg.sim.bundle, enabled=False))
         # non-finite states are handled per environment in `step` (a failure), not raised
-        self.sim = Simulator(self.model, num_envs, cfg.sim, requires_grad=True, check_finite=False)
-        self.sim_plain = Simulator(self.model, num_envs, plain_cfg, check_finite=False)
+        self.sim = simulator.Simulator(self.model, num_envs, cfg.sim, requires_grad=True, check_finite=False)
+        self.sim_plain = simulator.Simulator(self.model, num_envs, plain_cfg, check_finite=False)
         robot = self.robot = self.model.robot
         n = self.act_dim = robot.num_joints
-        f64 = dict(dtype=torch.float64, device=self.device)
+        real = dict(dtype=self.dtype, device=self.device)
         dof = torch.as_tensor(self.model.joint_dof.numpy(), dtype=torch.long, device=self.device)
         self._jq, self._jv = dof + 1, dof
-        self.kp = torch.as_tensor(robot.kp * cfg.kp_scale, **f64)
-        self.kd = torch.as_tensor(robot.kd * cfg.kd_scale, **f64)
-        self.default_q = torch.as_tensor(robot.default_q, **f64)
-        self.q_lower = torch.as_tensor(robot.q_lower, **f64)
-        self.q_upper = torch.as_tensor(robot.q_upper, **f64)
+        self.kp = torch.as_tensor(robot.kp * cfg.kp_scale, **real)
+        self.kd = torch.as_tensor(robot.kd * cfg.kd_scale, **real)
+        self.default_q = torch.as_tensor(robot.default_q, **real)
+        self.q_lower = torch.as_tensor(robot.q_lower, **real)
+        self.q_upper = torch.as_tensor(robot.q_upper, **real)
 
         clip = load_clip(motion, RobotKinematics(robot), ResampleConfig(rate_hz=1.0 / cfg.control_period_s),
                          builtin_duration_s=cfg.motion_duration_s)
         if tuple(clip.joint_names) != tuple(robot.joint_names):
             raise ValueError(f"motion {motion}: joints {clip.joint_names} differ from the robot's {robot.joint_names}")
-        self.ref = clip.to_torch(self.device, torch.float64)
+        self.ref = clip.to_torch(self.device, self.dtype)
         q_ref, qd_ref = clip.generalized()
-        self._ref_q = torch.as_tensor(self._to_sim_layout(q_ref, 7), **f64)
-        self._ref_qd = torch.as_tensor(self._to_sim_layout(qd_ref, 6), **f64)
+        self._ref_q = torch.as_tensor(self._to_sim_layout(q_ref, 7), **real)
+        self._ref_qd = torch.as_tensor(self._to_sim_layout(qd_ref, 6), **real)
         self.frames = tuple(int(f) for f in cfg.reference_frames)
         self._last_start = clip.num_frames - 1 - max(self.frames) - 1
         if self._last_start < 0:
@@ -83,17 +86,17 @@ class G1ImitationEnv:
         self.randomizer = None
         if cfg.randomization.enabled:
             self.randomizer = DomainRandomizer(cfg.randomization, self.model.body_names, num_envs, n,
-                                               cfg.control_period_s, self.device, seed)
+                                               cfg.control_period_s, self.device, seed, self.dtype)
         delays = self.randomizer.max_delay if self.randomizer else 0
-        self._history = torch.zeros(delays, num_envs, n, **f64)
+        self._history = torch.zeros(delays, num_envs, n, **real)
         """(D, N, n) the policy's actions 1..D control steps ago (D the longest action delay)."""
         self._taped = False            # a taped step since the last cut_graph: the physics must not change now
         self.generator = torch.Generator(device="cpu").manual_seed(seed)
-        self.q = torch.zeros(num_envs, self.model.nq, **f64)
-        self.qd = torch.zeros(num_envs, self.model.nv, **f64)
+        self.q = torch.zeros(num_envs, self.model.nq, **real)
+        self.qd = torch.zeros(num_envs, self.model.nv, **real)
         self.frame = torch.zeros(num_envs, dtype=torch.long, device=self.device)
         self.steps = torch.zeros(num_envs, dtype=torch.long, device=self.device)
-        self.last_action = torch.zeros(num_envs, n, **f64)
+        self.last_action = torch.zeros(num_envs, n, **real)
         self.env_steps = 0
         self._bundled_seen = (0, 0)   # bundle stats (env_substeps, bundled_env_substeps) at the last step
 
@@ -104,7 +107,7 @@ class G1ImitationEnv:
         return self._observation(self.q, self.qd, self.last_action, self.frame).detach().float()
 
     def step(self, actions: torch.Tensor) -> EnvStep:
-        a = actions.to(torch.float64)
+        a = actions.to(self.dtype)
         rand = self.randomizer
         if rand and not self._taped and rand.steps_since_physics >= rand.cfg.physics_every_steps:
             rand.draw_physics()
@@ -112,11 +115,12 @@ class G1ImitationEnv:
         target = torch.clamp(self.default_q + self.cfg.action_scale * self._delayed(a), self.q_lower, self.q_upper)
         kp, kd = (self.kp * rand.kp_scale, self.kd * rand.kd_scale) if rand else (self.kp, self.kd)
         if torch.is_grad_enabled():
-            q, qd = sim_step(self.sim, self.q, self.qd, target, self.cfg.control_period_s, kp, kd)
+            q, qd = self.bridge.step(self.sim, self.q, self.qd, target, self.cfg.control_period_s, kp, kd)
             self._taped = True
         else:
             self.sim.segment.restart(np.arange(self.num_envs))   # its bundles no longer match the state
-            q, qd = step_without_gradient(self.sim_plain, self.q, self.qd, target, self.cfg.control_period_s, kp, kd)
+            q, qd = self.bridge.step_without_gradient(self.sim_plain, self.q, self.qd, target,
+                                                      self.cfg.control_period_s, kp, kd)
         if rand:
             rand.steps_since_physics += 1
         if len(self._history):
@@ -230,7 +234,7 @@ class G1ImitationEnv:
         return out
 
     def _pose(self, q, qd) -> PoseState:
-        body_pos, _ = body_frames(self.sim, q)
+        body_pos, _ = self.bridge.body_frames(self.sim, q)
         return PoseState(root_pos=q[:, :3], root_quat=q[:, 3:7], joint_pos=q[:, self._jq], joint_vel=qd[:, self._jv],
                          body_pos=body_pos, root_lin_vel=qd[:, :3], root_ang_vel=qd[:, 3:6])
 

@@ -23,18 +23,17 @@ class DomainRandomizer:
     """See the module docstring; `body_names` is the Model's body order (for `payload_body`)."""
 
     def __init__(self, cfg: RandomizationConfig, body_names, num_envs: int, num_joints: int, control_period_s: float,
-                 device: torch.device, seed: int):
+                 device: torch.device, seed: int, dtype: torch.dtype = torch.float64):
         if cfg.payload_body not in body_names:
             raise ValueError(f"env.randomization.payload_body: {cfg.payload_body!r} is not a body of the model "
                              f"({', '.join(body_names)})")
-        self.cfg, self.num_envs, self.device = cfg, num_envs, device
+        self.cfg, self.num_envs, self.device, self.dtype = cfg, num_envs, device, dtype
         self.period_s = control_period_s
         self._payload = list(body_names).index(cfg.payload_body)
         self._nb = len(body_names)
         self.generator = torch.Generator(device="cpu").manual_seed(seed + 7919)
-        f64 = dict(dtype=torch.float64, device=device)
-        self.kp_scale = torch.ones(num_envs, num_joints, **f64)
-        self.kd_scale = torch.ones(num_envs, num_joints, **f64)
+        self.kp_scale = torch.ones(num_envs, num_joints, dtype=dtype, device=device)
+        self.kd_scale = torch.ones(num_envs, num_joints, dtype=dtype, device=device)
         self.delay = torch.zeros(num_envs, dtype=torch.long, device=device)
         self.next_push = torch.zeros(num_envs, dtype=torch.long, device=device)
         self.pushes = 0
@@ -58,8 +57,8 @@ class DomainRandomizer:
         if k == 0:
             return
         # new tensors, not in-place writes: the old ones may be saved in the autograd graph of the window
-        self.kp_scale = self.kp_scale.index_put((idx,), self._uniform(self.cfg.kp_scale, k, n))
-        self.kd_scale = self.kd_scale.index_put((idx,), self._uniform(self.cfg.kd_scale, k, n))
+        self.kp_scale = self.kp_scale.index_put((idx,), self._uniform(self.cfg.kp_scale, k, n).to(self.dtype))
+        self.kd_scale = self.kd_scale.index_put((idx,), self._uniform(self.cfg.kd_scale, k, n).to(self.dtype))
         low, high = self.cfg.action_delay_steps
         delay = torch.randint(int(low), int(high) + 1, (k,), generator=self.generator).to(self.device)
         self.delay = self.delay.index_put((idx,), delay)

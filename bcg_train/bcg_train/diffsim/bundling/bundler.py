@@ -32,9 +32,13 @@ import warp as wp
 from ..config import BundleConfig
 from ..kernels.launch import LaunchSites
 from ..pool import BufferPool
+from ..precision import scalar_types
 from ..state import Control, State
 from ..substep import Scratch, Substep
 from . import kernels as bk
+
+T = scalar_types(__name__)
+real = T.real
 
 SEED_STRIDE = 1_000_003
 """Multiplier of the configured seed in each perturbation event's seed (seed x stride + event count):
@@ -185,8 +189,8 @@ class Bundler:
         """Re-run this substep for the re-perturbed branches (rows first) and the new bundles' branches."""
         m, cfg, pool, sites = self.model, self.cfg, self.pool, self._sites
         r = len(rerun) + len(new_src)
-        dq = pool.array(r, (m.nv,), wp.float64, zero=True)
-        dqd = pool.array(r, (m.nv,), wp.float64, zero=True)
+        dq = pool.array(r, (m.nv,), real, zero=True)
+        dqd = pool.array(r, (m.nv,), real, zero=True)
         parts = [(self.branch_in, sc_b, rerun, rerun_legs, 0), (s_in, sc_nominal, new_src, new_legs, len(rerun))]
         parts = [(source, sc, pool.ints(src), len(src), legs, first)
                  for source, sc, src, legs, first in parts if len(src)]
@@ -202,8 +206,8 @@ class Bundler:
                 rows = slice(first, first + count)
                 sites(bk.foot_perturbation, (count, 2), [
                     self.physics.kernel_model, source.q, sc.xrot, sc.xpos, sc.s_ang, sc.s_lin, src, pool.ints(legs),
-                    seed, wp.float64(cfg.sigma_p), wp.float64(cfg.sigma_v), wp.float64(cfg.damping),
-                    wp.float64(cfg.max_dq), wp.float64(cfg.max_dqd), dq[rows], dqd[rows], clamped])
+                    seed, real(cfg.sigma_p), real(cfg.sigma_v), real(cfg.damping),
+                    real(cfg.max_dq), real(cfg.max_dqd), dq[rows], dqd[rows], clamped])
             self.stats.clamped_perturbations += int(clamped.numpy()[0])
         if self.recorded is not None:
             self.recorded.append((dq.numpy().copy(), dqd.numpy().copy()))
@@ -227,7 +231,7 @@ class Bundler:
         slot = np.full(n, -1, dtype=np.int32)
         slot[self.bundle_env] = np.arange(w, dtype=np.int32)
         mean = pool.state(w, zero=True)
-        q_sum = pool.array(w, (m.nq,), wp.float64, zero=True, requires_grad=self.requires_grad)
+        q_sum = pool.array(w, (m.nq,), real, zero=True, requires_grad=self.requires_grad)
         bi = self.branch_in
         self._sites(bk.branch_mean, w, [b, bi.q, bi.qd, bi.contact_impulse, bi.contact_height, q_sum,
                                         mean.q, mean.qd, mean.contact_impulse, mean.contact_height], tape)
@@ -260,7 +264,7 @@ class Bundler:
     def _leg_events(self, impulse: wp.array, threshold: float, flags: np.ndarray) -> np.ndarray:
         rows = impulse.shape[0]
         out = self.pool.array(rows, (2,), wp.int32)
-        self._sites(bk.leg_events, (rows, 2), [self.physics.kernel_model, impulse, wp.float64(threshold),
+        self._sites(bk.leg_events, (rows, 2), [self.physics.kernel_model, impulse, real(threshold),
                                                self.pool.ints(flags), out])
         return out.numpy().copy()
 

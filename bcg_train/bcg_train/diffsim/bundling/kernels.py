@@ -7,13 +7,15 @@ kernels without adjoints and added to differentiable copies, so no gradient flow
 import warp as wp
 
 from ..kernels.device_model import DeviceModel
+from ..precision import scalar_types
 
-f64 = wp.float64
-vec3 = wp.vec3d
+T = scalar_types(__name__)
+real, vec3, quat, spatial_vector, spatial_matrix = T.real, T.vec3, T.quat, T.spatial_vector, T.spatial_matrix
+
 
 
 @wp.kernel(enable_backward=False)
-def leg_events(mdl: DeviceModel, impulse: wp.array2d(dtype=vec3), threshold: f64, flags: wp.array2d(dtype=int),
+def leg_events(mdl: DeviceModel, impulse: wp.array2d(dtype=vec3), threshold: real, flags: wp.array2d(dtype=int),
                events: wp.array2d(dtype=int)):
     """events[i, leg] = 1 where a sphere of `leg` carries a normal impulse above `threshold` [N s] and
     flags[i, leg] == 0 (the leg was not perturbed yet in this window, or the row is not in a window)."""
@@ -27,9 +29,9 @@ def leg_events(mdl: DeviceModel, impulse: wp.array2d(dtype=vec3), threshold: f64
 
 
 @wp.func
-def solve_spd6(a: wp.spatial_matrixd, b: wp.spatial_vectord):
+def solve_spd6(a: spatial_matrix, b: spatial_vector):
     """a^-1 b for a symmetric positive definite 6 x 6 matrix (Cholesky)."""
-    low = wp.spatial_matrixd()
+    low = spatial_matrix()
     for i in range(6):
         for j in range(i + 1):
             s = a[i, j]
@@ -39,13 +41,13 @@ def solve_spd6(a: wp.spatial_matrixd, b: wp.spatial_vectord):
                 low[i, i] = wp.sqrt(s)
             else:
                 low[i, j] = s / low[j, j]
-    y = wp.spatial_vectord()
+    y = spatial_vector()
     for i in range(6):
         s = b[i]
         for k in range(i):
             s -= low[i, k] * y[k]
         y[i] = s / low[i, i]
-    x = wp.spatial_vectord()
+    x = spatial_vector()
     for ii in range(6):
         i = 5 - ii
         s = y[i]
@@ -59,15 +61,15 @@ def solve_spd6(a: wp.spatial_matrixd, b: wp.spatial_vectord):
 def foot_column(s_lin: vec3, s_ang: vec3, arm: vec3):
     """Column of the 6-D foot Jacobian for one hinge: (velocity of the foot point, angular velocity)."""
     v = s_lin + wp.cross(s_ang, arm)
-    return wp.spatial_vectord(v[0], v[1], v[2], s_ang[0], s_ang[1], s_ang[2])
+    return spatial_vector(v[0], v[1], v[2], s_ang[0], s_ang[1], s_ang[2])
 
 
 @wp.kernel(enable_backward=False)
 def foot_perturbation(
-    mdl: DeviceModel, q: wp.array2d(dtype=f64), xrot: wp.array2d(dtype=wp.quatd), xpos: wp.array2d(dtype=vec3),
+    mdl: DeviceModel, q: wp.array2d(dtype=real), xrot: wp.array2d(dtype=quat), xpos: wp.array2d(dtype=vec3),
     s_ang: wp.array2d(dtype=vec3), s_lin: wp.array2d(dtype=vec3), src: wp.array(dtype=int),
-    legs: wp.array2d(dtype=int), seed: int, sigma_p: f64, sigma_v: f64, damping: f64,
-    max_dq: f64, max_dqd: f64, dq: wp.array2d(dtype=f64), dqd: wp.array2d(dtype=f64), clamped: wp.array(dtype=int),
+    legs: wp.array2d(dtype=int), seed: int, sigma_p: real, sigma_v: real, damping: real,
+    max_dq: real, max_dqd: real, dq: wp.array2d(dtype=real), dqd: wp.array2d(dtype=real), clamped: wp.array(dtype=int),
 ):
     """Joint perturbation of output row i on `leg` (when legs[i, leg] == 1), from the kinematics of input
     row src[i]: the foot translates, its point p (mean of the leg's sphere bottoms) by dp ~ N(0, sigma_p^2 I)
@@ -82,26 +84,26 @@ def foot_perturbation(
     r = src[i]
     o = vec3(q[r, 0], q[r, 1], q[r, 2])
     p = vec3()
-    count = f64(0.0)
+    count = real(0.0)
     for k in range(mdl.nc):
         if mdl.sphere_leg[k] == leg:
             b = mdl.sphere_body[k]
             p += (xpos[r, b] + wp.quat_rotate(xrot[r, b], mdl.sphere_pos[k])
-                  - vec3(f64(0.0), f64(0.0), mdl.sphere_radius[k]))
-            count += f64(1.0)
+                  - vec3(real(0.0), real(0.0), mdl.sphere_radius[k]))
+            count += real(1.0)
     arm = p / count - o
-    jjt = wp.spatial_matrixd()
+    jjt = spatial_matrix()
     for a in range(6):
         jjt[a, a] = damping
     for t in range(mdl.leg_dof_start[leg], mdl.leg_dof_start[leg + 1]):
         d = mdl.leg_dof[t]
         jjt += wp.outer(foot_column(s_lin[r, d], s_ang[r, d], arm), foot_column(s_lin[r, d], s_ang[r, d], arm))
     rng = wp.rand_init(seed, i * 2 + leg)
-    dp = vec3(f64(wp.randn(rng)), f64(wp.randn(rng)), f64(wp.randn(rng))) * sigma_p
-    dv = vec3(f64(wp.randn(rng)), f64(wp.randn(rng)), f64(wp.randn(rng))) * sigma_v
-    zero = f64(0.0)
-    yp = solve_spd6(jjt, wp.spatial_vectord(dp[0], dp[1], dp[2], zero, zero, zero))
-    yv = solve_spd6(jjt, wp.spatial_vectord(dv[0], dv[1], dv[2], zero, zero, zero))
+    dp = vec3(real(wp.randn(rng)), real(wp.randn(rng)), real(wp.randn(rng))) * sigma_p
+    dv = vec3(real(wp.randn(rng)), real(wp.randn(rng)), real(wp.randn(rng))) * sigma_v
+    zero = real(0.0)
+    yp = solve_spd6(jjt, spatial_vector(dp[0], dp[1], dp[2], zero, zero, zero))
+    yv = solve_spd6(jjt, spatial_vector(dv[0], dv[1], dv[2], zero, zero, zero))
     cut = int(0)
     for t in range(mdl.leg_dof_start[leg], mdl.leg_dof_start[leg + 1]):
         d = mdl.leg_dof[t]
@@ -117,16 +119,16 @@ def foot_perturbation(
 
 
 @wp.kernel
-def perturbed_rows(q: wp.array2d(dtype=f64), qd: wp.array2d(dtype=f64), src: wp.array(dtype=int), first: int,
-                   dq: wp.array2d(dtype=f64), dqd: wp.array2d(dtype=f64),
-                   q_out: wp.array2d(dtype=f64), qd_out: wp.array2d(dtype=f64)):
+def perturbed_rows(q: wp.array2d(dtype=real), qd: wp.array2d(dtype=real), src: wp.array(dtype=int), first: int,
+                   dq: wp.array2d(dtype=real), dqd: wp.array2d(dtype=real),
+                   q_out: wp.array2d(dtype=real), qd_out: wp.array2d(dtype=real)):
     """Row first + i of the output = input row src[i] plus the constant perturbation row first + i
     (hinge coordinate j >= 7 is dof j - 1; the floating base is never perturbed)."""
     i, j = wp.tid()
     o = first + i
     r = src[i]
     if j < q.shape[1]:
-        dx = f64(0.0)
+        dx = real(0.0)
         if j >= 7:
             dx = dq[o, j - 1]
         q_out[o, j] = q[r, j] + dx
@@ -135,10 +137,10 @@ def perturbed_rows(q: wp.array2d(dtype=f64), qd: wp.array2d(dtype=f64), src: wp.
 
 
 @wp.kernel
-def gather_control(src: wp.array(dtype=int), q_target: wp.array2d(dtype=f64), qd_target: wp.array2d(dtype=f64),
-                   kp: wp.array2d(dtype=f64), kd: wp.array2d(dtype=f64), tau: wp.array2d(dtype=f64),
-                   q_target_out: wp.array2d(dtype=f64), qd_target_out: wp.array2d(dtype=f64),
-                   kp_out: wp.array2d(dtype=f64), kd_out: wp.array2d(dtype=f64), tau_out: wp.array2d(dtype=f64)):
+def gather_control(src: wp.array(dtype=int), q_target: wp.array2d(dtype=real), qd_target: wp.array2d(dtype=real),
+                   kp: wp.array2d(dtype=real), kd: wp.array2d(dtype=real), tau: wp.array2d(dtype=real),
+                   q_target_out: wp.array2d(dtype=real), qd_target_out: wp.array2d(dtype=real),
+                   kp_out: wp.array2d(dtype=real), kd_out: wp.array2d(dtype=real), tau_out: wp.array2d(dtype=real)):
     """Branch row i runs under the control of environment src[i] (same actions in every branch)."""
     i, j = wp.tid()
     e = src[i]
@@ -151,13 +153,13 @@ def gather_control(src: wp.array(dtype=int), q_target: wp.array2d(dtype=f64), qd
 
 @wp.kernel
 def select_rows(which: wp.array(dtype=int), src: wp.array(dtype=int), add_offset: int,
-                q_a: wp.array2d(dtype=f64), qd_a: wp.array2d(dtype=f64), imp_a: wp.array2d(dtype=vec3),
-                h_a: wp.array2d(dtype=f64),
-                q_b: wp.array2d(dtype=f64), qd_b: wp.array2d(dtype=f64), imp_b: wp.array2d(dtype=vec3),
-                h_b: wp.array2d(dtype=f64),
-                q_off: wp.array2d(dtype=f64), qd_off: wp.array2d(dtype=f64), imp_off: wp.array2d(dtype=vec3),
-                h_off: wp.array2d(dtype=f64), q_out: wp.array2d(dtype=f64), qd_out: wp.array2d(dtype=f64),
-                imp_out: wp.array2d(dtype=vec3), h_out: wp.array2d(dtype=f64)):
+                q_a: wp.array2d(dtype=real), qd_a: wp.array2d(dtype=real), imp_a: wp.array2d(dtype=vec3),
+                h_a: wp.array2d(dtype=real),
+                q_b: wp.array2d(dtype=real), qd_b: wp.array2d(dtype=real), imp_b: wp.array2d(dtype=vec3),
+                h_b: wp.array2d(dtype=real),
+                q_off: wp.array2d(dtype=real), qd_off: wp.array2d(dtype=real), imp_off: wp.array2d(dtype=vec3),
+                h_off: wp.array2d(dtype=real), q_out: wp.array2d(dtype=real), qd_out: wp.array2d(dtype=real),
+                imp_out: wp.array2d(dtype=vec3), h_out: wp.array2d(dtype=real)):
     """Output row i = row src[i] of batch a (which[i] == 0) or of batch b (which[i] == 1), plus, for
     batch b rows when add_offset == 1, the constant offset row i (the nominal-forward ablation)."""
     i, j = wp.tid()
@@ -189,20 +191,20 @@ def select_rows(which: wp.array(dtype=int), src: wp.array(dtype=int), add_offset
 
 
 @wp.kernel
-def branch_mean(branches: int, q: wp.array2d(dtype=f64), qd: wp.array2d(dtype=f64), imp: wp.array2d(dtype=vec3),
-                height: wp.array2d(dtype=f64), q_sum: wp.array2d(dtype=f64),
-                q_mean: wp.array2d(dtype=f64), qd_mean: wp.array2d(dtype=f64), imp_mean: wp.array2d(dtype=vec3),
-                h_mean: wp.array2d(dtype=f64)):
+def branch_mean(branches: int, q: wp.array2d(dtype=real), qd: wp.array2d(dtype=real), imp: wp.array2d(dtype=vec3),
+                height: wp.array2d(dtype=real), q_sum: wp.array2d(dtype=real),
+                q_mean: wp.array2d(dtype=real), qd_mean: wp.array2d(dtype=real), imp_mean: wp.array2d(dtype=vec3),
+                h_mean: wp.array2d(dtype=real)):
     """Slot w: mean of its branches (rows w B .. w B + B - 1). The base quaternions are sign-aligned with
     the first branch's, averaged and renormalised (one branch: copied as is). Accumulators zeroed."""
     w = wp.tid()
     b0 = w * branches
-    inv = f64(1.0) / f64(branches)
+    inv = real(1.0) / real(branches)
     for b in range(branches):
         i = b0 + b
-        sign = f64(1.0)
-        if q[i, 3] * q[b0, 3] + q[i, 4] * q[b0, 4] + q[i, 5] * q[b0, 5] + q[i, 6] * q[b0, 6] < f64(0.0):
-            sign = f64(-1.0)
+        sign = real(1.0)
+        if q[i, 3] * q[b0, 3] + q[i, 4] * q[b0, 4] + q[i, 5] * q[b0, 5] + q[i, 6] * q[b0, 6] < real(0.0):
+            sign = real(-1.0)
         for j in range(q.shape[1]):
             v = q[i, j]
             if j >= 3 and j < 7:
@@ -216,21 +218,21 @@ def branch_mean(branches: int, q: wp.array2d(dtype=f64), qd: wp.array2d(dtype=f6
     for j in range(q.shape[1]):
         if j < 3 or j >= 7:
             q_mean[w, j] = q_sum[w, j] * inv
-    quat = wp.quatd(q_sum[w, 4], q_sum[w, 5], q_sum[w, 6], q_sum[w, 3])
+    rot = quat(q_sum[w, 4], q_sum[w, 5], q_sum[w, 6], q_sum[w, 3])
     if branches > 1:
-        quat = wp.normalize(quat)
-    q_mean[w, 3] = quat[3]
-    q_mean[w, 4] = quat[0]
-    q_mean[w, 5] = quat[1]
-    q_mean[w, 6] = quat[2]
+        rot = wp.normalize(rot)
+    q_mean[w, 3] = rot[3]
+    q_mean[w, 4] = rot[0]
+    q_mean[w, 5] = rot[1]
+    q_mean[w, 6] = rot[2]
 
 
 @wp.kernel(enable_backward=False)
-def nominal_offset(slot: wp.array(dtype=int), q_nom: wp.array2d(dtype=f64), qd_nom: wp.array2d(dtype=f64),
-                   imp_nom: wp.array2d(dtype=vec3), h_nom: wp.array2d(dtype=f64),
-                   q_mean: wp.array2d(dtype=f64), qd_mean: wp.array2d(dtype=f64), imp_mean: wp.array2d(dtype=vec3),
-                   h_mean: wp.array2d(dtype=f64), q_off: wp.array2d(dtype=f64), qd_off: wp.array2d(dtype=f64),
-                   imp_off: wp.array2d(dtype=vec3), h_off: wp.array2d(dtype=f64)):
+def nominal_offset(slot: wp.array(dtype=int), q_nom: wp.array2d(dtype=real), qd_nom: wp.array2d(dtype=real),
+                   imp_nom: wp.array2d(dtype=vec3), h_nom: wp.array2d(dtype=real),
+                   q_mean: wp.array2d(dtype=real), qd_mean: wp.array2d(dtype=real), imp_mean: wp.array2d(dtype=vec3),
+                   h_mean: wp.array2d(dtype=real), q_off: wp.array2d(dtype=real), qd_off: wp.array2d(dtype=real),
+                   imp_off: wp.array2d(dtype=vec3), h_off: wp.array2d(dtype=real)):
     """Nominal-forward ablation: constant offsets nominal - mean for environments in a window."""
     e, j = wp.tid()
     w = slot[e]

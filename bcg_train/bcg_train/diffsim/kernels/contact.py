@@ -9,33 +9,35 @@ Write-once / accumulate-before-read discipline as in dynamics_kernels.
 """
 import warp as wp
 
+from ..precision import scalar_types
 from .device_model import DeviceModel
 
-f64 = wp.float64
-vec3 = wp.vec3d
+T = scalar_types(__name__)
+real, vec3, quat = T.real, T.vec3, T.quat
+
 
 
 @wp.kernel
 def contact_geometry(
-    mdl: DeviceModel, q: wp.array2d(dtype=f64), xrot: wp.array2d(dtype=wp.quatd), xpos: wp.array2d(dtype=vec3),
+    mdl: DeviceModel, q: wp.array2d(dtype=real), xrot: wp.array2d(dtype=quat), xpos: wp.array2d(dtype=vec3),
     s_ang: wp.array2d(dtype=vec3), s_lin: wp.array2d(dtype=vec3),
-    height: wp.array2d(dtype=f64), smooth: wp.array2d(dtype=f64), jt: wp.array2d(dtype=vec3),
+    height: wp.array2d(dtype=real), smooth: wp.array2d(dtype=real), jt: wp.array2d(dtype=vec3),
 ):
     """Sphere k: height [m] of its lowest point above the ground, smoothing factor s_k [-], and J^T on
     its chain: entry t = (k, ancestor dof d) is the velocity of the lowest point per unit qd_d as
     (normal z, x, y) [m/s per rad/s or m/s]."""
     e, k = wp.tid()
     b = mdl.sphere_body[k]
-    x = xpos[e, b] + wp.quat_rotate(xrot[e, b], mdl.sphere_pos[k]) - vec3(f64(0.0), f64(0.0), mdl.sphere_radius[k])
+    x = xpos[e, b] + wp.quat_rotate(xrot[e, b], mdl.sphere_pos[k]) - vec3(real(0.0), real(0.0), mdl.sphere_radius[k])
     c = x[2]
     height[e, k] = c
     # the logistic written so exp never overflows (a sphere metres above the ground: s = 0, ds/dc = 0)
     kc = mdl.kappa * c
-    if kc > f64(0.0):
+    if kc > real(0.0):
         ex = wp.exp(-kc)
-        smooth[e, k] = ex / (f64(1.0) + ex)
+        smooth[e, k] = ex / (real(1.0) + ex)
     else:
-        smooth[e, k] = f64(1.0) / (f64(1.0) + wp.exp(kc))
+        smooth[e, k] = real(1.0) / (real(1.0) + wp.exp(kc))
     arm = x - vec3(q[e, 0], q[e, 1], q[e, 2])
     for t in range(mdl.contact_dof_start[k], mdl.contact_dof_start[k + 1]):
         d = mdl.contact_dof_d[t]
@@ -44,7 +46,7 @@ def contact_geometry(
 
 
 @wp.func
-def normal_velocity_bias(c: f64, smooth: f64, h: f64, speculative: f64, stabilization: f64):
+def normal_velocity_bias(c: real, smooth: real, h: real, speculative: real, stabilization: real):
     """What the normal row adds to the contact velocity the impulses drive to zero [m/s]:
     c / h (w - (w - beta) s_k(c)), w = speculative, beta = stabilization, s_k the contact smoothing.
     Above the ground (c >> 1/k) it is w c / h: the sphere may approach at up to that speed before any
@@ -56,9 +58,9 @@ def normal_velocity_bias(c: f64, smooth: f64, h: f64, speculative: f64, stabiliz
 
 @wp.kernel
 def free_contact_velocity(
-    mdl: DeviceModel, h: f64, jt: wp.array2d(dtype=vec3), qd: wp.array2d(dtype=f64),
-    qdd_free: wp.array2d(dtype=f64), height: wp.array2d(dtype=f64), smooth: wp.array2d(dtype=f64),
-    v_free: wp.array2d(dtype=f64),
+    mdl: DeviceModel, h: real, jt: wp.array2d(dtype=vec3), qd: wp.array2d(dtype=real),
+    qdd_free: wp.array2d(dtype=real), height: wp.array2d(dtype=real), smooth: wp.array2d(dtype=real),
+    v_free: wp.array2d(dtype=real),
 ):
     """v_free[:, 3k + a] = J_(k,a) (qd + h qdd_free) [m/s], the contact velocity without contact
     impulses, plus `normal_velocity_bias` of the sphere's height [m] on its normal row."""
@@ -75,7 +77,7 @@ def free_contact_velocity(
 
 @wp.kernel
 def generalised_impulse(
-    mdl: DeviceModel, jt: wp.array2d(dtype=vec3), impulse: wp.array2d(dtype=vec3), out: wp.array2d(dtype=f64),
+    mdl: DeviceModel, jt: wp.array2d(dtype=vec3), impulse: wp.array2d(dtype=vec3), out: wp.array2d(dtype=real),
 ):
     """out = J^T (s p) [N m s or N s], the contact impulses in generalised coordinates."""
     e, k = wp.tid()

@@ -6,7 +6,11 @@ import functools
 
 import warp as wp
 
-f64 = wp.float64
+from ..precision import scalar_types
+
+T = scalar_types(__name__)
+real, vec3, quat, mat33 = T.real, T.vec3, T.quat, T.mat33
+
 
 
 @wp.struct
@@ -14,39 +18,39 @@ class DeviceModel:
     nb: int
     nv: int
     nc: int
-    gravity: wp.vec3d
-    kappa: f64
-    contact_speculative: f64
-    contact_stabilization: f64
-    frictionloss_scale: f64
-    frictionloss_velocity: f64
-    limit_stiffness: f64
-    limit_damping: f64
+    gravity: vec3
+    kappa: real
+    contact_speculative: real
+    contact_stabilization: real
+    frictionloss_scale: real
+    frictionloss_velocity: real
+    limit_stiffness: real
+    limit_damping: real
     body_parent: wp.array(dtype=int)
     body_dof: wp.array(dtype=int)
-    body_pos: wp.array(dtype=wp.vec3d)
-    body_quat: wp.array(dtype=wp.quatd)
-    body_mass: wp.array(dtype=f64)
-    body_com: wp.array(dtype=wp.vec3d)
-    body_inertia: wp.array(dtype=wp.mat33d)
-    jnt_axis: wp.array(dtype=wp.vec3d)
-    jnt_anchor: wp.array(dtype=wp.vec3d)
+    body_pos: wp.array(dtype=vec3)
+    body_quat: wp.array(dtype=quat)
+    body_mass: wp.array(dtype=real)
+    body_com: wp.array(dtype=vec3)
+    body_inertia: wp.array(dtype=mat33)
+    jnt_axis: wp.array(dtype=vec3)
+    jnt_anchor: wp.array(dtype=vec3)
     dof_body: wp.array(dtype=int)
     dof_joint: wp.array(dtype=int)
-    dof_armature: wp.array(dtype=f64)
-    dof_damping: wp.array(dtype=f64)
-    dof_frictionloss: wp.array(dtype=f64)
-    dof_lower: wp.array(dtype=f64)
-    dof_upper: wp.array(dtype=f64)
+    dof_armature: wp.array(dtype=real)
+    dof_damping: wp.array(dtype=real)
+    dof_frictionloss: wp.array(dtype=real)
+    dof_lower: wp.array(dtype=real)
+    dof_upper: wp.array(dtype=real)
     dof_limited: wp.array(dtype=int)
-    tau_limit: wp.array(dtype=f64)
+    tau_limit: wp.array(dtype=real)
     pair_i: wp.array(dtype=int)
     pair_j: wp.array(dtype=int)
     dof_row_start: wp.array(dtype=int)
     sphere_body: wp.array(dtype=int)
-    sphere_pos: wp.array(dtype=wp.vec3d)
-    sphere_radius: wp.array(dtype=f64)
-    sphere_friction: wp.array(dtype=f64)
+    sphere_pos: wp.array(dtype=vec3)
+    sphere_radius: wp.array(dtype=real)
+    sphere_friction: wp.array(dtype=real)
     contact_dof_d: wp.array(dtype=int)
     contact_dof_start: wp.array(dtype=int)
     sphere_common: wp.array2d(dtype=int)
@@ -61,14 +65,14 @@ def device_model(model, cfg, variation=None) -> DeviceModel:
     copies owned by the struct, the Model is untouched)."""
     d = DeviceModel()
     d.nb, d.nv, d.nc = model.nb, model.nv, model.nc
-    d.gravity = wp.vec3d(*model.gravity)
-    d.kappa = f64(cfg.kappa)
-    d.contact_speculative = f64(cfg.contact_speculative)
-    d.contact_stabilization = f64(cfg.contact_stabilization)
-    d.frictionloss_scale = f64(cfg.frictionloss_scale)
-    d.frictionloss_velocity = f64(cfg.frictionloss_velocity)
-    d.limit_stiffness = f64(cfg.limit_stiffness)
-    d.limit_damping = f64(cfg.limit_damping)
+    d.gravity = vec3(*model.gravity)
+    d.kappa = real(cfg.kappa)
+    d.contact_speculative = real(cfg.contact_speculative)
+    d.contact_stabilization = real(cfg.contact_stabilization)
+    d.frictionloss_scale = real(cfg.frictionloss_scale)
+    d.frictionloss_velocity = real(cfg.frictionloss_velocity)
+    d.limit_stiffness = real(cfg.limit_stiffness)
+    d.limit_damping = real(cfg.limit_damping)
     for name in DeviceModel.vars:
         value = getattr(model, name, None)
         if isinstance(value, wp.array):
@@ -76,11 +80,11 @@ def device_model(model, cfg, variation=None) -> DeviceModel:
     if variation is not None:
         dev = model.device
         if variation.body_mass_offset is not None:
-            d.body_mass = wp.array(model.body_mass.numpy() + variation.body_mass_offset, dtype=f64, device=dev)
+            d.body_mass = wp.array(model.body_mass.numpy() + variation.body_mass_offset, dtype=real, device=dev)
         if variation.body_com_offset is not None:
-            d.body_com = wp.array(model.body_com.numpy() + variation.body_com_offset, dtype=wp.vec3d, device=dev)
+            d.body_com = wp.array(model.body_com.numpy() + variation.body_com_offset, dtype=vec3, device=dev)
         if variation.friction_scale != 1.0:
-            d.sphere_friction = wp.array(model.sphere_friction.numpy() * variation.friction_scale, dtype=f64,
+            d.sphere_friction = wp.array(model.sphere_friction.numpy() * variation.friction_scale, dtype=real,
                                          device=dev)
     return d
 

@@ -12,31 +12,33 @@ variable; Warp's adjoint of these kernels is then exact.
 """
 import warp as wp
 
+from ..precision import scalar_types
 from .device_model import DeviceModel
 
-f64 = wp.float64
-vec3 = wp.vec3d
-mat33 = wp.mat33d
+T = scalar_types(__name__)
+real, vec3, quat, mat33 = T.real, T.vec3, T.quat, T.mat33
+
+mat33 = mat33
 
 
 @wp.func
-def quat_wxyz(q: wp.array2d(dtype=f64), e: int):
-    return wp.quatd(q[e, 4], q[e, 5], q[e, 6], q[e, 3])
+def quat_wxyz(q: wp.array2d(dtype=real), e: int):
+    return quat(q[e, 4], q[e, 5], q[e, 6], q[e, 3])
 
 
 @wp.func
-def spatial_inertia_apply(m: f64, h: vec3, ibar: mat33, w: vec3, v: vec3):
+def spatial_inertia_apply(m: real, h: vec3, ibar: mat33, w: vec3, v: vec3):
     """Angular part of I * (w, v) for a spatial inertia (m, h = m c, Ibar) about o; linear part below."""
     return ibar * w + wp.cross(h, v)
 
 
 @wp.func
-def spatial_inertia_apply_lin(m: f64, h: vec3, w: vec3, v: vec3):
+def spatial_inertia_apply_lin(m: real, h: vec3, w: vec3, v: vec3):
     return m * v - wp.cross(h, w)
 
 
 @wp.func
-def child_frame(mdl: DeviceModel, b: int, rp: wp.quatd, xp: vec3, q: wp.array2d(dtype=f64), e: int):
+def child_frame(mdl: DeviceModel, b: int, rp: quat, xp: vec3, q: wp.array2d(dtype=real), e: int):
     """Body b's world orientation and position from its parent's (rp, xp) and its hinge angle, with
     the hinge's world axis and anchor (zero axis, anchor at the body origin for a fixed body)."""
     r0 = wp.mul(rp, mdl.body_quat[b])
@@ -50,7 +52,7 @@ def child_frame(mdl: DeviceModel, b: int, rp: wp.quatd, xp: vec3, q: wp.array2d(
 
 
 @wp.kernel
-def body_frames(mdl: DeviceModel, q: wp.array2d(dtype=f64), xrot: wp.array2d(dtype=wp.quatd),
+def body_frames(mdl: DeviceModel, q: wp.array2d(dtype=real), xrot: wp.array2d(dtype=quat),
                 xpos: wp.array2d(dtype=vec3)):
     """Forward kinematics alone: every body's world orientation (x y z w) and origin [m]."""
     e = wp.tid()
@@ -67,13 +69,13 @@ def body_frames(mdl: DeviceModel, q: wp.array2d(dtype=f64), xrot: wp.array2d(dty
 
 @wp.kernel
 def kinematics(
-    mdl: DeviceModel, q: wp.array2d(dtype=f64), qd: wp.array2d(dtype=f64),
+    mdl: DeviceModel, q: wp.array2d(dtype=real), qd: wp.array2d(dtype=real),
     # outputs
-    xrot: wp.array2d(dtype=wp.quatd), xpos: wp.array2d(dtype=vec3),
+    xrot: wp.array2d(dtype=quat), xpos: wp.array2d(dtype=vec3),
     s_ang: wp.array2d(dtype=vec3), s_lin: wp.array2d(dtype=vec3),
     vel_ang: wp.array2d(dtype=vec3), vel_lin: wp.array2d(dtype=vec3),
     acc_ang: wp.array2d(dtype=vec3), acc_lin: wp.array2d(dtype=vec3),
-    crb_m: wp.array2d(dtype=f64), crb_h: wp.array2d(dtype=vec3), crb_i: wp.array2d(dtype=mat33),
+    crb_m: wp.array2d(dtype=real), crb_h: wp.array2d(dtype=vec3), crb_i: wp.array2d(dtype=mat33),
     frc_ang: wp.array2d(dtype=vec3), frc_lin: wp.array2d(dtype=vec3),
 ):
     """Per environment, root to leaves: body poses, dof motion axes S (nv), body spatial velocities and
@@ -87,16 +89,16 @@ def kinematics(
             r = wp.normalize(quat_wxyz(q, e))
             xrot[e, b] = r
             xpos[e, b] = o
-            ex = wp.quat_rotate(r, vec3(f64(1.0), f64(0.0), f64(0.0)))
-            ey = wp.quat_rotate(r, vec3(f64(0.0), f64(1.0), f64(0.0)))
-            ez = wp.quat_rotate(r, vec3(f64(0.0), f64(0.0), f64(1.0)))
-            zero = vec3(f64(0.0), f64(0.0), f64(0.0))
+            ex = wp.quat_rotate(r, vec3(real(1.0), real(0.0), real(0.0)))
+            ey = wp.quat_rotate(r, vec3(real(0.0), real(1.0), real(0.0)))
+            ez = wp.quat_rotate(r, vec3(real(0.0), real(0.0), real(1.0)))
+            zero = vec3(real(0.0), real(0.0), real(0.0))
             s_ang[e, 0] = zero
             s_ang[e, 1] = zero
             s_ang[e, 2] = zero
-            s_lin[e, 0] = vec3(f64(1.0), f64(0.0), f64(0.0))
-            s_lin[e, 1] = vec3(f64(0.0), f64(1.0), f64(0.0))
-            s_lin[e, 2] = vec3(f64(0.0), f64(0.0), f64(1.0))
+            s_lin[e, 0] = vec3(real(1.0), real(0.0), real(0.0))
+            s_lin[e, 1] = vec3(real(0.0), real(1.0), real(0.0))
+            s_lin[e, 2] = vec3(real(0.0), real(0.0), real(1.0))
             s_ang[e, 3] = ex
             s_ang[e, 4] = ey
             s_ang[e, 5] = ez
@@ -138,7 +140,7 @@ def kinematics(
         c = xpos[e, b] + wp.quat_rotate(r, mdl.body_com[b]) - o
         rm = wp.quat_to_matrix(r)
         ic = rm * mdl.body_inertia[b] * wp.transpose(rm)
-        ibar = ic + m * (wp.dot(c, c) * wp.identity(n=3, dtype=f64) - wp.outer(c, c))
+        ibar = ic + m * (wp.dot(c, c) * wp.identity(n=3, dtype=real) - wp.outer(c, c))
         h = m * c
         wp.atomic_add(crb_m, e, b, m)
         wp.atomic_add(crb_h, e, b, h)
@@ -166,8 +168,8 @@ def kinematics(
 @wp.kernel
 def mass_matrix(
     mdl: DeviceModel, s_ang: wp.array2d(dtype=vec3), s_lin: wp.array2d(dtype=vec3),
-    crb_m: wp.array2d(dtype=f64), crb_h: wp.array2d(dtype=vec3), crb_i: wp.array2d(dtype=mat33),
-    a: wp.array2d(dtype=f64),
+    crb_m: wp.array2d(dtype=real), crb_h: wp.array2d(dtype=vec3), crb_i: wp.array2d(dtype=mat33),
+    a: wp.array2d(dtype=real),
 ):
     """Row i of A: A[i, j] = S_j . (Ic_body(i) S_i) for j = i and its ancestors (sparse_ldl's storage)."""
     e, i = wp.tid()
@@ -181,12 +183,12 @@ def mass_matrix(
 
 @wp.kernel
 def generalised_force(
-    mdl: DeviceModel, q: wp.array2d(dtype=f64), qd: wp.array2d(dtype=f64), h: f64,
+    mdl: DeviceModel, q: wp.array2d(dtype=real), qd: wp.array2d(dtype=real), h: real,
     s_ang: wp.array2d(dtype=vec3), s_lin: wp.array2d(dtype=vec3),
-    frc_ang: wp.array2d(dtype=vec3), frc_lin: wp.array2d(dtype=vec3), a: wp.array2d(dtype=f64),
-    q_target: wp.array2d(dtype=f64), qd_target: wp.array2d(dtype=f64), kp: wp.array2d(dtype=f64),
-    kd: wp.array2d(dtype=f64), tau_ff: wp.array2d(dtype=f64),
-    diag: wp.array2d(dtype=f64), force: wp.array2d(dtype=f64),
+    frc_ang: wp.array2d(dtype=vec3), frc_lin: wp.array2d(dtype=vec3), a: wp.array2d(dtype=real),
+    q_target: wp.array2d(dtype=real), qd_target: wp.array2d(dtype=real), kp: wp.array2d(dtype=real),
+    kd: wp.array2d(dtype=real), tau_ff: wp.array2d(dtype=real),
+    diag: wp.array2d(dtype=real), force: wp.array2d(dtype=real),
 ):
     """force[:, i] = tau_i - C_i - d_i qd_i - friction_i + limit_i [N m or N] and diag[:, i], what
     the solve adds to A's diagonal: armature + h (damping + friction slope + PD) + limit terms.
@@ -202,8 +204,8 @@ def generalised_force(
     b = mdl.dof_body[i]
     bias = wp.dot(s_ang[e, i], frc_ang[e, b]) + wp.dot(s_lin[e, i], frc_lin[e, b])
     v = qd[e, i]
-    tau = f64(0.0)
-    pd = f64(0.0)
+    tau = real(0.0)
+    pd = real(0.0)
     j = mdl.dof_joint[i]
     if j >= 0:
         u = tau_ff[e, j] + kp[e, j] * (q_target[e, j] - q[e, i + 1]) + kd[e, j] * (qd_target[e, j] - v)
@@ -215,16 +217,16 @@ def generalised_force(
             pd = h * kd[e, j] + h * h * kp[e, j]
     fl = mdl.frictionloss_scale * mdl.dof_frictionloss[i]
     t = wp.tanh(v / mdl.frictionloss_velocity)
-    c = mdl.dof_damping[i] + fl / mdl.frictionloss_velocity * (f64(1.0) - t * t)
+    c = mdl.dof_damping[i] + fl / mdl.frictionloss_velocity * (real(1.0) - t * t)
     f = tau - bias - mdl.dof_damping[i] * v - fl * t
     if mdl.dof_limited[i] != 0:
         x = q[e, i + 1]
-        gap = f64(0.0)
+        gap = real(0.0)
         if x < mdl.dof_lower[i]:
             gap = mdl.dof_lower[i] - x
         if x > mdl.dof_upper[i]:
             gap = mdl.dof_upper[i] - x
-        if gap != f64(0.0):
+        if gap != real(0.0):
             aii = a[e, mdl.dof_row_start[i]]
             k = mdl.limit_stiffness * aii / (h * h)
             cl = mdl.limit_damping * aii / h + k * h

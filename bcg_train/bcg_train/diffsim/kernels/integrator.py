@@ -1,16 +1,18 @@
 """Warp kernels that close a substep: the velocity and position update, and the non-finite check."""
 import warp as wp
 
+from ..precision import scalar_types
 from .device_model import DeviceModel
 
-f64 = wp.float64
-vec3 = wp.vec3d
+T = scalar_types(__name__)
+real, vec3, quat = T.real, T.vec3, T.quat
+
 
 
 @wp.kernel
-def integrate(mdl: DeviceModel, h: f64, q: wp.array2d(dtype=f64), qd: wp.array2d(dtype=f64),
-              qdd_free: wp.array2d(dtype=f64), dqd_contact: wp.array2d(dtype=f64),
-              q_out: wp.array2d(dtype=f64), qd_out: wp.array2d(dtype=f64)):
+def integrate(mdl: DeviceModel, h: real, q: wp.array2d(dtype=real), qd: wp.array2d(dtype=real),
+              qdd_free: wp.array2d(dtype=real), dqd_contact: wp.array2d(dtype=real),
+              q_out: wp.array2d(dtype=real), qd_out: wp.array2d(dtype=real)):
     """qd+ = qd + h A^-1 f + A^-1 J^T (s p); semi-implicit Euler: joints q += h qd+, base position
     += h v, base orientation r <- normalize(r exp(h w_body / 2)), w_body the body-frame angular
     velocity (MuJoCo's convention)."""
@@ -19,19 +21,19 @@ def integrate(mdl: DeviceModel, h: f64, q: wp.array2d(dtype=f64), qd: wp.array2d
         qd_out[e, d] = qd[e, d] + h * qdd_free[e, d] + dqd_contact[e, d]
     for i in range(3):
         q_out[e, i] = q[e, i] + h * qd_out[e, i]
-    half = vec3(qd_out[e, 3], qd_out[e, 4], qd_out[e, 5]) * (f64(0.5) * h)
+    half = vec3(qd_out[e, 3], qd_out[e, 4], qd_out[e, 5]) * (real(0.5) * h)
     t2 = wp.dot(half, half)
     # Below t^2 = 1e-12 (half-angle t < 1e-6 rad) the series' next terms (t^4 / 120, t^4 / 24, ~1e-26)
-    # are far below float64's 1.1e-16, so the truncated series is exact; it also keeps sin(t) / t and
-    # its adjoint away from 0 / 0 at rest.
-    sinc = f64(1.0) - t2 / f64(6.0)
-    cos = f64(1.0) - t2 / f64(2.0)
-    if t2 > f64(1.0e-12):
+    # are far below float32's 6e-8 (float64's 1.1e-16), so the truncated series is exact; it keeps
+    # sin(t) / t and its adjoint away from 0 / 0 at rest.
+    sinc = real(1.0) - t2 / real(6.0)
+    cos = real(1.0) - t2 / real(2.0)
+    if t2 > real(1.0e-12):
         t = wp.sqrt(t2)
         sinc = wp.sin(t) / t
         cos = wp.cos(t)
-    dq = wp.quatd(half[0] * sinc, half[1] * sinc, half[2] * sinc, cos)
-    r = wp.normalize(wp.mul(wp.quatd(q[e, 4], q[e, 5], q[e, 6], q[e, 3]), dq))
+    dq = quat(half[0] * sinc, half[1] * sinc, half[2] * sinc, cos)
+    r = wp.normalize(wp.mul(quat(q[e, 4], q[e, 5], q[e, 6], q[e, 3]), dq))
     q_out[e, 3] = r[3]
     q_out[e, 4] = r[0]
     q_out[e, 5] = r[1]
@@ -41,7 +43,7 @@ def integrate(mdl: DeviceModel, h: f64, q: wp.array2d(dtype=f64), qd: wp.array2d
 
 
 @wp.kernel(enable_backward=False)
-def nonfinite_flags(q: wp.array2d(dtype=f64), qd: wp.array2d(dtype=f64), flags: wp.array(dtype=int)):
+def nonfinite_flags(q: wp.array2d(dtype=real), qd: wp.array2d(dtype=real), flags: wp.array(dtype=int)):
     """flags[e] = 1 where any coordinate or velocity of environment e is NaN or infinite."""
     e = wp.tid()
     bad = int(0)

@@ -23,14 +23,16 @@ import warp as wp
 
 from ..kernels.device_model import DeviceModel
 from ..kernels.launch import LaunchSites
+from ..precision import scalar_types
 
-f64 = wp.float64
-vec3 = wp.vec3d
+T = scalar_types(__name__)
+real, vec3 = T.real, T.vec3
+
 
 
 @wp.func
-def _sphere_step(e: int, k: int, it: int, nr: int, g: wp.array3d(dtype=f64), v_free: wp.array2d(dtype=f64),
-                 sp: wp.array2d(dtype=f64), p_hist: wp.array3d(dtype=f64)):
+def _sphere_step(e: int, k: int, it: int, nr: int, g: wp.array3d(dtype=real), v_free: wp.array2d(dtype=real),
+                 sp: wp.array2d(dtype=real), p_hist: wp.array3d(dtype=real)):
     """Unprojected update z = p_k - D_k^-1 (v_free + G (s p))_k of sphere k, with sp the current s * p
     (spheres < k from sweep it + 1, the others from sweep it)."""
     r0 = 3 * k
@@ -43,24 +45,24 @@ def _sphere_step(e: int, k: int, it: int, nr: int, g: wp.array3d(dtype=f64), v_f
 
 
 @wp.func
-def _project(z: vec3, mu: f64):
+def _project(z: vec3, mu: real):
     """Normal >= 0, then tangents into the cone |t| <= mu n."""
-    pn = wp.max(z[0], f64(0.0))
+    pn = wp.max(z[0], real(0.0))
     lim = mu * pn
     tn2 = z[1] * z[1] + z[2] * z[2]
     if tn2 > lim * lim:
-        s = f64(0.0)
-        if tn2 > f64(0.0):
+        s = real(0.0)
+        if tn2 > real(0.0):
             s = lim / wp.sqrt(tn2)
         return vec3(pn, z[1] * s, z[2] * s)
     return vec3(pn, z[1], z[2])
 
 
 @wp.func
-def _project_adjoint(z: vec3, mu: f64, adj: vec3):
+def _project_adjoint(z: vec3, mu: real, adj: vec3):
     """P'(z)^T adj for `_project`."""
-    if z[0] <= f64(0.0):
-        return vec3(f64(0.0), f64(0.0), f64(0.0))
+    if z[0] <= real(0.0):
+        return vec3(real(0.0), real(0.0), real(0.0))
     lim = mu * z[0]
     tn2 = z[1] * z[1] + z[2] * z[2]
     if tn2 <= lim * lim:
@@ -74,16 +76,16 @@ def _project_adjoint(z: vec3, mu: f64, adj: vec3):
 
 
 @wp.kernel(enable_backward=False)
-def pgs_forward(mdl: DeviceModel, iterations: int, g: wp.array3d(dtype=f64), v_free: wp.array2d(dtype=f64),
-                smooth: wp.array2d(dtype=f64), sp: wp.array2d(dtype=f64), p_hist: wp.array3d(dtype=f64),
-                z_hist: wp.array3d(dtype=f64), impulse: wp.array2d(dtype=vec3)):
+def pgs_forward(mdl: DeviceModel, iterations: int, g: wp.array3d(dtype=real), v_free: wp.array2d(dtype=real),
+                smooth: wp.array2d(dtype=real), sp: wp.array2d(dtype=real), p_hist: wp.array3d(dtype=real),
+                z_hist: wp.array3d(dtype=real), impulse: wp.array2d(dtype=vec3)):
     """p_hist[:, it] after `it` sweeps (p_hist[:, 0] = 0), z_hist[:, it] the unprojected updates of
     sweep it; impulse[:, k] = s_k p_k (normal, x, y) [N s]."""
     e = wp.tid()
     nr = 3 * mdl.nc
     for c in range(nr):
-        p_hist[e, 0, c] = f64(0.0)
-        sp[e, c] = f64(0.0)
+        p_hist[e, 0, c] = real(0.0)
+        sp[e, c] = real(0.0)
     for it in range(iterations):
         for k in range(mdl.nc):
             z = _sphere_step(e, k, it, nr, g, v_free, sp, p_hist)
@@ -97,11 +99,11 @@ def pgs_forward(mdl: DeviceModel, iterations: int, g: wp.array3d(dtype=f64), v_f
 
 
 @wp.kernel(enable_backward=False)
-def pgs_adjoint_sweeps(mdl: DeviceModel, iterations: int, g: wp.array3d(dtype=f64), smooth: wp.array2d(dtype=f64),
-                       p_hist: wp.array3d(dtype=f64), z_hist: wp.array3d(dtype=f64),
-                       adj_impulse: wp.array2d(dtype=vec3), adj_next: wp.array2d(dtype=f64),
-                       adj_cur: wp.array2d(dtype=f64), adj_res_hist: wp.array3d(dtype=f64),
-                       adj_g: wp.array3d(dtype=f64), adj_v: wp.array2d(dtype=f64), adj_s: wp.array2d(dtype=f64)):
+def pgs_adjoint_sweeps(mdl: DeviceModel, iterations: int, g: wp.array3d(dtype=real), smooth: wp.array2d(dtype=real),
+                       p_hist: wp.array3d(dtype=real), z_hist: wp.array3d(dtype=real),
+                       adj_impulse: wp.array2d(dtype=vec3), adj_next: wp.array2d(dtype=real),
+                       adj_cur: wp.array2d(dtype=real), adj_res_hist: wp.array3d(dtype=real),
+                       adj_g: wp.array3d(dtype=real), adj_v: wp.array2d(dtype=real), adj_s: wp.array2d(dtype=real)):
     """Reverse sweeps. adj_next holds d/d p after the sweep being undone, adj_cur d/d p before it; the
     adjoint of each step's residual goes to adj_res_hist (its G term is summed in pgs_adjoint_g)."""
     e = wp.tid()
@@ -116,7 +118,7 @@ def pgs_adjoint_sweeps(mdl: DeviceModel, iterations: int, g: wp.array3d(dtype=f6
     for itr in range(iterations):
         it = iterations - 1 - itr
         for c in range(nr):
-            adj_cur[e, c] = f64(0.0)
+            adj_cur[e, c] = real(0.0)
         for kr in range(nc):
             k = nc - 1 - kr
             r0 = 3 * k
@@ -157,8 +159,8 @@ def pgs_adjoint_sweeps(mdl: DeviceModel, iterations: int, g: wp.array3d(dtype=f6
 
 
 @wp.kernel(enable_backward=False)
-def pgs_adjoint_g(iterations: int, smooth: wp.array2d(dtype=f64), p_hist: wp.array3d(dtype=f64),
-                  adj_res_hist: wp.array3d(dtype=f64), adj_g: wp.array3d(dtype=f64)):
+def pgs_adjoint_g(iterations: int, smooth: wp.array2d(dtype=real), p_hist: wp.array3d(dtype=real),
+                  adj_res_hist: wp.array3d(dtype=real), adj_g: wp.array3d(dtype=real)):
     """Row r of adj_G: adj_G[r, c] += sum over sweeps of adj_res[r] * (s p)_c as row r's step read it
     (p from sweep it + 1 for the spheres before r's, else from sweep it); three columns at a time."""
     e, r = wp.tid()
@@ -186,9 +188,9 @@ class ContactPGS:
     def __init__(self, nc: int, iterations: int, capacity: int, device: str):
         nr = 3 * nc
         self.device, self.rows = device, capacity
-        self.sp = wp.zeros((capacity, nr), dtype=f64, device=device)
-        self.p_hist = wp.zeros((capacity, iterations + 1, nr), dtype=f64, device=device)
-        self.z_hist = wp.zeros((capacity, iterations, nr), dtype=f64, device=device)
+        self.sp = wp.zeros((capacity, nr), dtype=real, device=device)
+        self.p_hist = wp.zeros((capacity, iterations + 1, nr), dtype=real, device=device)
+        self.z_hist = wp.zeros((capacity, iterations, nr), dtype=real, device=device)
         self.launches = LaunchSites(device)
         self._adj_next = self._adj_cur = self._adj_res_hist = None
 
@@ -204,9 +206,9 @@ class ContactPGS:
 
         def backward():
             if self._adj_res_hist is None:   # work arrays, written before they are read
-                self._adj_next = wp.empty(self.sp.shape, dtype=f64, device=self.device)
-                self._adj_cur = wp.empty(self.sp.shape, dtype=f64, device=self.device)
-                self._adj_res_hist = wp.empty(self.z_hist.shape, dtype=f64, device=self.device)
+                self._adj_next = wp.empty(self.sp.shape, dtype=real, device=self.device)
+                self._adj_cur = wp.empty(self.sp.shape, dtype=real, device=self.device)
+                self._adj_res_hist = wp.empty(self.z_hist.shape, dtype=real, device=self.device)
             sweeps(rows, [mdl, iters, g, smooth, self.p_hist, self.z_hist, impulse.grad, self._adj_next,
                           self._adj_cur, self._adj_res_hist, g.grad, v_free.grad, smooth.grad])
             columns((rows, g.shape[1]), [iters, smooth, self.p_hist, self._adj_res_hist, g.grad])

@@ -25,14 +25,16 @@ import warp as wp
 
 from ..kernels.device_model import DeviceModel
 from ..kernels.launch import LaunchSites
+from ..precision import scalar_types
 
-f64 = wp.float64
-vec3 = wp.vec3d
-mat33 = wp.mat33d
+T = scalar_types(__name__)
+real, vec3, mat33 = T.real, T.vec3, T.mat33
+
+mat33 = mat33
 
 
 @wp.kernel(enable_backward=False)
-def factor(mdl: DeviceModel, a: wp.array2d(dtype=f64), extra: wp.array2d(dtype=f64), ld: wp.array2d(dtype=f64)):
+def factor(mdl: DeviceModel, a: wp.array2d(dtype=real), extra: wp.array2d(dtype=real), ld: wp.array2d(dtype=real)):
     """ld <- L^T D L factor of A + diag(extra), leaves first (MuJoCo's mj_factorM)."""
     e = wp.tid()
     nv = mdl.nv
@@ -55,7 +57,7 @@ def factor(mdl: DeviceModel, a: wp.array2d(dtype=f64), extra: wp.array2d(dtype=f
 
 
 @wp.func
-def solve_in_place(mdl: DeviceModel, ld: wp.array2d(dtype=f64), x: wp.array2d(dtype=f64), e: int, row: int):
+def solve_in_place(mdl: DeviceModel, ld: wp.array2d(dtype=real), x: wp.array2d(dtype=real), e: int, row: int):
     """x[row] <- A^-1 x[row] with the factor of environment e (x: (rows, nv))."""
     nv = mdl.nv
     row_start = mdl.dof_row_start
@@ -77,7 +79,7 @@ def solve_in_place(mdl: DeviceModel, ld: wp.array2d(dtype=f64), x: wp.array2d(dt
 
 
 @wp.kernel(enable_backward=False)
-def solve_vectors(mdl: DeviceModel, ld: wp.array2d(dtype=f64), b: wp.array2d(dtype=f64), x: wp.array2d(dtype=f64)):
+def solve_vectors(mdl: DeviceModel, ld: wp.array2d(dtype=real), b: wp.array2d(dtype=real), x: wp.array2d(dtype=real)):
     """x[e] = A_e^-1 b[e]."""
     e = wp.tid()
     for i in range(mdl.nv):
@@ -86,7 +88,7 @@ def solve_vectors(mdl: DeviceModel, ld: wp.array2d(dtype=f64), b: wp.array2d(dty
 
 
 @wp.kernel(enable_backward=False)
-def chain_lt_solve(mdl: DeviceModel, ld: wp.array2d(dtype=f64), jt: wp.array2d(dtype=vec3), y: wp.array2d(dtype=vec3)):
+def chain_lt_solve(mdl: DeviceModel, ld: wp.array2d(dtype=real), jt: wp.array2d(dtype=vec3), y: wp.array2d(dtype=vec3)):
     """Y = L^-T J^T on the ancestor chain of sphere k (the chain is row `contact_dof_d[start[k]]` of L)."""
     e, k = wp.tid()
     t0 = mdl.contact_dof_start[k]
@@ -101,7 +103,7 @@ def chain_lt_solve(mdl: DeviceModel, ld: wp.array2d(dtype=f64), jt: wp.array2d(d
 
 
 @wp.kernel(enable_backward=False)
-def delassus_blocks(mdl: DeviceModel, ld: wp.array2d(dtype=f64), y: wp.array2d(dtype=vec3), g: wp.array3d(dtype=f64)):
+def delassus_blocks(mdl: DeviceModel, ld: wp.array2d(dtype=real), y: wp.array2d(dtype=vec3), g: wp.array3d(dtype=real)):
     """3x3 blocks (k, other) and (other, k) = (k, other)^T of G, other <= k: sum over the common
     ancestor dofs d of y_k(d) y_other(d)^T / D_d."""
     e, k, other = wp.tid()
@@ -119,8 +121,8 @@ def delassus_blocks(mdl: DeviceModel, ld: wp.array2d(dtype=f64), y: wp.array2d(d
 
 
 @wp.kernel(enable_backward=False)
-def factor_adjoint(mdl: DeviceModel, ld: wp.array2d(dtype=f64), adj_ld: wp.array2d(dtype=f64),
-                   adj_a: wp.array2d(dtype=f64), adj_extra: wp.array2d(dtype=f64)):
+def factor_adjoint(mdl: DeviceModel, ld: wp.array2d(dtype=real), adj_ld: wp.array2d(dtype=real),
+                   adj_a: wp.array2d(dtype=real), adj_extra: wp.array2d(dtype=real)):
     """Reverse sweep of `factor`: adj_ld (adjoints of the final L below and D on the diagonal, consumed)
     -> adj_A and adj_extra. Every value the forward sweep read is recovered from the final factor: when
     row k is processed its diagonal D_k and entries are final, and entry c read before its division is
@@ -136,7 +138,7 @@ def factor_adjoint(mdl: DeviceModel, ld: wp.array2d(dtype=f64), adj_ld: wp.array
             ri = rs[mdl.pair_j[r + c]]
             t = ld[e, r + c]
             adj_t = adj_ld[e, r + c]
-            adj_v = f64(0.0)
+            adj_v = real(0.0)
             for b in range(m - c):
                 adj_x = adj_ld[e, ri + b]
                 adj_t -= adj_x * ld[e, r + c + b] * dk
@@ -154,9 +156,9 @@ def factor_adjoint(mdl: DeviceModel, ld: wp.array2d(dtype=f64), adj_ld: wp.array
 
 
 @wp.kernel(enable_backward=False)
-def solve_adjoint(mdl: DeviceModel, ld: wp.array2d(dtype=f64), x: wp.array2d(dtype=f64),
-                  adj_x: wp.array2d(dtype=f64), g: wp.array2d(dtype=f64), w: wp.array2d(dtype=f64),
-                  adj_b: wp.array2d(dtype=f64), adj_ld: wp.array2d(dtype=f64)):
+def solve_adjoint(mdl: DeviceModel, ld: wp.array2d(dtype=real), x: wp.array2d(dtype=real),
+                  adj_x: wp.array2d(dtype=real), g: wp.array2d(dtype=real), w: wp.array2d(dtype=real),
+                  adj_b: wp.array2d(dtype=real), adj_ld: wp.array2d(dtype=real)):
     """Adjoint of x = L^-1 D^-1 L^-T b into b and the factor. With w2 = L x, w1 = D w2 (the forward's
     intermediates) and g = L^-T adj_x: adj_L[k, i] -= g_k x_i, adj_D_k -= g_k w2_k / D_k,
     adj_b = L^-1 D^-1 g, adj_L[k, i] -= w1_k adj_b_i. Two passes: leaves to root (g is final at k once
@@ -191,9 +193,9 @@ def solve_adjoint(mdl: DeviceModel, ld: wp.array2d(dtype=f64), x: wp.array2d(dty
 
 
 @wp.kernel(enable_backward=False)
-def delassus_adjoint(mdl: DeviceModel, ld: wp.array2d(dtype=f64), y: wp.array2d(dtype=vec3),
-                     adj_g: wp.array3d(dtype=f64), adj_y: wp.array2d(dtype=vec3), adj_jt: wp.array2d(dtype=vec3),
-                     adj_ld: wp.array2d(dtype=f64)):
+def delassus_adjoint(mdl: DeviceModel, ld: wp.array2d(dtype=real), y: wp.array2d(dtype=vec3),
+                     adj_g: wp.array3d(dtype=real), adj_y: wp.array2d(dtype=vec3), adj_jt: wp.array2d(dtype=vec3),
+                     adj_ld: wp.array2d(dtype=real)):
     """Adjoint of G = Y^T D^-1 Y, Y = L^-T J^T for sphere k's three columns, all on k's chain:
     adj_Y = D^-1 Y (adj_G + adj_G^T), adj_D_d -= Y_d . adj_Y_d / (2 D_d), Z = L^-1 adj_Y,
     adj_J^T += Z, adj_L[a, b] -= Y_a . Z_b."""
@@ -214,7 +216,7 @@ def delassus_adjoint(mdl: DeviceModel, ld: wp.array2d(dtype=f64), y: wp.array2d(
     for u in range(m):
         d = rs[mdl.contact_dof_d[t0 + u]]
         adj_y[e, t0 + u] = adj_y[e, t0 + u] / ld[e, d]
-        wp.atomic_add(adj_ld, e, d, -f64(0.5) * wp.dot(y[e, t0 + u], adj_y[e, t0 + u]) / ld[e, d])
+        wp.atomic_add(adj_ld, e, d, -real(0.5) * wp.dot(y[e, t0 + u], adj_y[e, t0 + u]) / ld[e, d])
     # Z = L^-1 adj_Y, root end first (in place)
     for uu in range(m):
         u = m - 1 - uu
@@ -243,7 +245,7 @@ class SparseLDL:
     def __init__(self, mdl: DeviceModel, device: str, capacity: int, npair: int, requires_grad: bool = False):
         self.mdl, self.nc, self.device = mdl, mdl.nc, device
         self.rows = capacity
-        self.ld = wp.zeros((capacity, npair), dtype=f64, device=device)
+        self.ld = wp.zeros((capacity, npair), dtype=real, device=device)
         self.adj_ld = wp.zeros_like(self.ld) if requires_grad else None
         self.launches = LaunchSites(device)
         self._temps = {}
