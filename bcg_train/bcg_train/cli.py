@@ -23,7 +23,9 @@ per start and extension), so `bcg-ship` can write the commands that train it aga
 `--init-from CHECKPOINT` starts a new run from another run's trained networks (same action layout,
 the same observation terms or its first ones: `Runner.init_from`), with its own optimisers and
 schedule: e.g. fine-tuning a policy that already balances on a new motion; the run records where
-it started. The environment is
+it started. `--init-from POLICY.onnx` starts from an exported policy: its actor and observation
+normaliser, new critics and ADD discriminator (hold the actor while they learn with
+`--set shac.actor_warmup_iterations=N`). The environment is
 `cfg.num_envs()` G1 imitation environments seeded from `cfg.runner.seed` (`build_env`).
 """
 import argparse
@@ -141,8 +143,9 @@ def parser() -> argparse.ArgumentParser:
                    help="override a preset value (repeatable)")
     p.add_argument("--resume", type=Path, help="continue a run: its folder or a checkpoint file")
     p.add_argument("--iterations", type=int, help="with --resume: extend the run to this many iterations in all")
-    p.add_argument("--init-from", type=Path, metavar="CHECKPOINT",
-                   help="a new run starts from this checkpoint's networks (a file, or a run folder: its newest)")
+    p.add_argument("--init-from", type=Path, metavar="CHECKPOINT|POLICY.onnx",
+                   help="a new run starts from this checkpoint's networks (a file, or a run folder: its newest), "
+                        "or from an exported policy's actor and normaliser (POLICY.onnx)")
     p.add_argument("--stop-at", type=int, metavar="K",
                    help="stop after iteration K (its checkpoint written), the schedule still planned to the end")
     return p

@@ -27,6 +27,7 @@ from .algo.data_parallel import Ranks
 from .algo.phases import phase
 from .checkpoint import CheckpointError, checkpoint_name, load_checkpoint, prune_checkpoints, save_atomic
 from .env_api import DiffEnv
+from .policy_weights import read_policy_weights
 from .train_config import ALGORITHMS, TrainConfig
 from .train_log import ITERATION, MetricsLog, Progress
 
@@ -131,15 +132,18 @@ class Runner:
 
     def init_from(self, path: Path) -> Dict[str, object]:
         """Start from the trained networks of another run's checkpoint at `path` (actor, critics,
-        observation normaliser, ADD discriminator: `load_networks`), with this run's own optimisers,
+        observation normaliser, ADD discriminator: `load_networks`), or of an exported policy file
+        (`.onnx`: its actor and normaliser, new critics and discriminator), with this run's own optimisers,
         schedule and env, e.g. a policy that already balances, fine-tuned on a new motion. The two
         must share the action and ADD layout, and the checkpoint's observation terms must be this
         run's or its first ones (terms appended since start at zero weight); CheckpointError naming
         both otherwise. Returns what the run records of its start."""
-        state = load_checkpoint(path)
         alg, env = self.algorithm, self.algorithm.env
         if not hasattr(alg, "load_networks"):
             raise CheckpointError(f"--init-from: {alg.name} cannot start from another run's networks")
+        if Path(path).suffix == ".onnx":
+            return self._init_from_policy(Path(path))
+        state = load_checkpoint(path)
         if state["algorithm_name"] != alg.name:
             raise CheckpointError(f"checkpoint {path}: a {state['algorithm_name']} run, not {alg.name}")
         ours = env.policy_contract().observation.terms
@@ -152,6 +156,23 @@ class Runner:
         info = state["run_info"]
         return {"checkpoint": Path(path).name, "run": Path(path).parent.parent.name, "motion": info["motion"],
                 "iteration": int(state["iteration"]), "env_steps": state.get("env_steps")}
+
+    def _init_from_policy(self, path: Path) -> Dict[str, object]:
+        """`init_from` an exported policy: its actor and normaliser (`policy_weights`), new critics and
+        discriminator; the same layout checks against its contract."""
+        alg, env = self.algorithm, self.algorithm.env
+        weights = read_policy_weights(path)
+        ours, theirs = env.policy_contract().observation.terms, weights.contract.observation.terms
+        if weights.contract.num_joints != env.act_dim or theirs != ours[:len(theirs)]:
+            raise CheckpointError(f"policy {path}: its {weights.contract.num_joints} joints and observation terms "
+                                  f"{[t.name for t in theirs]} are not this run's {env.act_dim} and "
+                                  f"{[t.name for t in ours]} or their first terms")
+        try:
+            alg.load_policy(weights)
+        except RuntimeError as e:          # torch's size mismatch, naming each tensor
+            raise CheckpointError(f"policy {path}: its actor's layers do not fit this run's shac.actor_hidden "
+                                  f"{list(self.cfg.shac.actor_hidden)}: {e}") from None
+        return {"policy": path.name, "motion": weights.contract.motion}
 
     def checkpoint(self) -> Optional[dict]:
         """The checkpoint of this iteration on rank 0 (None on the others): the shared settings and rank 0's

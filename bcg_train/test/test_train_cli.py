@@ -83,6 +83,54 @@ def test_a_new_run_starts_from_another_runs_networks(toy_factory, tmp_path, caps
     assert "a resumed one keeps its own networks" in capsys.readouterr().err
 
 
+def test_a_new_run_starts_from_an_exported_policy(toy_factory, tmp_path, capsys):
+    """--init-from POLICY.onnx: the file's actor and normaliser (the new run's deterministic policy
+    computes what onnxruntime computes from the file), held for actor_warmup_iterations while the new
+    critics learn; a file of other layers, or not written by bcg-export, is refused by name."""
+    import numpy as np
+    import onnxruntime as ort
+
+    from bcg.contract import mlp_model, write_policy
+    from bcg_train.export import export_checkpoint
+    small = ["--set", "shac.actor_hidden=[16]", "--set", "add.hidden=[16]"]
+    assert cli.main(["--preset", "cpu-smoke", "--motion", "jump", "--run-dir", str(tmp_path / "a"),
+                     "--set", "shac.iterations=2", *small]) == 0
+    policy, _ = export_checkpoint(tmp_path / "a", tmp_path / "a.onnx")
+    assert cli.main(["--preset", "cpu-smoke", "--motion", "dance", "--run-dir", str(tmp_path / "b"),
+                     "--set", "shac.iterations=2", "--set", "shac.actor_warmup_iterations=1", "--set",
+                     "runner.checkpoint_every=1", "--init-from", str(policy), *small]) == 0
+    started = yaml.safe_load((tmp_path / "b" / "config.yaml").read_text())["run"]["init_from"]
+    assert started == {"policy": "a.onnx", "motion": "toy_circle"}      # the toy env's contract
+    state = load_checkpoint(tmp_path / "b" / "checkpoints" / "iter_000001.pt")
+    assert "--init-from '<a.onnx>'" in train_commands(state["run_info"], state["config"], 1)[0]
+
+    cfg = config_from_dict(state["config"])
+    runner = cli.build_runner(cfg, {"motion": "dance", "device": "cpu"}, tmp_path / "c")
+    runner.init_from(policy)
+    obs = np.random.default_rng(0).normal(size=(64, runner.algorithm.env.obs_dim)).astype(np.float32)
+    expected = ort.InferenceSession(str(policy)).run(None, {"obs": obs})[0]
+    with torch.no_grad():
+        got = runner.algorithm.policy()(torch.from_numpy(obs)).numpy()
+    np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-5)
+    held = runner.algorithm.actor.state_dict()
+    for key, value in state["algorithm"]["actor"].items():       # iteration 1 held the actor
+        if key.startswith("net."):
+            assert torch.equal(held[key], value), key
+    assert state["algorithm"]["actor"]["log_std"].equal(held["log_std"])
+
+    capsys.readouterr()
+    assert cli.main(["--preset", "cpu-smoke", "--motion", "dance", "--run-dir", str(tmp_path / "d"),
+                     "--set", "add.hidden=[16]", "--init-from", str(policy)]) == cli.EXIT_USAGE
+    assert f"policy {policy}: its actor's layers do not fit this run's" in capsys.readouterr().err
+    contract = runner.algorithm.env.policy_contract()
+    n = contract.num_joints
+    foreign = write_policy(tmp_path / "foreign.onnx", mlp_model([(np.zeros((contract.observation.size, n)),
+                                                                   np.zeros(n))]), contract)
+    assert cli.main(["--preset", "cpu-smoke", "--motion", "dance", "--run-dir", str(tmp_path / "e"), *small,
+                     "--init-from", str(foreign)]) == cli.EXIT_USAGE
+    assert "not a graph written by bcg-export" in capsys.readouterr().err
+
+
 def test_resume_refuses_new_settings(tmp_path, capsys):
     assert cli.main(["--resume", str(tmp_path), "--kappa", "50"]) == cli.EXIT_USAGE
     assert "checkpoint's own settings" in capsys.readouterr().err

@@ -26,7 +26,7 @@ from typing import Dict, List, Tuple
 import torch
 from torch import Tensor, nn
 
-from bcg.config_check import check, require_fraction, require_layers, require_positive
+from bcg.config_check import check, require_fraction, require_layers, require_non_negative, require_positive
 
 from ..env_api import DiffEnv, EnvStep
 from .add import AddConfig
@@ -38,6 +38,10 @@ from .obs_normalizer import RunningObsNormalizer
 from .phases import phase
 from .returns import td_lambda_targets, window_returns
 from .reward import total_reward
+
+POLICY_NORMALIZER_COUNT = 1e6
+"""Observations the normaliser of a run started from a policy file counts as seen (the file keeps
+the statistics, not their count): enough that the first windows move them little."""
 
 
 @dataclass
@@ -84,12 +88,19 @@ class ShacConfig:
     """Initial standard deviation of the Gaussian policy (raw action units)."""
     grad_stats_window: int = 10
     """Actor updates over which the logged gradient statistics average ('grad/', see `gradient_stats`)."""
+    actor_warmup_iterations: int = 0
+    """Iterations at the start in which the actor's learning rate is 0 while the critics and the ADD
+    discriminator learn: for a run started from a policy file, whose critics and discriminator
+    are new (`--init-from POLICY.onnx`); then the rate follows its schedule, as if never held."""
 
     def validate(self) -> None:
         require_positive(self, "num_envs", "num_envs_without_bundle", "horizon", "iterations", "actor_lr",
                          "critic_lr", "final_lr", "actor_grad_clip", "critic_grad_clip", "critic_iterations",
                          "critic_minibatches", "critic_ensemble", "init_action_std", "grad_stats_window")
         require_fraction(self, "gamma", "lam", "target_polyak")
+        require_non_negative(self, "actor_warmup_iterations")
+        check(self.actor_warmup_iterations < self.iterations, "actor_warmup_iterations",
+              f"{self.actor_warmup_iterations} leaves no actor update in {self.iterations} iterations")
         require_layers(self, "actor_hidden", "critic_hidden")
         check(len(self.betas) == 2 and all(0 <= b < 1 for b in self.betas), "betas",
               f"must be two numbers in [0, 1), got {list(self.betas)!r}")
@@ -229,7 +240,8 @@ class Shac:
 
     def set_learning_rates(self, it: int) -> Dict[str, float]:
         cfg = self.cfg
-        rates = {"lr/actor": linear_decay(cfg.actor_lr, cfg.final_lr, it, cfg.iterations),
+        held = it < cfg.actor_warmup_iterations
+        rates = {"lr/actor": 0.0 if held else linear_decay(cfg.actor_lr, cfg.final_lr, it, cfg.iterations),
                  "lr/critic": linear_decay(cfg.critic_lr, cfg.final_lr, it, cfg.iterations)}
         for optimizer, name in ((self.actor_optimizer, "lr/actor"), (self.critic_optimizer, "lr/critic")):
             for group in optimizer.param_groups:
@@ -331,6 +343,20 @@ class Shac:
         as it did."""
         self._load_own_networks(state)
         self.context.add.load_train_state(state["context"]["add"])
+
+    def load_policy(self, weights) -> None:
+        """The actor's mean network and the observation normaliser of an exported policy
+        (`policy_weights.PolicyWeights`, its observation this run's or its first entries); the
+        critics, the discriminator and the actor's log_std stay as initialised. The normaliser's
+        count is set to `POLICY_NORMALIZER_COUNT` (the file does not keep it)."""
+        obs_dim = self.obs_normalizer.mean.shape[0]
+        actor = {**self.actor.state_dict(), **weights.actor}
+        actor = with_inputs_appended({k: v.to(self.actor.state_dict()[k].dtype) for k, v in actor.items()}, obs_dim)
+        self.actor.load_state_dict(actor)
+        eps = self.obs_normalizer.eps
+        self.obs_normalizer.load_with_entries_appended(
+            {"mean": weights.obs_mean, "var": weights.obs_var(eps),
+             "count": torch.tensor(POLICY_NORMALIZER_COUNT, dtype=torch.float64)})
 
     def _load_own_networks(self, state: dict) -> None:
         obs_dim = self.obs_normalizer.mean.shape[0]

@@ -51,8 +51,9 @@ def train_command(run_info: Mapping[str, Any], config: Mapping[str, Any]) -> str
     for item in overrides:
         args += ["--set", item]
     start = run_info.get("init_from")
-    if start:      # the run folder it started from, by name: its place differs between machines
-        args += ["--init-from", f"<{start['run']}>/checkpoints/{start['checkpoint']}"]
+    if start:      # the run folder or policy file it started from, by name: its place differs between machines
+        where = f"<{start['policy']}>" if "policy" in start else f"<{start['run']}>/checkpoints/{start['checkpoint']}"
+        args += ["--init-from", where]
     if run_info.get("device") not in (None, "cpu"):
         args += ["--device", str(run_info["device"])]
     return shlex.join(args)
