@@ -125,11 +125,11 @@ class G1ImitationEnv:
             rand.steps_since_physics += 1
         if len(self._history):
             self._history = torch.cat([a[None], self._history[:-1]])
-        # a diverged environment fails: its final state is taken as the reference's (finite, no graph)
+        # a diverged environment fails: its final state is taken as the reference's (finite, no graph);
+        # selected on the device, without asking the host whether any diverged
         diverged = ~(torch.isfinite(q).all(dim=-1) & torch.isfinite(qd).all(dim=-1))
-        if diverged.any():
-            q = torch.where(diverged[:, None], self._ref_q[self.frame + 1], q)
-            qd = torch.where(diverged[:, None], self._ref_qd[self.frame + 1], qd)
+        q = torch.where(diverged[:, None], self._ref_q[self.frame + 1], q)
+        qd = torch.where(diverged[:, None], self._ref_qd[self.frame + 1], qd)
         self.frame = self.frame + 1
         self.steps = self.steps + 1
         self.env_steps += self.num_envs
