@@ -63,6 +63,8 @@ def test_the_float32_package_is_the_same_source_in_float32(models):
     pkg32 = diffsim.flavour("float32")
     assert pkg32.__name__ == "bcg_train.diffsim_float32" and diffsim.flavour("float32") is pkg32
     assert diffsim.flavour("float64") is diffsim
+    # the modules without Warp types are one: settings and errors are the same classes in both
+    assert pkg32.SimConfig is diffsim.SimConfig and pkg32.NonFiniteStateError is diffsim.NonFiniteStateError
     assert models["float32"].body_mass.dtype is wp.float32 and models["float32"].body_pos.dtype is wp.vec3f
     assert models["float64"].body_mass.dtype is wp.float64
     assert np.allclose(models["float32"].body_mass.numpy(), models["float64"].body_mass.numpy(), rtol=1e-7)

@@ -13,12 +13,11 @@ against MuJoCo that tests and benches share).
 import importlib
 
 from .config import PRECISIONS, BundleConfig, SimConfig
+from .errors import ModelError, NonFiniteStateError, TapeRequiredError
 from .variation import PhysicsVariation
 
-_LAZY = {"flavour": ".precision",
-         "BundleStats": ".bundling", "Tape": ".kernels.device_model", "Model": ".model", "ModelError": ".model",
-         "NonFiniteStateError": ".simulator", "Simulator": ".simulator", "TapeRequiredError": ".simulator",
-         "Control": ".state", "State": ".state"}
+_LAZY = {"flavour": ".precision", "BundleStats": ".bundling", "Tape": ".kernels.device_model", "Model": ".model",
+         "Simulator": ".simulator", "Control": ".state", "State": ".state"}
 """Names whose modules load Warp and MuJoCo: imported on first use, so that the settings above (and
 whatever only needs them, e.g. the training configuration) import without either."""
 
@@ -29,4 +28,5 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-__all__ = ["BundleConfig", "PRECISIONS", "PhysicsVariation", "SimConfig", *_LAZY]
+__all__ = ["BundleConfig", "ModelError", "NonFiniteStateError", "PRECISIONS", "PhysicsVariation", "SimConfig",
+           "TapeRequiredError", *_LAZY]

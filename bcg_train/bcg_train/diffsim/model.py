@@ -19,14 +19,11 @@ import warp as wp
 
 from bcg.robot import RobotDescription
 
+from .errors import ModelError
 from .precision import scalar_types
 
 T = scalar_types(__name__)
 real, vec3, quat, mat33 = T.real, T.vec3, T.quat, T.mat33
-
-
-class ModelError(ValueError):
-    """The MuJoCo model has a structure this simulator does not support; the message says which."""
 
 
 @dataclass

@@ -5,7 +5,9 @@ One source, one package per precision: `bcg_train.diffsim` is the float64 simula
 `flavour("float32")` loads the same files again as the package `bcg_train.diffsim_float32`, whose
 modules read float32 types. Every module of the package takes its Warp, NumPy and torch types from
 `scalar_types(__name__)`, so Warp compiles each kernel once per precision and nothing is copied.
-Objects of the two packages do not mix: a simulator checks that its model and its configuration
+Modules without precision (`SHARED_MODULES`: the settings, the physics variation, the errors) are
+the float64 package's own in both, so a `SimConfig` or an error class is one class. The Warp
+objects of the two packages do not mix: a simulator checks that its model and its configuration
 are of its own precision.
 """
 import importlib
@@ -24,6 +26,8 @@ from .config import PRECISIONS
 
 PACKAGE = __name__.rsplit(".", 1)[0].split("_float", 1)[0]
 """The float64 package's name (bcg_train.diffsim), whichever flavour loaded this module."""
+SHARED_MODULES = ("config", "variation", "errors")
+"""Modules of the package that hold no Warp type: loaded once, the same objects in every flavour."""
 
 
 @dataclass(frozen=True)
@@ -91,10 +95,14 @@ def flavour(precision: str) -> ModuleType:
     spec = importlib.util.spec_from_file_location(name, folder / "__init__.py",
                                                   submodule_search_locations=[str(folder)])
     module = importlib.util.module_from_spec(spec)
+    added = [name] + [f"{name}.{shared}" for shared in SHARED_MODULES]
     sys.modules[name] = module
+    for shared in SHARED_MODULES:
+        sys.modules[f"{name}.{shared}"] = importlib.import_module(f"{PACKAGE}.{shared}")
     try:
         spec.loader.exec_module(module)
     except BaseException:
-        del sys.modules[name]
+        for key in added:
+            sys.modules.pop(key, None)
         raise
     return module

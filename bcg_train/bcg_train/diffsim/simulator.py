@@ -8,7 +8,7 @@ so a step can never silently drop its gradient. What the simulator keeps between
 buffers, restarted environments) is its `segment`; bundling, when `config.bundle.enabled`, is its
 `bundler`. Runs on any Warp device with the same code.
 """
-from typing import List, Optional
+from typing import Optional
 
 import numpy as np
 import warp as wp
@@ -16,6 +16,7 @@ from warp._src import context as _warp_context
 
 from .bundling import Bundler, BundleStats
 from .config import SimConfig
+from .errors import NonFiniteStateError, TapeRequiredError
 from .kernels import integrator as ik
 from .kernels.launch import CachedLaunch
 from .model import Model
@@ -26,18 +27,6 @@ from .substep import Substep
 from .variation import PhysicsVariation
 
 T = scalar_types(__name__)
-
-
-class NonFiniteStateError(FloatingPointError):
-    """The simulation produced NaN or Inf; `env_ids` lists the environments affected."""
-
-    def __init__(self, env_ids: List[int]):
-        self.env_ids = list(env_ids)
-        super().__init__(f"non-finite state in {len(self.env_ids)} environment(s): {self.env_ids[:20]}")
-
-
-class TapeRequiredError(RuntimeError):
-    """A simulator built with requires_grad=True was stepped with no Warp tape active."""
 
 
 def require_same_precision(model: Model, config: SimConfig) -> None:
