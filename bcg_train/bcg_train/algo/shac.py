@@ -350,9 +350,10 @@ class Shac:
         critics, the discriminator and the actor's log_std stay as initialised. The normaliser's
         count is set to `POLICY_NORMALIZER_COUNT` (the file does not keep it)."""
         obs_dim = self.obs_normalizer.mean.shape[0]
-        actor = {**self.actor.state_dict(), **weights.actor}
-        actor = with_inputs_appended({k: v.to(self.actor.state_dict()[k].dtype) for k, v in actor.items()}, obs_dim)
-        self.actor.load_state_dict(actor)
+        own = self.actor.state_dict()
+        dtype = own["log_std"].dtype                      # every parameter of the actor's
+        actor = {**own, **{k: v.to(dtype) for k, v in weights.actor.items()}}
+        self.actor.load_state_dict(with_inputs_appended(actor, obs_dim))
         eps = self.obs_normalizer.eps
         self.obs_normalizer.load_with_entries_appended(
             {"mean": weights.obs_mean, "var": weights.obs_var(eps),

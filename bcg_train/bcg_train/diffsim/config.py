@@ -11,6 +11,11 @@ NOT_IN_CONTRACT = ("kappa", "bundle", "precision")
 """`SimConfig` settings a policy contract's `simulator` does not record (`SimConfig.contract_settings`)."""
 
 
+def check_precision(precision: str) -> None:
+    """ConfigError unless `precision` is one of `PRECISIONS`."""
+    check(precision in PRECISIONS, "precision", f"must be one of {', '.join(PRECISIONS)}, got {precision!r}")
+
+
 @dataclass
 class BundleConfig:
     """Bundled Contact Gradients (METHOD.md, "Bundling"); units in brackets."""
@@ -78,8 +83,7 @@ class SimConfig:
     """Bundled Contact Gradients."""
 
     def validate(self) -> None:
-        check(self.precision in PRECISIONS, "precision",
-              f"must be one of {', '.join(PRECISIONS)}, got {self.precision!r}")
+        check_precision(self.precision)
         require_positive(self, "kappa", "frictionloss_velocity")
         require_count(self, "contact_iterations", "substeps")
         require_non_negative(self, "frictionloss_scale", "limit_stiffness", "limit_damping", "contact_speculative",

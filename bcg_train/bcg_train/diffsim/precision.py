@@ -20,9 +20,7 @@ from types import ModuleType
 import numpy as np
 import warp as wp
 
-from bcg.config_check import ConfigError
-
-from .config import PRECISIONS
+from .config import PRECISIONS, check_precision
 
 PACKAGE = __name__.rsplit(".", 1)[0].split("_float", 1)[0]
 """The float64 package's name (bcg_train.diffsim), whichever flavour loaded this module."""
@@ -63,11 +61,6 @@ def package_name(precision: str) -> str:
     """The package that simulates in `precision`."""
     check_precision(precision)
     return PACKAGE if precision == "float64" else f"{PACKAGE}_{precision}"
-
-
-def check_precision(precision: str) -> None:
-    if precision not in PRECISIONS:
-        raise ConfigError(f"simulator precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
 
 
 def precision_of(module_name: str) -> str:
