@@ -2,7 +2,7 @@
 # The GPU check: one prepared run that measures the simulator and training on a GPU and runs the
 # CUDA tests, writing every number to one file.
 #
-#   bash bench/gpu_check.sh [--device cuda:0|cpu] [--out DIR] [--budget SECONDS]
+#   bash bench/gpu_check.sh [--device cuda:0|cpu] [--out DIR] [--budget SECONDS] [--only STEP,...]
 #
 # Steps, in order, each under its own time limit and all inside --budget (default 480 s, so that
 # staging plus this check fit one 10-minute device call):
@@ -16,6 +16,7 @@
 # With --device cpu the same steps run on the CPU at small sizes (diffsim at 4 and 16 environments,
 # short windows; bench_train at cpu-smoke for 1 iteration), so the script itself is checked here.
 # A bench or a flag that does not exist (yet) is recorded "not available", never fatal.
+# --only runs the named steps alone (environment, cuda_tests, diffsim, train), e.g. --only cuda_tests.
 #
 # Environment: sources .gpu-site/env.sh when tools/gpu/stage.py installed the staged wheels (the
 # GPU machine), else .venv when present; BCG_G1_MODEL defaults to ../shared's G1; PYTHON (default
@@ -30,13 +31,21 @@ cd "$ROOT"
 DEVICE=cuda:0
 OUT_DIR="${OUT:-out/gpu_check}"
 BUDGET=480
+ONLY=""
 while (($#)); do
   case "$1" in
     --device) DEVICE="${2:?--device needs a value (cuda:0, cpu)}"; shift 2 ;;
     --out) OUT_DIR="${2:?--out needs a folder}"; shift 2 ;;
     --budget) BUDGET="${2:?--budget needs seconds}"; shift 2 ;;
+    --only) ONLY="${2:?--only needs step names (environment, cuda_tests, diffsim, train)}"; shift 2 ;;
     -h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) echo "gpu_check.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+  esac
+done
+for only in ${ONLY//,/ }; do
+  case "$only" in
+    environment|cuda_tests|diffsim|train) ;;
+    *) echo "gpu_check.sh: --only takes environment, cuda_tests, diffsim, train; got '$only'" >&2; exit 2 ;;
   esac
 done
 [[ "$BUDGET" =~ ^[0-9]+$ ]] || { echo "gpu_check.sh: --budget must be whole seconds, got '$BUDGET'" >&2; exit 2; }
@@ -80,6 +89,11 @@ record() {
     fi
   } >> "$WORK/body"
   printf '[gpu_check] %-22s %s (%ss)\n' "$name" "$status" "$secs" >&2
+}
+
+# selected GROUP: whether --only (when given) names this group of steps.
+selected() {
+  [ -z "$ONLY" ] || [[ ",$ONLY," == *",$1,"* ]]
 }
 
 # not_available NAME REASON: a step whose bench or flag does not exist.
@@ -145,7 +159,11 @@ cuda_tests() {
     echo "no test file checks torch.cuda.is_available()"
     return 0
   fi
-  "$PYTHON" -m pytest -q -rs -k cuda "${files[@]}"
+  # --import-mode=prepend: on the GPU machine the workspace's packages come from PYTHONPATH, not from
+  # an install, and pytest.ini's importlib mode would then import the ROS package folder bcg_train/
+  # (which holds the Python package bcg_train/bcg_train/) as the module bcg_train for the conftest
+  # bcg_train/test/conftest.py ("No module named 'bcg_train.env_api'").
+  "$PYTHON" -m pytest -q -rs --import-mode=prepend -k cuda "${files[@]}"
 }
 export -f env_step cuda_tests
 export PYTHON ENV_PY
@@ -158,13 +176,14 @@ else
   TRAIN_ARGS=(--preset paper --device "$DEVICE" --iterations 3 --motion synthetic_dance); TRAIN_CAP=180
 fi
 
-step environment 60 env_step
-step cuda_tests 150 cuda_tests
+selected environment && step environment 60 env_step
+selected cuda_tests && step cuda_tests 150 cuda_tests
 
-if "$PYTHON" bench/bench_diffsim.py --help 2>/dev/null | grep -q -- "--precision"; then
+PRECISIONS=("")
+if ! selected diffsim; then
+  SIZES=()
+elif "$PYTHON" bench/bench_diffsim.py --help 2>/dev/null | grep -q -- "--precision"; then
   PRECISIONS=(float64 float32)
-else
-  PRECISIONS=("")
 fi
 for envs in "${SIZES[@]}"; do
   for precision in "${PRECISIONS[@]}"; do
@@ -179,9 +198,9 @@ for envs in "${SIZES[@]}"; do
   done
 done
 
-if [ -f bench/bench_train.py ]; then
+if selected train && [ -f bench/bench_train.py ]; then
   step train "$TRAIN_CAP" "$PYTHON" bench/bench_train.py "${TRAIN_ARGS[@]}"
-else
+elif selected train; then
   not_available train "bench/bench_train.py does not exist"
 fi
 

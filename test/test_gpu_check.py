@@ -26,7 +26,7 @@ esac
 """
 
 
-def run_check(tmp_path, budget, **env):
+def run_check(tmp_path, budget, *args, **env):
     """Copies gpu_check.sh into a stand-in repository under tmp_path and runs it on the CPU;
     returns (exit code, {step: status}, report text)."""
     repo = tmp_path / "repo"
@@ -42,7 +42,7 @@ def run_check(tmp_path, budget, **env):
     python.chmod(0o755)
     out = tmp_path / "out"
     res = subprocess.run(["bash", str(repo / "bench" / "gpu_check.sh"), "--device", "cpu", "--out", str(out),
-                          "--budget", str(budget)], capture_output=True, text=True, timeout=120,
+                          "--budget", str(budget), *args], capture_output=True, text=True, timeout=120,
                          env=dict(os.environ, PYTHON=str(python), BCG_G1_MODEL="unused", **env))
     report = (out / "gpu_check.txt").read_text()
     table = report.split("\n\n")[1].splitlines()[1:]
@@ -86,9 +86,18 @@ def test_missing_options_are_not_available_rather_than_failures(tmp_path):
     assert "bench/bench_train.py --preset cpu-smoke --device cpu --iterations 1" in report
 
 
+def test_only_runs_the_named_steps(tmp_path):
+    code, statuses, report = run_check(tmp_path, 300, "--only", "cuda_tests,train")
+    assert statuses == {"cuda_tests": "ok", "train": "not available (arguments refused)"}
+    assert code == 0
+    assert "bench_diffsim" not in report
+
+
 def test_bad_arguments_are_refused_by_name(tmp_path):
     for args, message in ((["--device", "tpu"], "--device must be cpu or cuda[:N], got 'tpu'"),
                           (["--budget", "ten"], "--budget must be whole seconds, got 'ten'"),
-                          (["--fast"], "unknown argument '--fast'")):
+                          (["--fast"], "unknown argument '--fast'"),
+                          (["--only", "cuda_tests,gpu"],
+                           "--only takes environment, cuda_tests, diffsim, train; got 'gpu'")):
         res = subprocess.run(["bash", str(ROOT / "bench" / "gpu_check.sh"), *args], capture_output=True, text=True)
         assert res.returncode == 2 and message in res.stderr

@@ -7,8 +7,10 @@ import importlib.util
 import json
 import os
 import random
+import re
 import subprocess
 import sys
+import sysconfig
 import zipfile
 from pathlib import Path
 
@@ -275,3 +277,28 @@ def test_command_line_reports_errors_by_name(tmp_path, capsys):
     assert res.returncode == 1 and "no wheel for warp-lang==" in res.stderr
     manifest, stage_dir, _ = pack_standin(tmp_path, preset=0)
     assert json.loads((stage.part_dir(stage_dir, 1) / stage.MANIFEST).read_text()) == manifest
+
+
+def test_the_cuda_tests_collect_with_the_staged_environment(tmp_path):
+    """On the GPU machine the workspace's packages come from env.sh's PYTHONPATH, not from an
+    install (the first H200 run failed there: pytest imported the folder bcg_train/ as the module).
+    Here: a Python that skips site (-S, so no editable install) and sees only env.sh's PYTHONPATH
+    plus this environment's site-packages runs the check's real CUDA-test step."""
+    site = tmp_path / "gpu-site"
+    site.mkdir()
+    (site / "env.sh").write_text(stage.env_script(site, tmp_path / "model" / "scene.xml"))
+    python = tmp_path / "python"
+    python.write_text(f"""#!/bin/bash
+. {site / "env.sh"}
+export PYTHONPATH="$PYTHONPATH:{sysconfig.get_paths()["purelib"]}:{sysconfig.get_paths()["platlib"]}"
+exec {sys.executable} -S "$@"
+""")
+    python.chmod(0o755)
+    out = tmp_path / "out"
+    res = subprocess.run(["bash", str(ROOT / "bench" / "gpu_check.sh"), "--device", "cpu", "--only", "cuda_tests",
+                          "--out", str(out)], capture_output=True, text=True, timeout=300,
+                         env=dict(os.environ, PYTHON=str(python)))
+    report = (out / "gpu_check.txt").read_text()
+    assert res.returncode == 0, report
+    assert re.search(r"cuda_tests +ok", report)
+    assert re.search(r"\d+ (passed|skipped), \d+ deselected", report), report
