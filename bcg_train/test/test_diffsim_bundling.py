@@ -341,3 +341,35 @@ def test_one_substep_segments_bundle_as_one_long_segment():
         runs.append(out)
     for a, b in zip(*runs):
         assert torch.equal(a, b)
+
+
+def test_a_bundled_substep_copies_to_the_host_once(monkeypatch):
+    """The leg events of the environments and of the open branches come back in one copy per
+    substep (host-to-device copies never read device memory); the clamp counter stays on the device
+    until read (and survives state_dict)."""
+    config = sim_config(enabled=True, branches=4, max_dq=1e-4)
+    q0, qd0 = initial_state(MODEL, 3, roll=np.radians(4.0))
+    sim = Simulator(MODEL, 3, config)
+    ctrl = sim.control().set_pd(q_target=np.tile(MODEL.robot.default_q, (3, 1)),
+                                kp=MODEL.robot.kp * 10, kd=MODEL.robot.kd * 3)
+    copies = []
+    numpy = wp.array.numpy
+    monkeypatch.setattr(wp.array, "numpy", lambda self: copies.append(self.shape) or numpy(self))
+    s = sim.state().assign(q0, qd0)
+    for _ in range(4):
+        s1 = sim.state()
+        sim.step(s, s1, ctrl, DT)
+        s = s1
+    assert len(copies) == 4 * config.substeps + 4               # + the simulator's non-finite check per step
+    monkeypatch.undo()
+    stats = sim.bundle_stats
+    assert stats.bundles >= 1 and stats.reperturbations >= 1      # branches were open while copying once
+    clamped = sim.bundler.clamped_perturbations
+    assert clamped >= 1                                           # max_dq 1e-4 rad cuts every perturbation
+    restored = Simulator(MODEL, 3, config)
+    restored.load_state_dict(sim.state_dict())
+    assert restored.bundler.clamped_perturbations == clamped
+    old = sim.state_dict()                                        # a checkpoint from before: count in stats
+    old["stats"] = {**old["stats"], "clamped_perturbations": old.pop("clamped_perturbations")}
+    restored.load_state_dict(old)
+    assert restored.bundler.clamped_perturbations == clamped and restored.bundle_stats == stats

@@ -120,10 +120,7 @@ class BufferPool:
         values = np.ascontiguousarray(values, dtype=np.int32)
         out = self.array(len(values), values.shape[1:], wp.int32)
         if len(values):
-            if wp.get_device(self.device).is_cpu:
-                out.numpy()[...] = values
-            else:
-                wp.copy(out, wp.array(values, dtype=wp.int32, device="cpu"))
+            wp.copy(out, wp.array(values, dtype=wp.int32, device="cpu"))
         return out
 
     def scratch(self, rows: int) -> Scratch:

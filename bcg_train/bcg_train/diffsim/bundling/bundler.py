@@ -18,9 +18,11 @@ open bundles tracked per environment:
    then its branches are dropped and the environment continues from the mean.
 
 Branches exist only for environments in a bundle, so memory and compute grow with the number of
-triggered environments, not with N x B. Bundle bookkeeping is on the host (two small copies per
-substep); the states, perturbations and means are Warp kernels on the simulator's device. The
-bundler runs substeps only through the `Substep` seam it is given.
+triggered environments, not with N x B. Bundle bookkeeping is on the host: one small copy to the
+host per substep (the leg events of the environments and of the branches together); the counter of
+clamped perturbations stays on the device (`clamped_perturbations` reads it). The states, perturbations and
+means are Warp kernels on the simulator's device. The bundler runs substeps only through the
+`Substep` seam it is given.
 """
 import dataclasses
 from dataclasses import dataclass
@@ -59,8 +61,6 @@ class BundleStats:
     """Bundles opened."""
     reperturbations: int = 0
     """Branch legs perturbed again on a new contact inside a bundle."""
-    clamped_perturbations: int = 0
-    """Leg perturbations in which a joint clamp (max_dq, max_dqd) cut the mapped foot motion."""
 
     @property
     def triggered_fraction(self) -> float:
@@ -80,6 +80,7 @@ class Bundler:
         self.model = physics.model
         self._substeps_per_bundle = cfg.span_steps * physics.config.substeps
         self.stats = BundleStats()
+        self._clamped = wp.zeros(1, dtype=wp.int32, device=physics.model.device)
         self._events = 0
         self.recorded: Optional[List[Tuple[np.ndarray, np.ndarray]]] = None
         """When a list: every perturbation (dq, dqd), (rows, nv) each, is appended in order."""
@@ -94,11 +95,18 @@ class Bundler:
         self.flags = np.zeros((0, 2), dtype=np.int32)   # (M, 2) legs already perturbed per branch
         self.branch_in = None                  # State of the branches (M rows) entering the next substep
 
+    @property
+    def clamped_perturbations(self) -> int:
+        """Leg perturbations in which a joint clamp (max_dq, max_dqd) cut the mapped foot motion, since
+        the simulator was built (or `reset`). Counted on the device; reading it is a host sync."""
+        return int(self._clamped.numpy()[0])
+
     def reset(self) -> None:
         """Close every bundle and zero the counters and the noise stream: the simulator then bundles
         exactly as a new one."""
         self._clear()
         self.stats = BundleStats()
+        self._clamped.zero_()
         self._events = 0
 
     def state_dict(self) -> dict:
@@ -106,6 +114,7 @@ class Bundler:
         bi = self.branch_in
         return {"bundle_env": np.array(self.bundle_env, dtype=np.int64), "left": self.left.copy(),
                 "flags": self.flags.copy(), "events": self._events, "stats": dataclasses.asdict(self.stats),
+                "clamped_perturbations": self.clamped_perturbations,
                 "branch": {} if bi is None else {k: v.numpy().copy() for k, v in zip(_FIELDS, _fields(bi))}}
 
     def load_state_dict(self, state: dict) -> None:
@@ -114,7 +123,10 @@ class Bundler:
         self.left = np.asarray(state["left"], dtype=int).copy()
         self.flags = np.asarray(state["flags"], dtype=np.int32).reshape(-1, 2).copy()
         self._events = int(state["events"])
-        self.stats = BundleStats(**state["stats"])
+        stats = dict(state["stats"])
+        clamped = stats.pop("clamped_perturbations", state.get("clamped_perturbations", 0))  # older checkpoints
+        self.stats = BundleStats(**stats)
+        self._clamped.fill_(int(clamped))
         self.branch_in = None
         if state["branch"]:
             self.branch_in = State.zeros(self.model, len(self.bundle_env) * self.cfg.branches, self.requires_grad)
@@ -147,13 +159,12 @@ class Bundler:
             b_out = pool.state(m0)
             sc_b = pool.scratch(m0)
             self.physics.run(self.branch_in, b_out, self._gather_control(control, b_env, tape), h, sc_b, tape)
-        threshold = cfg.threshold * h
         in_bundle = np.zeros((n, 2), dtype=np.int32)
         in_bundle[self.bundle_env] = 1
-        env_ev = self._leg_events(nominal.contact_impulse, threshold, in_bundle)
+        events = self._leg_events([(nominal.contact_impulse, in_bundle)]
+                                  + ([(b_out.contact_impulse, self.flags)] if m0 else []), cfg.threshold * h)
+        env_ev, br_ev = events[:n], events[n:]
         new_envs = np.flatnonzero(env_ev.any(axis=1))
-        br_ev = (self._leg_events(b_out.contact_impulse, threshold, self.flags) if m0
-                 else np.zeros((0, 2), np.int32))
         rerun = np.flatnonzero(br_ev.any(axis=1))
 
         new_src = np.repeat(new_envs, b)
@@ -199,7 +210,6 @@ class Bundler:
             dq.assign(dq_np)
             dqd.assign(dqd_np)
         else:
-            clamped = pool.array(1, (), wp.int32, zero=True)
             for source, sc, src, count, legs, first in parts:
                 self._events += 1
                 seed = (cfg.seed * SEED_STRIDE + self._events) & 0x7FFFFFFF
@@ -207,8 +217,7 @@ class Bundler:
                 sites(bk.foot_perturbation, (count, 2), [
                     self.physics.kernel_model, source.q, sc.xrot, sc.xpos, sc.s_ang, sc.s_lin, src, pool.ints(legs),
                     seed, real(cfg.sigma_p), real(cfg.sigma_v), real(cfg.damping),
-                    real(cfg.max_dq), real(cfg.max_dqd), dq[rows], dqd[rows], clamped])
-            self.stats.clamped_perturbations += int(clamped.numpy()[0])
+                    real(cfg.max_dq), real(cfg.max_dqd), dq[rows], dqd[rows], self._clamped])
         if self.recorded is not None:
             self.recorded.append((dq.numpy().copy(), dqd.numpy().copy()))
         r_in = pool.state(r)
@@ -261,11 +270,18 @@ class Bundler:
         self.branch_in = branches
         self.pool.carry(branches)
 
-    def _leg_events(self, impulse: wp.array, threshold: float, flags: np.ndarray) -> np.ndarray:
-        rows = impulse.shape[0]
-        out = self.pool.array(rows, (2,), wp.int32)
-        self._sites(bk.leg_events, (rows, 2), [self.physics.kernel_model, impulse, real(threshold),
-                                               self.pool.ints(flags), out])
+    def _leg_events(self, batches: List[Tuple[wp.array, np.ndarray]], threshold: float) -> np.ndarray:
+        """(sum of rows, 2) int32 on the host: bk.leg_events of each (contact impulse (rows, nc),
+        flags (rows, 2)) batch at `threshold` [N s], the batches' rows one after another, brought
+        to the host in one copy."""
+        total = sum(impulse.shape[0] for impulse, _ in batches)
+        out = self.pool.array(total, (2,), wp.int32)
+        first = 0
+        for impulse, flags in batches:
+            rows = impulse.shape[0]
+            self._sites(bk.leg_events, (rows, 2), [self.physics.kernel_model, impulse, real(threshold),
+                                                   self.pool.ints(flags), out[first:first + rows]])
+            first += rows
         return out.numpy().copy()
 
     def _gather_control(self, control: Control, env_of_row: np.ndarray, tape) -> Control:
