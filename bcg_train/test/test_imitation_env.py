@@ -239,3 +239,16 @@ def test_the_reference_root_velocity_is_observed_in_the_reference_frame_when_ask
     forward = (velocity * heading).sum(-1)                                      # (R^T v)_x
     torch.testing.assert_close(obs[:, -9::3], forward, rtol=1e-5, atol=1e-5)
     assert velocity.norm(dim=-1).max() > 0.1           # the synthetic jump moves: the check is not of zeros
+
+
+def test_a_step_without_restarts_asks_the_device_once():
+    """The host learns whether any environment is done with one question per step (besides the
+    simulator's non-finite check where it is on); restarts then cost their indices' copy."""
+    from bcg_train.algo.phases import PhaseTimer, count_host_syncs, phase
+    env = make()
+    env.reset()
+    with PhaseTimer() as timer, count_host_syncs(timer):
+        with phase("step"):
+            step = env.step(torch.zeros(N, env.act_dim, requires_grad=True))   # the training path
+    assert not (step.terminated | step.truncated).any()
+    assert timer.syncs["step"] == 1 + env.sim.check_finite

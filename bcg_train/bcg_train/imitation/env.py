@@ -146,11 +146,15 @@ class G1ImitationEnv:
         rewards = {"action_rate": -self.cfg.action_rate_scale * (rate ** 2).sum(dim=-1)}
 
         done = terminated | truncated
-        self.q, self.qd, self.last_action = self._restart(done, q, qd, a)
+        any_done = bool(done.any())                                 # the step's one question to the device
+        if any_done:
+            self.q, self.qd, self.last_action = self._restart(done, q, qd, a)
+        else:
+            self.q, self.qd, self.last_action = q, qd, a
         if rand:
             self.qd, pushed = rand.push(self.qd, self.steps)
             self.sim.segment.restart(pushed.cpu().numpy())     # a bundle would carry on from its branches
-        obs = self._observation(self.q, self.qd, self.last_action, self.frame) if done.any() else obs_end
+        obs = self._observation(self.q, self.qd, self.last_action, self.frame) if any_done else obs_end
         return EnvStep(obs=obs.float(), reward_terms={k: v.float() for k, v in rewards.items()},
                        add_sim=add_features(sim_pose).float(), add_ref=add_features(ref_pose).float().detach(),
                        terminated=terminated, truncated=truncated, obs_before_reset=obs_end.float(),
@@ -210,9 +214,8 @@ class G1ImitationEnv:
         self.sim_plain.vary(dataclasses.replace(config, bundle=self.sim_plain.config.bundle), variation)
 
     def _restart(self, done: torch.Tensor, q, qd, last_action):
-        """Reference state initialisation of the `done` environments at random phases (no graph)."""
-        if not done.any():
-            return q, qd, last_action
+        """Reference state initialisation of the `done` environments (at least one) at random phases
+        (no graph)."""
         idx = done.nonzero().squeeze(-1)
         start = torch.randint(0, self._last_start + 1, (len(idx),), generator=self.generator).to(self.device)
         self.frame = self.frame.index_put((idx,), start)
