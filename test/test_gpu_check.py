@@ -60,6 +60,7 @@ def test_every_outcome_is_recorded_and_a_failure_sets_the_exit_code(tmp_path):
         "diffsim_16_float64": "ok",
         "diffsim_16_float32": f"timed out after {statuses['diffsim_16_float32'].split()[-2]} s",
         "train": "skipped (budget spent)",
+        "train_scaled": "skipped (budget spent)",
     }
     assert code == 1
     assert "float32 blew up" in report                                   # each step's output is in the report
@@ -79,16 +80,19 @@ def test_missing_options_are_not_available_rather_than_failures(tmp_path):
         "diffsim_16": "ok",
         "diffsim_16_float32": "not available",
         "train": "not available (arguments refused)",
+        "train_scaled": "not available (arguments refused)",
     }
     assert code == 0
     assert "bench/bench_diffsim.py has no --precision option" in report
     assert "unrecognized arguments: --iterations 1" in report
     assert "bench/bench_train.py --preset cpu-smoke --device cpu --iterations 1" in report
+    assert ("--variants shac --set shac.num_envs=16 --set env.sim.precision=float32") in report
 
 
 def test_only_runs_the_named_steps(tmp_path):
     code, statuses, report = run_check(tmp_path, 300, "--only", "cuda_tests,train")
-    assert statuses == {"cuda_tests": "ok", "train": "not available (arguments refused)"}
+    assert statuses == {"cuda_tests": "ok", "train": "not available (arguments refused)",
+                        "train_scaled": "not available (arguments refused)"}
     assert code == 0
     assert "bench_diffsim" not in report
 
