@@ -93,3 +93,31 @@ def test_ppo_runs_on_the_g1_environment(tmp_path):
     last = rows(tmp_path)[-1]
     assert float(last["env/env_steps"]) == 2 * 4 * 8
     assert all(last[k] not in ("", "nan") for k in ("reward/add", "reward/action_rate", "loss/value"))
+
+
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda:0", marks=pytest.mark.skipif(
+    not torch.cuda.is_available(), reason="needs a CUDA device"))])
+def test_shac_with_bundling_resumes_on_the_device(device, tmp_path):
+    """A run stopped after iteration 2 and resumed from its checkpoint against the uninterrupted run,
+    on `device`: bit-exact on the CPU; on CUDA within 1e-5 relative (the tolerance stated for GPU
+    runs: float atomics may add in another order, and cuBLAS may pick other kernels)."""
+    cfg = g1_config(iterations=3)
+    runs = {}
+    for name in ("whole", "part"):
+        runner = Runner(make_algorithm(build_env(cfg, "synthetic_run", device), cfg), cfg, tmp_path / name,
+                        {"motion": "synthetic_run"})
+        checkpoint = runner.train(stop_at=2 if name == "part" else None)
+        runs[name] = checkpoint
+    resumed = Runner(make_algorithm(build_env(cfg, "synthetic_run", device), cfg), cfg, tmp_path / "part",
+                     {"motion": "synthetic_run"})
+    resumed.resume(runs["part"])
+    resumed.train()
+    whole, part = rows(tmp_path / "whole"), rows(tmp_path / "part")
+    assert [r["iteration"] for r in part] == [r["iteration"] for r in whole] == ["1", "2", "3"]
+    if device == "cpu":
+        assert part == whole
+        return
+    for a, b in zip(part, whole):
+        for key in a:
+            x, y = float(a[key] or "nan"), float(b[key] or "nan")
+            assert x == pytest.approx(y, rel=1e-5, abs=1e-8, nan_ok=True), (a["iteration"], key, x, y)
