@@ -4,14 +4,18 @@ x axes: iterations, environment steps, wall-clock seconds, and every env counter
 total (`env/<name>` columns that never decrease, e.g. bundling's branch steps, which are counted
 separately from environment steps).
 
-    bcg-curves RUN_DIR [RUN_DIR ...] -o OUT_DIR [--metric reward/total ...]
+    bcg-curves RUN_DIR [RUN_DIR ...] -o OUT_DIR [--metric reward/total ...] [--windows 1-50,51-150]
+
+--windows also writes OUT_DIR/windows.md (and prints it): the mean of each metric over each window
+of iterations (inclusive), the runs' values side by side, so that a comparison's table can be
+reproduced from its runs' metrics.csv.
 """
 import argparse
 import csv
 import subprocess
 import sys
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -34,6 +38,38 @@ def read_metrics(path: Path) -> Dict[str, np.ndarray]:
         rows = list(csv.DictReader(f))
     columns = rows[0].keys() if rows else []
     return {c: np.array([float(r[c]) if r[c] else np.nan for r in rows]) for c in columns}
+
+
+def parse_windows(text: str) -> List[Tuple[int, int]]:
+    """'1-50,51-150' -> [(1, 50), (51, 150)] (iterations, inclusive); ValueError naming a bad window."""
+    windows = []
+    for part in text.split(","):
+        lo, sep, hi = part.strip().partition("-")
+        if not (sep and lo.isdigit() and hi.isdigit() and int(lo) <= int(hi)):
+            raise ValueError(f"--windows: '{part}' is not FIRST-LAST (whole iterations, FIRST <= LAST)")
+        windows.append((int(lo), int(hi)))
+    return windows
+
+
+def window_table(runs: Dict[str, Dict[str, np.ndarray]], windows: Sequence[Tuple[int, int]],
+                 metrics: Sequence[str]) -> str:
+    """Markdown: a row per window of iterations, a column per metric holding each run's mean over the
+    window (runs in the given order, separated by ' / '; '-' where a run has no finite value there)."""
+    names = [m for m in metrics if any(m in r for r in runs.values())]
+    lines = [f"runs: {' / '.join(runs)}", "", "| iterations | " + " | ".join(names) + " |",
+             "|---" * (len(names) + 1) + "|"]
+    for lo, hi in windows:
+        cells = []
+        for name in names:
+            values = []
+            for r in runs.values():
+                col = r.get(name)
+                inside = col[(r[ITERATION] >= lo) & (r[ITERATION] <= hi)] if col is not None else np.array([])
+                inside = inside[np.isfinite(inside)]
+                values.append(f"{inside.mean():.4g}" if inside.size else "-")
+            cells.append(" / ".join(values))
+        lines.append(f"| {lo}-{hi} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
 
 
 def x_axes(metrics: Dict[str, np.ndarray]) -> Dict[str, str]:
@@ -113,8 +149,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("runs", nargs="+", type=Path, help="run folders (or their metrics.csv)")
     parser.add_argument("-o", "--out", type=Path, required=True, help="folder for the PNG files")
     parser.add_argument("--metric", action="append", help="metric column to plot (repeatable; default: a standard set)")
+    parser.add_argument("--windows", help="also OUT/windows.md: each metric's mean over these windows of iterations "
+                                          "(FIRST-LAST,...), the runs side by side")
     args = parser.parse_args(argv)
     try:
+        windows = parse_windows(args.windows) if args.windows else None
         names = [p.resolve().name for p in args.runs]
         labels = names if len(set(names)) == len(names) else [str(p) for p in args.runs]
         runs = {label: read_metrics(p) for label, p in zip(labels, args.runs)}
@@ -123,6 +162,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 1
     for path in plot_runs(runs, args.out, args.metric):
         print(path)
+    if windows:
+        table = window_table(runs, windows, args.metric or DEFAULT_METRICS)
+        write_atomic(Path(args.out) / "windows.md", lambda f: f.write(table.encode()))
+        print(table, end="")
     return 0
 
 
