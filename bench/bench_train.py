@@ -6,8 +6,9 @@ For SHAC with bundling, SHAC without bundling (the preset's `num_envs_without_bu
 included, in a temporary folder) with a `PhaseTimer` recording (bcg_train.algo.phases: the
 algorithms mark their phases; this script adds the simulator's own phases by wrapping `sim.step`,
 the torch bridge's step and forward kinematics). Per phase: milliseconds per iteration (exclusive:
-nested phases are subtracted), share of the iteration, and host synchronisations per iteration
-(explicit device-to-host conversions; a lower bound on the CPU, see bcg_train.algo.phases).
+nested phases are subtracted), share of the iteration, host synchronisations per iteration
+(explicit device-to-host conversions; a lower bound on the CPU, see bcg_train.algo.phases) and Warp
+kernel launches per iteration (forward and adjoint; what sets a GPU's time at small batches).
 Checkpoints and curves are billed per iteration as their cost per call over `checkpoint_every` /
 `curves_every`. The simulator's own time is "sim forward" (`Simulator.step`, bundling included)
 plus "sim backward" (the Warp tape's backward of those steps).
@@ -35,7 +36,7 @@ from typing import Dict, Iterator, List, Tuple
 
 import torch
 
-from bcg_train.algo.phases import PhaseTimer, count_host_syncs, phase
+from bcg_train.algo.phases import PhaseTimer, count_host_syncs, count_kernel_launches, phase
 from bcg_train.cli import build_runner, parse_assignments
 from bcg_train.train_config import TrainConfig, apply_overrides, load_preset
 
@@ -59,6 +60,8 @@ class Measurement:
     """Phase -> milliseconds per iteration."""
     syncs: Dict[str, float]
     """Phase -> host synchronisations per iteration."""
+    launches: Dict[str, float]
+    """Phase -> Warp kernel launches per iteration."""
     sim_alone: Dict[str, float]
     """Milliseconds per window of "sim forward" and "sim backward" when nothing else runs (`simulator_alone`)."""
 
@@ -133,12 +136,12 @@ def measure(cfg: TrainConfig, variant: str, motion: str, device: str, warmup: in
         timer = PhaseTimer(synchronize)
         windows, stop_recording = record_windows(alg, warmup, timer)
         with simulator_phases(alg.env):
-            with timer, count_host_syncs(timer):
+            with timer, count_host_syncs(timer), count_kernel_launches(timer):
                 runner.train()
             stop_recording()
             sim_alone = simulator_alone(alg.env, windows, alg.name == "shac", synchronize)
         curves_s = drawing_time(Path(run_dir))
-    ms, syncs = {"curves": 1e3 * curves_s / cfg.runner.curves_every}, {"curves": 0.0}
+    ms, syncs, launches = {"curves": 1e3 * curves_s / cfg.runner.curves_every}, {"curves": 0.0}, {"curves": 0.0}
     for name, seconds in timer.seconds.items():
         if name in ONCE_PER_RUN:
             continue
@@ -146,7 +149,8 @@ def measure(cfg: TrainConfig, variant: str, motion: str, device: str, warmup: in
         calls = timer.calls[name] if name in AMORTISED else iterations
         ms[name] = 1e3 * seconds / calls / every
         syncs[name] = timer.syncs.get(name, 0) / calls / every
-    return Measurement(variant, alg.env.num_envs, alg.env_steps_per_iteration, ms, syncs, sim_alone)
+        launches[name] = timer.launches.get(name, 0) / calls / every
+    return Measurement(variant, alg.env.num_envs, alg.env_steps_per_iteration, ms, syncs, launches, sim_alone)
 
 
 def drawing_time(run_dir: Path) -> float:
@@ -204,14 +208,16 @@ def simulator_alone(env, windows: List[Tuple[dict, List[torch.Tensor]]], gradien
 
 def table(results: List[Measurement]) -> str:
     phases = sorted({p for r in results for p in r.ms}, key=lambda p: -max(r.ms.get(p, 0.0) for r in results))
-    head = "| phase | " + " | ".join(f"{r.variant} ({r.num_envs} envs): ms, share, syncs" for r in results) + " |"
+    head = "| phase | " + " | ".join(f"{r.variant} ({r.num_envs} envs): ms, share, syncs, launches"
+                                     for r in results) + " |"
     lines = [head, "|---|" + "---|" * len(results)]
     for p in phases:
-        cells = [f"{r.ms[p]:.1f}, {100 * r.ms[p] / r.iteration_ms:.1f}%, {r.syncs[p]:.0f}" if p in r.ms else "-"
-                 for r in results]
+        cells = [f"{r.ms[p]:.1f}, {100 * r.ms[p] / r.iteration_ms:.1f}%, {r.syncs[p]:.0f}, {r.launches[p]:.0f}"
+                 if p in r.ms else "-" for r in results]
         lines.append(f"| {p} | " + " | ".join(cells) + " |")
     lines.append("| **iteration** | " + " | ".join(
-        f"{r.iteration_ms:.0f}, 100%, {sum(r.syncs.values()):.0f}" for r in results) + " |")
+        f"{r.iteration_ms:.0f}, 100%, {sum(r.syncs.values()):.0f}, {sum(r.launches.values()):.0f}"
+        for r in results) + " |")
     lines.append("| simulator alone, ms per window (forward + backward) | " + " | ".join(
         " + ".join(f"{r.sim_alone[p]:.0f}" for p in SIM_PHASES) for r in results) + " |")
     lines.append("| iteration / simulator in the loop | " + " | ".join(

@@ -4,7 +4,7 @@ import torch
 import warp as wp
 
 from bcg_train.algo import phases
-from bcg_train.algo.phases import PhaseTimer, count_host_syncs, phase
+from bcg_train.algo.phases import PhaseTimer, count_host_syncs, count_kernel_launches, phase
 
 
 @pytest.fixture
@@ -65,3 +65,28 @@ def test_host_syncs_are_counted_in_the_innermost_phase_and_methods_restored():
     assert dict(timer.syncs) == {"outer": 1, "inner": 3, "other": 1}
     assert torch.Tensor.item is item and wp.array.numpy is numpy_method
     assert "__bool__" not in torch.Tensor.__dict__   # inherited again, not shadowed
+
+
+@wp.kernel
+def _double(x: wp.array(dtype=float), y: wp.array(dtype=float)):
+    i = wp.tid()
+    y[i] = 2.0 * x[i]
+
+
+def test_kernel_launches_are_counted_forward_replayed_and_adjoint_and_functions_restored():
+    from bcg_train.diffsim.kernels.launch import CachedLaunch
+    launch, replay = wp.launch, wp.Launch.launch
+    x, y, z = (wp.ones(4, dtype=float, device="cpu", requires_grad=True) for _ in range(3))
+    with PhaseTimer() as timer, count_kernel_launches(timer):
+        with phase("plain"):
+            wp.launch(_double, 4, inputs=[x, y], device="cpu")
+            wp.launch(_double, 4, inputs=[x, y], device="cpu", record_cmd=True)    # recorded, not launched
+        tape = wp.Tape()
+        with phase("cached"), tape:
+            CachedLaunch(_double, "cpu")(4, [x, y], tape)
+            CachedLaunch(_double, "cpu")(4, [y, z], tape)
+        with phase("backward"):
+            tape.backward(grads={z: wp.ones(4, dtype=float, device="cpu")})
+    assert dict(timer.launches) == {"plain": 1, "cached": 2, "backward": 2}
+    assert wp.launch is launch and wp.Launch.launch is replay
+    assert z.numpy().tolist() == [4.0] * 4 and x.grad.numpy().tolist() == [4.0] * 4

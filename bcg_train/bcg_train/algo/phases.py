@@ -12,6 +12,12 @@ Host synchronisations are counted as the explicit device-to-host conversions a p
 GPU each of them waits for the device; on the CPU they cost nothing, and implicit synchronisations
 (data-dependent shapes such as `nonzero` or boolean indexing) are not seen, so on the CPU the count
 is a lower bound of what the same code would do on a GPU.
+
+Warp kernel launches (`count_kernel_launches`) are counted as the launches made through
+`warp.launch` and replays of recorded `warp.Launch` objects, forward and adjoint (the simulator's
+cached launch sites replay); memsets, copies and torch's own kernels are not counted. On a GPU
+each launch costs a few microseconds of host time whatever its size, so at small batches the
+launch count, not the arithmetic, sets the time of a phase.
 """
 import contextlib
 import time
@@ -56,6 +62,7 @@ class PhaseTimer:
         self.seconds: Dict[str, float] = defaultdict(float)
         self.calls: Dict[str, int] = defaultdict(int)
         self.syncs: Dict[str, int] = defaultdict(int)
+        self.launches: Dict[str, int] = defaultdict(int)
         self._stack: List[list] = []   # [name, start, seconds spent in phases nested in it]
 
     def __enter__(self) -> "PhaseTimer":
@@ -94,11 +101,16 @@ class PhaseTimer:
         """One host synchronisation in the innermost open phase."""
         self.syncs[self._stack[-1][0] if self._stack else self.OUTSIDE] += 1
 
+    def count_launch(self) -> None:
+        """One Warp kernel launch in the innermost open phase."""
+        self.launches[self._stack[-1][0] if self._stack else self.OUTSIDE] += 1
+
     def reset(self) -> None:
         """Forget what was measured so far (open phases restart now)."""
         self.seconds.clear()
         self.calls.clear()
         self.syncs.clear()
+        self.launches.clear()
         now = time.perf_counter()
         for entry in self._stack:
             entry[1], entry[2] = now, 0.0
@@ -134,3 +146,28 @@ def count_host_syncs(timer: PhaseTimer) -> Iterator[PhaseTimer]:
                 delattr(owner, name)
             else:
                 setattr(owner, name, own)
+
+
+@contextlib.contextmanager
+def count_kernel_launches(timer: PhaseTimer) -> Iterator[PhaseTimer]:
+    """While open, every Warp kernel launch (see the module docstring) counts one in `timer`'s
+    innermost phase. Instrumentation for benchmarks: it wraps `warp.launch` (calls that only record
+    a launch, `record_cmd=True`, are not counted) and `warp.Launch.launch` for the duration."""
+    import warp as wp
+
+    launch, replay = wp.launch, wp.Launch.launch
+
+    def counting_launch(*args, **kwargs):
+        if not kwargs.get("record_cmd"):
+            timer.count_launch()
+        return launch(*args, **kwargs)
+
+    def counting_replay(self, *args, **kwargs):
+        timer.count_launch()
+        return replay(self, *args, **kwargs)
+
+    wp.launch, wp.Launch.launch = counting_launch, counting_replay
+    try:
+        yield timer
+    finally:
+        wp.launch, wp.Launch.launch = launch, replay
