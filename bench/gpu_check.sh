@@ -13,13 +13,14 @@
 #                bench has --precision (float64, float32), else once, float32 recorded "not available"
 #   train        bench/bench_train.py --preset paper --iterations 3 --motion synthetic_dance (the built-in
 #                motion: the GPU machine has no motion capture, and the motion does not change the cost)
-#   train_scaled SHAC + BCG alone at 4096 environments in float32 (2 iterations): what a GPU gives
+#   train_scaled SHAC + BCG alone at 4096 environments in float32 (as many iterations): what a GPU gives
 #                when it is filled (the paper's 64 environments leave it mostly idle)
 # With --device cpu the same steps run on the CPU at small sizes (diffsim at 4 and 16 environments,
 # short windows; bench_train at cpu-smoke for 1 iteration, scaled to 16 environments), so the script
 # itself is checked here.
 # A bench or a flag that does not exist (yet) is recorded "not available", never fatal.
-# --only runs the named steps alone (environment, cuda_tests, diffsim, train), e.g. --only cuda_tests.
+# --only runs the named steps alone (environment, cuda_tests, diffsim, train: train and train_scaled),
+# e.g. --only cuda_tests.
 #
 # Environment: sources .gpu-site/env.sh when tools/gpu/stage.py installed the staged wheels (the
 # GPU machine), else .venv when present; BCG_G1_MODEL defaults to ../shared's G1; PYTHON (default
