@@ -51,11 +51,16 @@ def parse_windows(text: str) -> List[Tuple[int, int]]:
     return windows
 
 
+def present_metrics(runs: Dict[str, Dict[str, np.ndarray]], metrics: Sequence[str]) -> List[str]:
+    """The metrics of `metrics` that at least one run logged, in their order."""
+    return [m for m in metrics if any(m in r for r in runs.values())]
+
+
 def window_table(runs: Dict[str, Dict[str, np.ndarray]], windows: Sequence[Tuple[int, int]],
                  metrics: Sequence[str]) -> str:
     """Markdown: a row per window of iterations, a column per metric holding each run's mean over the
     window (runs in the given order, separated by ' / '; '-' where a run has no finite value there)."""
-    names = [m for m in metrics if any(m in r for r in runs.values())]
+    names = present_metrics(runs, metrics)
     lines = [f"runs: {' / '.join(runs)}", "", "| iterations | " + " | ".join(names) + " |",
              "|---" * (len(names) + 1) + "|"]
     for lo, hi in windows:
@@ -91,7 +96,7 @@ def plot_runs(runs: Dict[str, Dict[str, np.ndarray]], out_dir: Path,
 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    names = [m for m in (metrics or DEFAULT_METRICS) if any(m in r for r in runs.values())]
+    names = present_metrics(runs, metrics or DEFAULT_METRICS)
     axes_per_run = [x_axes(r) for r in runs.values()]
     common = {k: v for k, v in axes_per_run[0].items() if all(k in a for a in axes_per_run)}
     written = []
