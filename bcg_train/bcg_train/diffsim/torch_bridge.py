@@ -26,6 +26,11 @@ T = scalar_types(__name__)
 real, vec3, quat = T.real, T.vec3, T.quat
 
 
+def _in_precision(*tensors: torch.Tensor) -> Tuple[torch.Tensor, ...]:
+    """The tensors in the simulator's dtype (`T.torch`; a differentiable cast where they differ)."""
+    return tuple(t.to(T.torch) for t in tensors)
+
+
 def _share(t: torch.Tensor, grad: bool) -> wp.array:
     t = t.detach().contiguous()
     return wp.from_torch(t, dtype=real, grad=torch.zeros_like(t) if grad else None)
@@ -96,7 +101,7 @@ def body_frames(sim: Simulator, q: torch.Tensor) -> Tuple[torch.Tensor, torch.Te
 def step_without_gradient(sim: Simulator, q: torch.Tensor, qd: torch.Tensor, q_target: torch.Tensor, dt: float,
                           kp: torch.Tensor, kd: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
     """`sim.step` (sim built with requires_grad=False) on tensors shared with Warp, no tape: (q_next, qd_next)."""
-    q, qd, q_target, kp, kd = (x.to(T.torch) for x in (q, qd, q_target, kp, kd))
+    q, qd, q_target, kp, kd = _in_precision(q, qd, q_target, kp, kd)
     s_in, ctrl = _inputs(sim, q, qd, q_target, kp, kd, torch.zeros_like(q_target), grad=False)
     s_out = sim.state()
     sim.step(s_in, s_out, ctrl, dt)
@@ -111,6 +116,6 @@ def step(sim: Simulator, q: torch.Tensor, qd: torch.Tensor, q_target: torch.Tens
     (N, nj) [N m], zeros when omitted."""
     if not sim.requires_grad:
         raise ValueError("torch_bridge.step needs a Simulator built with requires_grad=True")
-    q, qd, q_target, kp, kd = (x.to(T.torch) for x in (q, qd, q_target, kp, kd))
+    q, qd, q_target, kp, kd = _in_precision(q, qd, q_target, kp, kd)
     tau = torch.zeros_like(q_target) if tau is None else tau.to(T.torch)
     return _SimStep.apply(sim, dt, kp, kd, q, qd, q_target, tau)
