@@ -47,6 +47,7 @@ from .algo.data_parallel import Ranks
 from .checkpoint import CheckpointError, find_checkpoint, load_checkpoint
 from .env_api import DiffEnv
 from .motion.library import motion_help
+from .policy_weights import policy_start_warnings
 from .runner import Runner, make_algorithm
 from .train_config import (
     ALGORITHMS,
@@ -208,6 +209,9 @@ def train(args: argparse.Namespace, ranks: Ranks) -> int:
             runner = build_runner(cfg, run_info, run_dir)
             if args.init_from:
                 runner.run_info["init_from"] = runner.init_from(find_checkpoint(args.init_from))
+                if lead and cfg.algorithm == "shac" and "policy" in runner.run_info["init_from"]:
+                    for warning in policy_start_warnings(cfg.shac.actor_warmup_iterations, cfg.shac.init_action_std):
+                        print(f"bcg-train: warning: starting from a policy file: {warning}", file=sys.stderr)
             if lead:
                 run_dir.mkdir(parents=True, exist_ok=True)
                 saved = {"run": runner.run_info, "config": cfg.to_dict()}

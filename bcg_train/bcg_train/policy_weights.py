@@ -9,7 +9,7 @@ and the normaliser's statistics from the file and fresh critics and discriminato
 """
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict
+from typing import Dict, List
 
 import numpy as np
 import onnx
@@ -68,3 +68,18 @@ def read_policy_weights(path: Path) -> PolicyWeights:
                               f"{size}")
     return PolicyWeights(contract, actor, torch.from_numpy(mean.astype(np.float64)),
                          torch.from_numpy(scale.astype(np.float64)))
+
+
+def policy_start_warnings(actor_warmup_iterations: int, init_action_std: float) -> List[str]:
+    """What a run started from a policy file should be told: the file has no critic and no
+    exploration std, so with no warm-up the actor follows an untrained critic from the first
+    iteration, and its std starts at `init_action_std` (the paper's 1.0 is noise of 0.25 rad per
+    joint at every control step, which no trained balance survives). Empty when both are set."""
+    out = []
+    if actor_warmup_iterations == 0:
+        out.append("shac.actor_warmup_iterations is 0: the actor learns from the new critics' first iteration "
+                   "(e.g. --set shac.actor_warmup_iterations=200 holds it while they learn)")
+    if init_action_std >= 0.5:
+        out.append(f"shac.init_action_std is {init_action_std:g}: the policy file carries no exploration std, and "
+                   "noise this large knocks over a policy that balances (e.g. --set shac.init_action_std=0.2)")
+    return out

@@ -136,6 +136,31 @@ def test_drifting_from_the_reference_fails_without_falling_and_the_log_tells_the
     assert ratio == {"episode/failed_fraction": 1.0, "episode/fell_fraction": 0.5}
 
 
+def test_a_horizontal_drift_fails_in_the_world_frame_only():
+    """The same robots, 0.4 m off their reference sideways: a world-frame error of 0.4 m; with the
+    root's horizontal drift removed, only what the step itself changed (mm)."""
+    def first_step(frame):
+        env = make(termination_body_error=0.3, termination_body_frame=frame)
+        env.reset()
+        env.q = env.q + torch.tensor([0.4, 0.0] + [0.0] * (env.q.shape[1] - 2), dtype=env.q.dtype)
+        return env.step(torch.zeros(N, env.act_dim))
+    assert first_step("world").terminated.all()
+    assert not first_step("root_xy").terminated.any()
+    with pytest.raises(ConfigError, match=r"^env\.termination_body_frame: must be one of world, root_xy, got .pelvis."):
+        make(termination_body_frame="pelvis")
+
+
+def test_the_alive_reward_pays_each_step_that_does_not_fail():
+    assert "alive" not in make().step(torch.zeros(N, 29)).reward_terms      # the paper's reward by default
+    env = make(alive_reward=0.5, termination_body_error=0.3, termination_body_frame="world")
+    env.reset()
+    env.q = env.q + torch.tensor([0.4 * (i == 0) for i in range(env.q.shape[1])], dtype=env.q.dtype) * \
+        torch.tensor([[1.0], [0.0], [0.0]], dtype=env.q.dtype)                 # the first robot has drifted
+    step = env.step(torch.zeros(N, env.act_dim))
+    assert step.terminated.tolist() == [True, False, False]
+    assert step.reward_terms["alive"].tolist() == [0.0, 0.5, 0.5]
+
+
 def test_time_limit_truncates_without_failure():
     env = make(episode_length_s=0.04)           # two control steps
     env.reset()

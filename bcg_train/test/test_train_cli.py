@@ -101,6 +101,8 @@ def test_a_new_run_starts_from_an_exported_policy(toy_factory, tmp_path, capsys)
                      "runner.checkpoint_every=1", "--init-from", str(policy), *small]) == 0
     started = yaml.safe_load((tmp_path / "b" / "config.yaml").read_text())["run"]["init_from"]
     assert started == {"policy": "a.onnx", "motion": "toy_circle"}      # the toy env's contract
+    warnings = [line for line in capsys.readouterr().err.splitlines() if "warning" in line]
+    assert len(warnings) == 1 and "shac.init_action_std is 1" in warnings[0]    # the warm-up was set
     state = load_checkpoint(tmp_path / "b" / "checkpoints" / "iter_000001.pt")
     assert "--init-from '<a.onnx>'" in train_commands(state["run_info"], state["config"], 1)[0]
 
@@ -136,3 +138,10 @@ def test_resume_refuses_new_settings(tmp_path, capsys):
     assert "checkpoint's own settings" in capsys.readouterr().err
     assert cli.main(["--preset", "cpu-smoke", "--iterations", "5"]) == cli.EXIT_USAGE
     assert "--set <algorithm>.iterations=5" in capsys.readouterr().err
+
+
+def test_a_start_from_a_policy_file_warns_of_what_the_file_lacks():
+    from bcg_train.policy_weights import policy_start_warnings
+    both = policy_start_warnings(0, 1.0)
+    assert len(both) == 2 and "actor_warmup_iterations is 0" in both[0] and "init_action_std is 1" in both[1]
+    assert policy_start_warnings(200, 0.2) == []

@@ -67,6 +67,9 @@ class RandomizationConfig:
         check(self.push_interval_s[0] > 0, "push_interval_s", f"must be > 0, got {list(self.push_interval_s)}")
         check(self.contact_stabilization[0] >= 0, "contact_stabilization", "must be >= 0")
 
+BODY_ERROR_FRAMES = ("world", "root_xy")
+"""Frames the termination's body error may be measured in (`ImitationEnvConfig.termination_body_frame`)."""
+
 
 @dataclass
 class ImitationEnvConfig:
@@ -93,10 +96,23 @@ class ImitationEnvConfig:
     termination_height: float = FALL_HEIGHT
     """Failure when the pelvis is below this height [m]."""
     termination_body_error: float = 0.5
-    """Failure when the mean body position error to the reference exceeds this [m]."""
+    """Failure when the mean body position error to the reference exceeds this [m] (measured in
+    `termination_body_frame`)."""
+    termination_body_frame: str = "world"
+    """Where that error is measured: "world" (the bodies as they are: a drift of the whole robot over
+    the floor counts) or "root_xy" (each pose shifted so its root is over the origin: posture, height
+    and heading count, the horizontal drift does not). The policy observes no global position (the
+    robot has none to give), so under "world" a travelling reference ends its episodes by a drift it
+    cannot see, within about a second on run or dance."""
     action_rate_scale: float = 0.8
     """Weight of the action-rate penalty (METHOD.md's 0.8) on the joint targets' change per control
     step: -w sum_j (action_scale (a_j - a_prev_j))^2 [rad^2]."""
+    alive_reward: float = 0.0
+    """Reward for each control step that does not end in a failure [per step] (0: the paper's reward,
+    no such term). The ADD reward is >= 0 but the action-rate penalty on exploring actions is not: at
+    the initial action std of 1 it is about -3.3 per step against an ADD reward of 0.2, so a failure,
+    whose value is 0, is worth more than surviving and the critic learns that; this term makes
+    surviving worth something. A constant: it moves the critic's values, not the reward's gradient."""
     motion_duration_s: float = 15.0
     """Length of a built-in synthetic motion [s]."""
     randomization: RandomizationConfig = field(default_factory=RandomizationConfig)
@@ -106,7 +122,10 @@ class ImitationEnvConfig:
         """ConfigError naming the key (relative to this section: 'sim.kappa: ...')."""
         require_positive(self, "control_period_s", "action_scale", "episode_length_s", "termination_body_error",
                          "motion_duration_s")
-        require_non_negative(self, "kp_scale", "kd_scale", "termination_height", "action_rate_scale")
+        require_non_negative(self, "kp_scale", "kd_scale", "termination_height", "action_rate_scale",
+                             "alive_reward")
+        check(self.termination_body_frame in BODY_ERROR_FRAMES, "termination_body_frame",
+              f"must be one of {', '.join(BODY_ERROR_FRAMES)}, got {self.termination_body_frame!r}")
         check(len(self.reference_frames) > 0 and all(int(f) >= 1 for f in self.reference_frames), "reference_frames",
               f"must be a non-empty list of frames >= 1, got {list(self.reference_frames)!r}")
         validate_section("sim", self.sim)

@@ -5,7 +5,8 @@ Batched over N environments; states are torch tensors on `device` in the simulat
 (between `cut_graph` calls: one simulator segment) the observations, ADD features and rewards are
 differentiable w.r.t. the actions through `diffsim.torch_bridge`. Episodes start at a random phase
 of the reference (reference state initialisation), fail when the pelvis drops below
-`termination_height` or the bodies drift `termination_body_error` from the reference, and time out at
+`termination_height` or the bodies drift `termination_body_error` from the reference (in
+`termination_body_frame`: the world, or with the horizontal drift of the root removed), and time out at
 `episode_length_s` or the reference's end. Observations are built by `bcg.contract`'s observation
 spec, the same code the policy node runs.
 With bundling, SHAC's rollouts run under bundled physics: an environment inside a bundle moves as
@@ -33,7 +34,7 @@ from bcg_train.motion.library import load_clip
 from bcg_train.motion.resample import ResampleConfig
 
 from .config import ImitationEnvConfig
-from .features import PoseState, add_features, feature_dim
+from .features import PoseState, add_features, feature_dim, termination_body_error
 from .randomization import DomainRandomizer
 
 
@@ -136,7 +137,7 @@ class G1ImitationEnv:
 
         sim_pose = self._pose(q, qd)
         ref_pose = self._reference_pose(self.frame)
-        body_err = (sim_pose.body_pos - ref_pose.body_pos).norm(dim=-1).mean(dim=-1)
+        body_err = termination_body_error(sim_pose, ref_pose, self.cfg.termination_body_frame)
         fell = (q[:, 2] < self.cfg.termination_height) | diverged
         terminated = fell | (body_err > self.cfg.termination_body_error)
         out_of_time = (self.steps >= self.max_steps) | (self.frame > self._last_start)
@@ -144,6 +145,8 @@ class G1ImitationEnv:
         obs_end = self._observation(q, qd, a, self.frame)
         rate = self.cfg.action_scale * (a - self.last_action)
         rewards = {"action_rate": -self.cfg.action_rate_scale * (rate ** 2).sum(dim=-1)}
+        if self.cfg.alive_reward:
+            rewards["alive"] = self.cfg.alive_reward * (~terminated).to(rate.dtype)
 
         done = terminated | truncated
         any_done = bool(done.any())                                 # the step's one question to the device
