@@ -67,6 +67,7 @@ class RandomizationConfig:
         check(self.push_interval_s[0] > 0, "push_interval_s", f"must be > 0, got {list(self.push_interval_s)}")
         check(self.contact_stabilization[0] >= 0, "contact_stabilization", "must be >= 0")
 
+
 BODY_ERROR_FRAMES = ("world", "root_xy")
 """Frames the termination's body error may be measured in (`ImitationEnvConfig.termination_body_frame`)."""
 
