@@ -39,8 +39,18 @@ def test_stand_policy_stays_up_in_both_simulators(robot, standing_csv, tmp_path)
     for name, r in results.items():
         assert not r.fell and r.duration_s == pytest.approx(1.0), name
         assert r.tracking_error_cm < 3.0, (name, r.tracking_error_cm)
+        assert r.tracking_error_root_xy_cm < 3.0, (name, r.tracking_error_root_xy_cm)
     assert -5.0 < results["mujoco"].contact_height_mm < 0.0          # MuJoCo's soft contact: sub-mm to mm
     assert -2.0 < results["warp"].contact_height_mm < 10.0            # the smoothed contact rests near or above it
+
+
+def test_the_tracking_error_without_the_drift_ignores_only_the_horizontal_root_offset():
+    from bcg_train.evaluation.rollout import body_errors
+    ref = np.array([[0.0, 0.0, 0.75], [0.1, 0.2, 0.5], [-0.1, 0.2, 0.05]])
+    walked_short = ref + np.array([-0.3, 0.4, 0.0])                         # 0.5 m behind, the same pose
+    np.testing.assert_allclose(body_errors(walked_short, ref), [0.5, 0.0], atol=1e-12)
+    sunk = ref + np.array([0.0, 0.0, -0.2])                                  # a lower pose counts in both
+    np.testing.assert_allclose(body_errors(sunk, ref), [0.2, 0.2], atol=1e-12)
 
 
 def test_cli_prints_the_paper_row_and_writes_json(robot, standing_csv, tmp_path, capsys):
@@ -48,8 +58,10 @@ def test_cli_prints_the_paper_row_and_writes_json(robot, standing_csv, tmp_path,
     out = tmp_path / "eval"
     assert main([str(path), "--motion", str(standing_csv), "--seeds", "2", "--duration", "0.5", "--out", str(out)]) == 0
     printed = capsys.readouterr().out
-    assert "| standing | 300 | 0/2 | 0/2 |" in printed
+    assert "| standing | 300 | 0/2 | 0/2 |" in printed and "without the drift" in printed
     result = json.loads((out / "eval.json").read_text())
+    assert 0.0 < result["summary"]["tracking_error_root_xy_mujoco_cm"] < 3.0
+    assert "tracking_error_root_xy_cm" in result["runs"]["mujoco"][0]
     assert result["summary"]["falls_mujoco"] == 0 and len(result["runs"]["warp"]) == 2
     assert np.isfinite(result["summary"]["penetration_diff_mm"])
 
@@ -139,6 +151,7 @@ def test_table_reports_the_cells_present_cites_their_commands_and_lists_the_rest
     text = (out / "table.md").read_text()
     row = next(line for line in text.splitlines() if line.startswith("| dance | 300 |"))
     assert "/1 / 0 |" in row                                     # falls out of 1 seed, the paper's 0 beside it
+    assert row.count("|") == 10 and "without the drift" in text  # 9 columns
     assert "bcg-train --preset x --motion dance" in text and "bcg-eval" in text
     assert "no `shac_jump_k300.onnx`" in text
     cached = json.loads((folder / "shac_dance_k300.eval.json").read_text())

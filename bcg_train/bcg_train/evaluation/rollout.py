@@ -33,6 +33,10 @@ class RunResult:
     """Mean signed height of the foot spheres in contact [mm] (negative: penetrating); NaN without contact."""
     tracking_error_cm: float
     """Mean over control steps and bodies of the body position error to the reference [cm]."""
+    tracking_error_root_xy_cm: float
+    """The same with each pose's horizontal root position removed [cm]: posture, height and heading
+    count, the drift over the floor does not (a policy that walks a little slower than its reference
+    is far off in the world frame and close here)."""
 
 
 def run_policy(plant, policy: Policy, clip: MotionClip, seed: int, duration_s: float, noise_rad: float = 0.02,
@@ -79,11 +83,23 @@ def run_policy(plant, policy: Policy, clip: MotionClip, seed: int, duration_s: f
         if record is not None:
             record.append(st)
         heights.extend(st.contact_height)
-        errors.append(np.linalg.norm(st.body_pos - clip.body_pos[first + t + 1], axis=-1).mean())
+        errors.append(body_errors(st.body_pos, clip.body_pos[first + t + 1]))
         if st.root_height < fall_height:
             fall_time = (t + 1) * contract.control_period_s
             break
     return RunResult(fell=fall_time is not None, fall_time_s=fall_time,
                      duration_s=len(errors) * contract.control_period_s,
                      contact_height_mm=float(np.mean(heights) * 1000.0) if heights else float("nan"),
-                     tracking_error_cm=float(np.mean(errors) * 100.0) if errors else float("nan"))
+                     tracking_error_cm=_mean_cm(errors, 0), tracking_error_root_xy_cm=_mean_cm(errors, 1))
+
+
+def body_errors(body_pos: np.ndarray, ref_body_pos: np.ndarray) -> np.ndarray:
+    """(2,) m: the mean over bodies of the position error between two poses (B, 3) (root first), in
+    the world frame and with each pose's horizontal root position removed."""
+    world = np.linalg.norm(body_pos - ref_body_pos, axis=-1).mean()
+    shift = (body_pos[0] - ref_body_pos[0]) * np.array([1.0, 1.0, 0.0])
+    return np.array([world, np.linalg.norm(body_pos - shift - ref_body_pos, axis=-1).mean()])
+
+
+def _mean_cm(errors: List[np.ndarray], column: int) -> float:
+    return float(np.mean([e[column] for e in errors]) * 100.0) if errors else float("nan")
