@@ -97,13 +97,17 @@ class PhaseTimer:
         if self._stack:
             self._stack[-1][2] += elapsed
 
+    def _innermost(self) -> str:
+        """The innermost open phase's name (OUTSIDE when none is open)."""
+        return self._stack[-1][0] if self._stack else self.OUTSIDE
+
     def count_sync(self) -> None:
         """One host synchronisation in the innermost open phase."""
-        self.syncs[self._stack[-1][0] if self._stack else self.OUTSIDE] += 1
+        self.syncs[self._innermost()] += 1
 
     def count_launch(self) -> None:
         """One Warp kernel launch in the innermost open phase."""
-        self.launches[self._stack[-1][0] if self._stack else self.OUTSIDE] += 1
+        self.launches[self._innermost()] += 1
 
     def reset(self) -> None:
         """Forget what was measured so far (open phases restart now)."""

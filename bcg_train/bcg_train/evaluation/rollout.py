@@ -14,6 +14,7 @@ import numpy as np
 from bcg.contract import ObservationInputs, Policy
 from bcg.robot import FALL_HEIGHT
 from bcg_train.diffsim import NonFiniteStateError
+from bcg_train.motion.body_error import mean_body_error
 from bcg_train.motion.clip import MotionClip, reference_frames
 
 from .plants import PlantState
@@ -94,11 +95,9 @@ def run_policy(plant, policy: Policy, clip: MotionClip, seed: int, duration_s: f
 
 
 def body_errors(body_pos: np.ndarray, ref_body_pos: np.ndarray) -> np.ndarray:
-    """(2,) m: the mean over bodies of the position error between two poses (B, 3) (root first), in
-    the world frame and with each pose's horizontal root position removed."""
-    world = np.linalg.norm(body_pos - ref_body_pos, axis=-1).mean()
-    shift = (body_pos[0] - ref_body_pos[0]) * np.array([1.0, 1.0, 0.0])
-    return np.array([world, np.linalg.norm(body_pos - shift - ref_body_pos, axis=-1).mean()])
+    """(2,) m: `mean_body_error` between two poses (B, 3) (root first), in the world frame and with
+    each pose's horizontal root position removed."""
+    return np.array([mean_body_error(body_pos, ref_body_pos, without_drift) for without_drift in (False, True)])
 
 
 def _mean_cm(errors: List[np.ndarray], column: int) -> float:

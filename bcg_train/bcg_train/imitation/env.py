@@ -28,13 +28,14 @@ from bcg.config_check import validate_section
 from bcg.contract import ObservationInputs, PolicyContract, tracking_spec
 from bcg_train.diffsim import flavour
 from bcg_train.env_api import EnvStep
+from bcg_train.motion.body_error import mean_body_error
 from bcg_train.motion.clip import reference_frames
 from bcg_train.motion.kinematics import RobotKinematics
 from bcg_train.motion.library import load_clip
 from bcg_train.motion.resample import ResampleConfig
 
 from .config import ImitationEnvConfig
-from .features import PoseState, add_features, feature_dim, termination_body_error
+from .features import PoseState, add_features, feature_dim
 from .randomization import DomainRandomizer
 
 
@@ -137,7 +138,7 @@ class G1ImitationEnv:
 
         sim_pose = self._pose(q, qd)
         ref_pose = self._reference_pose(self.frame)
-        body_err = termination_body_error(sim_pose, ref_pose, self.cfg.termination_body_frame)
+        body_err = mean_body_error(sim_pose.body_pos, ref_pose.body_pos, self.cfg.termination_body_frame == "root_xy")
         fell = (q[:, 2] < self.cfg.termination_height) | diverged
         terminated = fell | (body_err > self.cfg.termination_body_error)
         out_of_time = (self.steps >= self.max_steps) | (self.frame > self._last_start)

@@ -35,20 +35,3 @@ def add_features(s: PoseState) -> torch.Tensor:
     return torch.cat([s.root_pos, rot6d(s.root_quat), s.joint_pos, s.joint_vel, rel.flatten(-2),
                       quat_rotate_inverse(s.root_quat, s.root_lin_vel), s.root_ang_vel], dim=-1)
 
-
-def termination_body_error(sim: PoseState, ref: PoseState, frame: str) -> torch.Tensor:
-    """(...,) m: the mean over bodies of the position error between two poses, in `frame`
-    ("world", or "root_xy": each pose's bodies shifted so that its root is over the origin; heights
-    and rotations untouched)."""
-    sim_pos, ref_pos = sim.body_pos, ref.body_pos
-    if frame == "root_xy":
-        sim_pos = sim_pos - _horizontal(sim.root_pos)[..., None, :]
-        ref_pos = ref_pos - _horizontal(ref.root_pos)[..., None, :]
-    elif frame != "world":
-        raise ValueError(f"termination_body_error: unknown frame {frame!r} (world or root_xy)")
-    return (sim_pos - ref_pos).norm(dim=-1).mean(dim=-1)
-
-
-def _horizontal(p: torch.Tensor) -> torch.Tensor:
-    """(..., 3) -> the same with z set to 0."""
-    return torch.cat([p[..., :2], torch.zeros_like(p[..., 2:])], dim=-1)
