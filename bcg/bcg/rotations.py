@@ -59,3 +59,20 @@ def rot6d(q):
     w, x, y, z = q[..., 0], q[..., 1], q[..., 2], q[..., 3]
     return stack_last(xp, [1 - 2 * (y * y + z * z), 2 * (x * y + w * z), 2 * (x * z - w * y),
                             2 * (x * y - w * z), 1 - 2 * (x * x + z * z), 2 * (y * z + w * x)])
+
+
+def heading(q):
+    """Yaw [rad] of quaternions q (..., 4) (w, x, y, z): the angle about the world's vertical from
+    the world's x axis to the frame's x axis projected on the floor, in (-pi, pi]."""
+    xp = array_namespace(q)
+    w, x, y, z = q[..., 0], q[..., 1], q[..., 2], q[..., 3]
+    return xp.arctan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z))
+
+
+def turned_about_vertical(q, angle):
+    """Quaternions q (..., 4) (w, x, y, z) turned by `angle` [rad] (a scalar or (...)) about the
+    world's vertical: R_z(angle) R(q). Their heading grows by `angle`; roll and pitch stay."""
+    xp = array_namespace(q)
+    c, s = xp.cos(0.5 * angle), xp.sin(0.5 * angle)
+    w, x, y, z = q[..., 0], q[..., 1], q[..., 2], q[..., 3]
+    return stack_last(xp, [c * w - s * z, c * x - s * y, c * y + s * x, c * z + s * w])

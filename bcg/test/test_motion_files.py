@@ -1,5 +1,6 @@
 """The motion loader: LAFAN1 CSV and BeyondMimic / mjlab npz, mapped by joint name, with precise errors;
 time windows, CSV frame rates, npz joint orders, velocity-spike repair; no onnx."""
+import dataclasses
 import os
 import subprocess
 import sys
@@ -23,6 +24,7 @@ from bcg.motion.files import ISAACLAB_G1_JOINT_NAMES
 from bcg.motion.reference import quat_slerp
 from bcg.motion.spikes import find_spikes, remove_spikes
 from bcg.robot import SDK_JOINT_NAMES, RobotDescription
+from bcg.rotations import heading, projected_gravity, turned_about_vertical
 
 SHARED = Path(__file__).resolve().parents[3] / "shared" / "robots" / "unitree_g1"
 
@@ -150,6 +152,21 @@ def test_quaternions_are_sign_aligned_and_slerped(robot, tmp_path):
     np.testing.assert_allclose(frames.root_quat[0], _yaw_quat(np.pi / 4))
     np.testing.assert_allclose(frames.root_quat[1], _yaw_quat(np.pi * 5 / 8))
     np.testing.assert_allclose(quat_slerp(_yaw_quat(0.2), -_yaw_quat(0.2), 0.3), _yaw_quat(0.2))
+
+
+def test_a_turned_motion_turns_its_root_about_the_first_frame_and_keeps_roll_pitch_and_joints(robot):
+    m = _motion(robot)
+    tilted = turned_about_vertical(np.array([np.cos(0.1), np.sin(0.1), 0, 0]), np.linspace(0, 1, m.num_frames))
+    m = dataclasses.replace(m, root_quat=tilted)                       # rolled by 0.2 rad, heading 0..1 rad
+    t = m.turned(2.0)
+    np.testing.assert_allclose(np.angle(np.exp(1j * (heading(t.root_quat) - heading(m.root_quat)))), 2.0, atol=1e-12)
+    np.testing.assert_allclose(projected_gravity(t.root_quat), projected_gravity(m.root_quat), atol=1e-12)
+    np.testing.assert_array_equal(t.joint_pos, m.joint_pos)
+    np.testing.assert_allclose(t.root_pos[0], m.root_pos[0])                          # turned about the start
+    step, turned_step = m.root_pos[5] - m.root_pos[0], t.root_pos[5] - t.root_pos[0]
+    np.testing.assert_allclose(turned_step, [np.cos(2) * step[0] - np.sin(2) * step[1],
+                                             np.sin(2) * step[0] + np.cos(2) * step[1], step[2]], atol=1e-12)
+    np.testing.assert_allclose(np.linalg.norm(t.root_lin_vel, axis=1), np.linalg.norm(m.root_lin_vel, axis=1))
 
 
 @pytest.mark.parametrize("edit, message", [

@@ -38,6 +38,10 @@ class PolicyNodeConfig:
     """Leave zero torque and start the policy without the remote (simulation only)."""
     autostart_hold: float = 0.5
     """s of HOLD before autostart starts the policy."""
+    align_heading: bool = True
+    """Turn the reference motion about the vertical when the policy starts, so that it begins facing
+    where the robot faces (the IMU's yaw is arbitrary; training starts every episode on the
+    reference's heading). False: the motion's own heading, which the robot must then face."""
     ramp_duration: float = 2.0
     """s, ramp from the measured pose to the default pose."""
     writer_hz: float = 500.0

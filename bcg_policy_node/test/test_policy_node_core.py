@@ -255,11 +255,11 @@ def test_stale_state_damps_on_tick(robot, stand):
     assert c.machine.phase is Phase.DAMPING and "stale" in c.transitions[-1].reason
 
 
-def test_reference_motion_advances_one_control_period_per_policy_step(robot, tmp_path):
-    """Step k samples the motion at k * period + frames * period, as training does, whatever the wall clock;
-    the reference root velocity comes from the file's root positions (x = 0.5 t m)."""
+def started_tracking_controller(robot, tmp_path, spec, state, **options):
+    """A controller in POLICY (autostart, no ramp or hold) on `state`, for a zero policy with observation
+    `spec` and a motion of 31 frames at 30 fps facing the world's x axis: root x = 0.5 t m, left hip
+    pitch = t rad. Returns it and the list its policy appends each observation to."""
     contract = stand_contract(robot)
-    spec = tracking_spec(29, frames=(0, 1), root_velocity=True)
     tracking = type(contract)(**{**contract.__dict__, "observation": spec})
     path = write_policy(tmp_path / "track.onnx", mlp_model([(np.zeros((spec.size, 29)), np.zeros(29))]), tracking)
     motion_file = tmp_path / "ramp.csv"
@@ -270,13 +270,21 @@ def test_reference_motion_advances_one_control_period_per_policy_step(robot, tmp
     np.savetxt(motion_file, rows, delimiter=",")
     c = Controller(load_policy(path), robot, SafetyLimits(), StateMachine(ramp_duration_s=0.0, autostart=True,
                                                                           autostart_hold_s=0.0),
-                   damping_kd=3.0, motion=load_motion(motion_file))
+                   damping_kd=3.0, motion=load_motion(motion_file), **options)
     seen = []
     c.policy = lambda obs: seen.append(obs.copy()) or np.zeros(29, np.float32)
-    s = standing_state(robot)
     for t in (0.0, 0.01, 0.02, 0.03):
-        c.on_state(s, t)
+        c.on_state(state, t)
     assert c.machine.phase is Phase.POLICY
+    return c, seen
+
+
+def test_reference_motion_advances_one_control_period_per_policy_step(robot, tmp_path):
+    """Step k samples the motion at k * period + frames * period, as training does, whatever the wall clock;
+    the reference root velocity comes from the file's root positions (x = 0.5 t m)."""
+    spec = tracking_spec(29, frames=(0, 1), root_velocity=True)
+    c, seen = started_tracking_controller(robot, tmp_path, spec, standing_state(robot))
+    contract = c.contract
     ref = spec.terms[5]
     assert ref.name == "ref_joint_pos"
     offset = sum(term.size for term in spec.terms[:5])
@@ -287,6 +295,23 @@ def test_reference_motion_advances_one_control_period_per_policy_step(robot, tmp
         frames = seen[-1][offset:offset + ref.size].reshape(2, 29)[:, hip] + contract.default_joint_pos[hip]
         np.testing.assert_allclose(frames, [0.02 * k, 0.02 * (k + 1)], atol=1e-6)
         np.testing.assert_allclose(seen[-1][-6:], [0.5, 0, 0] * 2, atol=1e-6)
+
+
+@pytest.mark.parametrize("align", [True, False])
+def test_the_reference_turns_to_face_the_robot_when_the_policy_starts(robot, tmp_path, align):
+    """A robot facing 100 deg from the motion's heading sees the reference's orientation relative to its
+    own: straight ahead once the motion is turned to it (`align_heading`), 100 deg off otherwise."""
+    spec = tracking_spec(29, frames=(1,))
+    state = standing_state(robot)
+    yaw = np.radians(100.0)
+    state["imu_state"]["quaternion"] = [np.cos(yaw / 2), 0, 0, np.sin(yaw / 2)]
+    c, seen = started_tracking_controller(robot, tmp_path, spec, state, align_heading=align)
+    assert c.policy_step(0.04)
+    rot = seen[-1][spec.size - 6:]
+    assert spec.terms[-1].name == "ref_root_rot"
+    turned = -yaw * (not align)                          # the reference's heading seen from the robot
+    np.testing.assert_allclose(rot, [np.cos(turned), np.sin(turned), 0, -np.sin(turned), np.cos(turned), 0], atol=1e-6)
+    assert c.heading_offset_rad == pytest.approx(yaw if align else 0.0)
 
 
 @pytest.mark.parametrize("key, value, message", [

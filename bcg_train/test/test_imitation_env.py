@@ -9,6 +9,7 @@ import torch
 
 from bcg.config_check import ConfigError
 from bcg.contract import PolicyContract
+from bcg.rotations import heading, projected_gravity, turned_about_vertical
 from bcg_train.algo.episodes import RolloutStats
 from bcg_train.cli import build_env
 from bcg_train.diffsim import BundleConfig, SimConfig
@@ -161,6 +162,27 @@ def test_the_alive_reward_pays_each_step_that_does_not_fail():
     assert step.reward_terms["alive"].tolist() == [0.0, 0.5, 0.5]
 
 
+def test_rest_starts_stand_still_in_the_default_pose_at_the_first_frame_facing_the_reference():
+    """As the policy node starts the robot: a fraction of the episodes; the rest on the reference."""
+    env = make(rest_start_fraction=1.0)
+    env.reset()
+    assert env.frame.tolist() == [0] * N and not env.qd.any()
+    np.testing.assert_allclose(env.q[:, env._jq].numpy(), np.tile(env.robot.default_q, (N, 1)))
+    np.testing.assert_allclose(env.q[:, 2].numpy(), env.robot.standing_height)
+    np.testing.assert_allclose(env.q[:, :2].numpy(), env._ref_q[[0] * N, :2].numpy())
+    yaw = 2.5                                                   # a reference facing 143 deg, rolled 0.3 rad
+    tilted = turned_about_vertical(np.array([np.cos(0.15), np.sin(0.15), 0.0, 0.0]), yaw)
+    rest = env._rest_pose(np.array([1.0, -2.0, 0.5]), tilted)
+    assert heading(rest[3:7]) == pytest.approx(yaw) and rest[:3].tolist() == [1.0, -2.0, env.robot.standing_height]
+    np.testing.assert_allclose(projected_gravity(rest[3:7]), [0, 0, -1], atol=1e-12)      # upright
+    mixed = make(rest_start_fraction=0.5)
+    starts = []
+    for _ in range(20):
+        mixed.reset()
+        starts += (mixed.qd.abs().sum(dim=1) == 0).tolist()
+    assert 0 < sum(starts) < len(starts)
+
+
 def test_time_limit_truncates_without_failure():
     env = make(episode_length_s=0.04)           # two control steps
     env.reset()
@@ -213,6 +235,8 @@ def test_bad_env_settings_name_the_key():
         apply_overrides(TrainConfig(), {"env": {"sim": {"limit_stiffness": -1.0}}}).validate()
     with pytest.raises(ConfigError, match="env.reference_frames"):
         make(reference_frames=())
+    with pytest.raises(ConfigError, match=r"env.rest_start_fraction: must be a fraction in \[0, 1\], got 1.5"):
+        make(rest_start_fraction=1.5)
 
 
 def dropped(env):

@@ -1,10 +1,12 @@
 """A reference motion in memory, and samples of it at the times a policy looks ahead to."""
+import dataclasses
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Sequence, Tuple
 
 import numpy as np
 
+from ..rotations import turned_about_vertical
 from .errors import MotionFileError
 
 
@@ -54,6 +56,15 @@ class ReferenceMotion:
         if missing:
             raise MotionFileError(f"motion has no joint(s) {missing}")
         return np.array([self.joint_names.index(n) for n in names])
+
+    def turned(self, angle_rad: float) -> "ReferenceMotion":
+        """The same motion turned by `angle_rad` [rad] about the vertical through its first frame's
+        root: root orientations and horizontal root positions (hence velocities) turn, joints do not."""
+        c, s = np.cos(angle_rad), np.sin(angle_rad)
+        start = self.root_pos[0, :2]
+        xy = (self.root_pos[:, :2] - start) @ np.array([[c, s], [-s, c]]) + start
+        return dataclasses.replace(self, root_pos=np.concatenate([xy, self.root_pos[:, 2:]], axis=1),
+                                   root_quat=turned_about_vertical(self.root_quat, angle_rad))
 
     def sample(self, times_s: np.ndarray, columns: np.ndarray) -> ReferenceFrames:
         """Frames at `times_s` (F,) seconds (clamped to the motion), joints `columns`.

@@ -11,6 +11,10 @@ monotonic time in seconds. Not thread-safe: the runtime locks.
 Reference motion time: policy step k (k = 0 at the first step after entering POLICY) samples the
 motion at k * control period (plus the spec's frames ahead), as training does; the samples of the
 next step are prepared by `prepare_next_step`, after the current step's command is on its way.
+Reference heading: with `align_heading`, entering POLICY turns the motion about the vertical so that
+its first frame faces where the robot's IMU faces then. The observation sees the reference's
+orientation relative to the robot's, the IMU's yaw is arbitrary on a real robot (and 0 in a
+simulator), and every training episode starts on the reference's own heading.
 """
 import logging
 from typing import Callable, List, Optional
@@ -19,6 +23,7 @@ import numpy as np
 
 from bcg.contract import ObservationInputs, Policy
 from bcg.motion import ReferenceMotion
+from bcg.rotations import heading
 
 from ..config import LOGGER_NAME
 from .joint_map import UNSET_MODE_MACHINE, JointMap
@@ -40,7 +45,8 @@ class Controller:
 
     def __init__(self, policy: Policy, robot, limits: SafetyLimits, machine: StateMachine, damping_kd,
                  motion: Optional[ReferenceMotion] = None,
-                 on_transition: Optional[Callable[[Transition, Optional[int]], None]] = None):
+                 on_transition: Optional[Callable[[Transition, Optional[int]], None]] = None,
+                 align_heading: bool = True):
         self.policy, self.robot, self.contract = policy, robot, policy.contract
         self.limits, self.machine = limits, machine
         self.damping_slots = np.zeros(len(robot.valid_slots))
@@ -52,7 +58,11 @@ class Controller:
         if self.contract.observation.needs_reference and motion is None:
             raise ValueError("motion: the policy's observation has reference-motion terms "
                              f"({[t.name for t in self.contract.observation.terms if t.frames]}); give --motion")
-        self.motion = motion
+        self.motion = self.source_motion = motion
+        """`motion` as the policy samples it (turned to the robot's heading at the start), and as given."""
+        self.align_heading = align_heading
+        self.heading_offset_rad = 0.0
+        """rad: how far the reference was turned about the vertical when the policy started."""
         self.motion_columns = motion.joint_index(self.contract.joint_names) if motion is not None else None
         self._frame_offsets_s = np.asarray(self.contract.observation.frames, float) * self.contract.control_period_s
         self.joints = JointMap.build(self.contract, robot)   # refined by mode_machine at the first LowState
@@ -79,6 +89,8 @@ class Controller:
             log.log(level, "phase %s -> %s: %s", t.source.value, t.target.value, t.reason)
             if t.target is Phase.RAMP and self.state is not None:
                 self.ramp_start_q = np.where(self.joints.valid_slots, self.state["motor_state"]["q"], 0.0)
+            if t.target is Phase.POLICY:
+                self._face_the_robot()
             self.plan_version += 1
             self.on_transition(t, None if self.state is None else int(self.state["tick"]))
         return t
@@ -127,6 +139,17 @@ class Controller:
         return self.limits.stale_periods * self.contract.control_period_s
 
     # -- policy ----------------------------------------------------------------------------
+    def _face_the_robot(self) -> None:
+        """Turn the reference so its first frame's heading is the robot's now (`align_heading`)."""
+        if self.source_motion is None or not self.align_heading or self.state is None:
+            return
+        robot = heading(self.state["imu_state"]["quaternion"].astype(np.float64))
+        offset = float(np.angle(np.exp(1j * (robot - heading(self.source_motion.root_quat[0])))))
+        self.heading_offset_rad = offset
+        self.motion = self.source_motion.turned(offset)
+        self.prepare_next_step()
+        log.info("reference motion turned by %.1f deg about the vertical to the robot's heading", np.degrees(offset))
+
     def prepare_next_step(self) -> None:
         """Sample the reference motion for the next policy step (no-op without a motion)."""
         if self.motion is not None:

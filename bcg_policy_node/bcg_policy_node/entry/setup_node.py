@@ -42,7 +42,7 @@ def build_controller(config: PolicyNodeConfig, on_transition=None) -> Controller
                                autostart_hold_s=config.autostart_hold)
         path = PdPath(config.pd_step, config.pd_delay_steps)
         kd, capped = damping_gains(robot, config.damping_kd if config.damping_kd >= 0 else robot.damping_kd, path)
-        controller = Controller(policy, robot, limits, machine, kd, motion, on_transition)
+        controller = Controller(policy, robot, limits, machine, kd, motion, on_transition, config.align_heading)
         for note, level in ((capped, logging.INFO),
                             (policy_gain_warning(policy.contract, robot, path), logging.WARNING)):
             if note is not None:

@@ -114,6 +114,12 @@ class ImitationEnvConfig:
     the initial action std of 1 it is about -3.3 per step against an ADD reward of 0.2, so a failure,
     whose value is 0, is worth more than surviving and the critic learns that; this term makes
     surviving worth something. A constant: it moves the critic's values, not the reward's gradient."""
+    rest_start_fraction: float = 0.0
+    """Fraction of episodes that start from rest, as the policy node starts the robot [-]: the
+    default joint pose, no velocity, upright at the default pose's standing height, on the
+    reference's first frame's horizontal position and heading (the node turns the reference to
+    the robot's heading) and at that frame. The others start on the reference at a random phase
+    (reference state initialisation, the paper's; 0: all of them)."""
     motion_duration_s: float = 15.0
     """Length of a built-in synthetic motion [s]."""
     randomization: RandomizationConfig = field(default_factory=RandomizationConfig)
@@ -125,6 +131,8 @@ class ImitationEnvConfig:
                          "motion_duration_s")
         require_non_negative(self, "kp_scale", "kd_scale", "termination_height", "action_rate_scale",
                              "alive_reward")
+        check(0.0 <= self.rest_start_fraction <= 1.0, "rest_start_fraction",
+              f"must be a fraction in [0, 1], got {self.rest_start_fraction!r}")
         check(self.termination_body_frame in BODY_ERROR_FRAMES, "termination_body_frame",
               f"must be one of {', '.join(BODY_ERROR_FRAMES)}, got {self.termination_body_frame!r}")
         check(len(self.reference_frames) > 0 and all(int(f) >= 1 for f in self.reference_frames), "reference_frames",

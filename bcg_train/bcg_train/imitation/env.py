@@ -4,7 +4,8 @@ Batched over N environments; states are torch tensors on `device` in the simulat
 (`cfg.sim.precision`: float64, or float32 through `diffsim.flavour`), and within a SHAC window
 (between `cut_graph` calls: one simulator segment) the observations, ADD features and rewards are
 differentiable w.r.t. the actions through `diffsim.torch_bridge`. Episodes start at a random phase
-of the reference (reference state initialisation), fail when the pelvis drops below
+of the reference (reference state initialisation; a `rest_start_fraction` of them from rest at the
+first frame, as the policy node starts the robot), fail when the pelvis drops below
 `termination_height` or the bodies drift `termination_body_error` from the reference (in
 `termination_body_frame`: the world, or with the horizontal drift of the root removed), and time out at
 `episode_length_s` or the reference's end. Observations are built by `bcg.contract`'s observation
@@ -26,6 +27,7 @@ import torch
 
 from bcg.config_check import validate_section
 from bcg.contract import ObservationInputs, PolicyContract, tracking_spec
+from bcg.rotations import heading, turned_about_vertical
 from bcg_train.diffsim import flavour
 from bcg_train.env_api import EnvStep
 from bcg_train.motion.body_error import mean_body_error
@@ -75,6 +77,8 @@ class G1ImitationEnv:
         q_ref, qd_ref = clip.generalized()
         self._ref_q = torch.as_tensor(self._to_sim_layout(q_ref, 7), **real)
         self._ref_qd = torch.as_tensor(self._to_sim_layout(qd_ref, 6), **real)
+        self._rest_q = torch.as_tensor(self._rest_pose(clip.root_pos[0], clip.root_quat[0]), **real)
+        """(nq,) the start from rest: the default pose standing on the reference's first frame, facing its way."""
         self.frames = tuple(int(f) for f in cfg.reference_frames)
         self._last_start = clip.num_frames - 1 - max(self.frames) - 1
         if self._last_start < 0:
@@ -221,7 +225,13 @@ class G1ImitationEnv:
         """Reference state initialisation of the `done` environments (at least one) at random phases
         (no graph)."""
         idx = done.nonzero().squeeze(-1)
-        start = torch.randint(0, self._last_start + 1, (len(idx),), generator=self.generator).to(self.device)
+        start = torch.randint(0, self._last_start + 1, (len(idx),), generator=self.generator)
+        at_rest = torch.zeros(self.num_envs, dtype=torch.bool, device=self.device)
+        if self.cfg.rest_start_fraction > 0:        # no draw otherwise: the paper's runs keep their random stream
+            rest = torch.rand(len(idx), generator=self.generator) < self.cfg.rest_start_fraction
+            start = torch.where(rest, torch.zeros_like(start), start)
+            at_rest = at_rest.index_put((idx,), rest.to(self.device))
+        start = start.to(self.device)
         self.frame = self.frame.index_put((idx,), start)
         self.steps = self.steps.index_put((idx,), torch.zeros_like(start))
         self.sim.segment.restart(idx.cpu().numpy())
@@ -230,9 +240,17 @@ class G1ImitationEnv:
         if len(self._history):
             self._history = torch.where(done[None, :, None], torch.zeros_like(self._history), self._history)
         mask = done[:, None]
-        q = torch.where(mask, self._ref_q[self.frame], q)
-        qd = torch.where(mask, self._ref_qd[self.frame], qd)
+        q = torch.where(mask, torch.where(at_rest[:, None], self._rest_q, self._ref_q[self.frame]), q)
+        qd = torch.where(mask, torch.where(at_rest[:, None], torch.zeros_like(qd), self._ref_qd[self.frame]), qd)
         return q, qd, torch.where(mask, torch.zeros_like(last_action), last_action)
+
+    def _rest_pose(self, root_pos: np.ndarray, root_quat: np.ndarray) -> np.ndarray:
+        """(nq,) the default pose at the standing height, at root_pos's (3,) horizontal position, turned to
+        root_quat's (4,) (w x y z) heading, upright."""
+        q = self.model.default_qpos(self.robot.standing_height)
+        q[:2] = root_pos[:2]
+        q[3:7] = turned_about_vertical(q[3:7], heading(root_quat))
+        return q
 
     def _to_sim_layout(self, x: np.ndarray, base: int) -> np.ndarray:
         """Reference (T, base + n) with joints in the description's order -> the simulator's dof order."""
