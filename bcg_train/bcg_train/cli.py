@@ -206,6 +206,7 @@ def train(args: argparse.Namespace, ranks: Ranks) -> int:
             run_info = {"motion": args.motion, "device": args.device or "cpu", "preset": args.preset,
                         "schedule": [[0, cfg.iterations()]]}
             run_dir = ranks.from_first(args.run_dir or default_run_dir(cfg, run_info))
+            run_info["run_name"] = run_dir.name        # its checkpoints name their run wherever they are copied
             runner = build_runner(cfg, run_info, run_dir)
             if args.init_from:
                 runner.run_info["init_from"] = runner.init_from(find_checkpoint(args.init_from))

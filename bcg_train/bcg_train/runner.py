@@ -154,7 +154,8 @@ class Runner:
                                   f"{env.add_dim}) and {[t.name for t in ours]} or their first terms")
         alg.load_networks(state["algorithm"])
         info = state["run_info"]
-        return {"checkpoint": Path(path).name, "run": Path(path).parent.parent.name, "motion": info["motion"],
+        run = info.get("run_name", Path(path).parent.parent.name)      # older runs: the folder of RUN/checkpoints/
+        return {"checkpoint": Path(path).name, "run": run, "motion": info["motion"],
                 "iteration": int(state["iteration"]), "env_steps": state.get("env_steps")}
 
     def _init_from_policy(self, path: Path) -> Dict[str, object]:

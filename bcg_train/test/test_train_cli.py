@@ -1,4 +1,6 @@
 """bcg-train end to end on the toy env (the G1 env factory replaced), resume included."""
+import shutil
+
 import pytest
 import torch
 import yaml
@@ -68,6 +70,12 @@ def test_a_new_run_starts_from_another_runs_networks(toy_factory, tmp_path, caps
     started = yaml.safe_load((tmp_path / "b" / "config.yaml").read_text())["run"]["init_from"]
     assert started == {"checkpoint": "iter_000001.pt", "run": "a", "motion": "jump", "iteration": 1,
                        "env_steps": load_checkpoint(base)["env_steps"]}
+    copied = tmp_path / "kept" / "a_iter_1.pt"                 # a checkpoint copied out of its run still names it
+    copied.parent.mkdir()
+    shutil.copy(base, copied)
+    assert cli.main(["--preset", "cpu-smoke", "--motion", "dance", "--run-dir", str(tmp_path / "b2"),
+                     "--init-from", str(copied), *small]) == 0
+    assert yaml.safe_load((tmp_path / "b2" / "config.yaml").read_text())["run"]["init_from"]["run"] == "a"
     state = load_checkpoint(tmp_path / "b" / "checkpoints" / "iter_000001.pt")
     assert "--init-from '<a>/checkpoints/iter_000001.pt'" in train_commands(state["run_info"], state["config"], 1)[0]
     # the networks are the checkpoint's, before any update of the new run
