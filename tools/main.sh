@@ -3,7 +3,9 @@
 #   1. check a shipped trained policy in MuJoCo over loopback Cyclone DDS (sim bridge + policy node
 #      + evaluator, the robot's wire protocol): BCG_SHIPPED (default policies/shac_synthetic_dance_k300.onnx,
 #      trained on a built-in motion, so no data is needed) on its contract's motion, verdict
-#      out/shipped/verdict.json and a GIF out/shipped/run.gif (PASS expected for a policy that stays up),
+#      out/shipped/verdict.json and a GIF out/shipped/run.gif (PASS expected for a policy that stays up);
+#      then, when the LAFAN1 data is found, the same check of each of BCG_SHIPPED_REAL (default the
+#      walk and run policies, which stay up; empty: none), verdicts out/shipped/<name>/verdict.json,
 #   2. train the cpu-smoke preset (SHAC through the differentiable simulator, bundled contact
 #      gradients on) on a reference motion (BCG_MOTION, default the built-in synthetic_run),
 #   3. export that policy to ONNX with its contract,
@@ -54,6 +56,17 @@ fi
 SHIPPED_MOTION="$(python -c 'import sys; from bcg.contract import load_policy; print(load_policy(sys.argv[1]).contract.motion)' "$SHIPPED")"
 step "1/4 shipped policy $SHIPPED ($SHIPPED_MOTION) in MuJoCo over DDS (GIF: out/shipped/run.gif)"
 mujoco_check "$SHIPPED" "$SHIPPED_MOTION" out/shipped out/shipped/verdict.json record:=out/shipped/run.gif "$@"
+# the shipped LAFAN1 policies that stay up, when their motion data is found (the repository carries none)
+for real in ${BCG_SHIPPED_REAL-policies/shac_walk_k300.onnx policies/shac_run_k300.onnx}; do
+  name="$(basename "$real" .onnx)"
+  real_motion="$(python -c 'import sys; from bcg.contract import load_policy; print(load_policy(sys.argv[1]).contract.motion)' "$real")"
+  if ! python -m bcg_train.motion node-motion "$real_motion" --out "out/shipped/$name/motions" >/dev/null 2>&1; then
+    step "1/4 $real: no data for its motion $real_motion under \$BCG_MOTION_DIR ($BCG_MOTION_DIR), not checked"
+    continue
+  fi
+  step "1/4 shipped policy $real ($real_motion, LAFAN1) in MuJoCo over DDS"
+  mujoco_check "$real" "$real_motion" "out/shipped/$name" "out/shipped/$name/verdict.json" "$@"
+done
 step "2/4 train: bcg-train --preset cpu-smoke --motion $MOTION (SHAC + bundled contact gradients)"
 bcg-train --preset cpu-smoke --motion "$MOTION" --run-dir "$OUT/train"
 step "3/4 export: $OUT/policy.onnx"
