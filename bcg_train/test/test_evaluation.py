@@ -87,6 +87,24 @@ def test_a_run_can_start_later_in_the_motion_and_ends_with_it(robot, standing_cs
     assert "start 2.5 s: outside the motion's 2.00 s" in capsys.readouterr().err
 
 
+def test_a_run_from_rest_stands_where_the_reference_starts_facing_its_way(robot, tmp_path):
+    """Standing still 2 m away, facing 90 deg: from rest is the reference's own state (tracking ~0)."""
+    joints = dict(zip(robot.joint_names, robot.default_q))
+    yaw = np.pi / 2
+    row = np.r_[2.0, -1.0, robot.standing_height, 0.0, 0.0, np.sin(yaw / 2), np.cos(yaw / 2),
+                [joints[j] for j in SDK_JOINT_NAMES]]
+    standing = tmp_path / "turned.csv"
+    np.savetxt(standing, np.tile(row, (61, 1)), delimiter=",")
+    out = tmp_path / "eval"
+    assert main([str(stand_policy_path(robot, tmp_path)), "--motion", str(standing), "--seeds", "1",
+                 "--duration", "1.0", "--from-rest", "--out", str(out)]) == 0
+    result = json.loads((out / "eval.json").read_text())
+    assert result["from_rest"] is True
+    for plant in ("mujoco", "warp"):
+        run = result["runs"][plant][0]
+        assert not run["fell"] and run["tracking_error_cm"] < 3.0, (plant, run)
+
+
 def test_a_diverging_simulation_counts_as_a_fall(robot, standing_csv, tmp_path):
     from bcg_train.diffsim import NonFiniteStateError
 

@@ -1,5 +1,6 @@
 """Training clips: resampling (slerp, finite differences), forward and leg inverse kinematics
 against MuJoCo, joint mapping by name, torch export, `load_clip` on files."""
+import dataclasses
 from pathlib import Path
 
 import mujoco
@@ -9,6 +10,7 @@ import torch
 
 from bcg.motion import LAFAN1_FPS, JointLimitWarning, MotionFileError, ReferenceMotion, save_motion_csv
 from bcg.robot import RobotDescription
+from bcg.rotations import heading, projected_gravity, turned_about_vertical
 from bcg_train.motion.kinematics import RobotKinematics
 from bcg_train.motion.library import load_clip
 from bcg_train.motion.resample import ResampleConfig, angular_velocity, build_clip, resample
@@ -133,6 +135,23 @@ def test_clip_maps_joints_by_name_and_moves_to_torch(kinematics):
     assert torch.equal(tensors.joint_pos, torch.as_tensor(q_gen[:, 7:]))
     assert tensors.frame_index(torch.tensor([0.0, 0.049, 0.051, 99.0])).tolist() == [0, 1, 2, 9]
     assert clip.to_torch().root_pos.dtype == torch.float32
+
+
+def test_rest_state_stands_still_in_the_default_pose_where_the_frame_is_facing_its_way(kinematics):
+    robot = kinematics.robot
+    t = np.arange(10) / LAFAN1_FPS
+    clip = build_clip(_motion(robot, t, np.tile(robot.q_lower * 0.5, (10, 1))), kinematics,
+                      ResampleConfig(rate_hz=LAFAN1_FPS))
+    yaw, roll = 2.5, 0.3                                      # a frame facing 143 deg, rolled
+    tilted = turned_about_vertical(np.array([np.cos(roll / 2), np.sin(roll / 2), 0.0, 0.0]), yaw)
+    clip = dataclasses.replace(clip, root_quat=np.tile(tilted, (10, 1)),
+                               root_pos=np.tile([1.0, -2.0, 0.5], (10, 1)))
+    q, qd = clip.rest_state(4, robot.default_q, robot.standing_height)
+    assert q.shape == (7 + robot.num_joints,) and qd.shape == (6 + robot.num_joints,) and not qd.any()
+    np.testing.assert_allclose(q[:3], [1.0, -2.0, robot.standing_height])
+    assert heading(q[3:7]) == pytest.approx(yaw)
+    np.testing.assert_allclose(projected_gravity(q[3:7]), [0, 0, -1], atol=1e-12)            # upright
+    np.testing.assert_array_equal(q[7:], robot.default_q)
 
 
 def test_resample_covers_the_motion(kinematics):

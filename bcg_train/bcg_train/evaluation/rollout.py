@@ -3,8 +3,10 @@
 The policy runs exactly as on the robot: observation from the ONNX file's own contract (the same
 `bcg.contract` code the policy node runs), targets `default + action_scale * action` clipped to the
 joint limits, the contract's gains. It starts on the reference's first frame, or the one `start_s`
-into it (joint angles plus N(0, noise^2) per seed, the reference's velocities), and tracks the
-reference from there; times are counted from the start.
+into it (joint angles plus N(0, noise^2) per seed, the reference's velocities), or with `from_rest`
+standing still there as the policy node starts the robot (`MotionClip.rest_state`: the default pose,
+facing the frame's heading, the same joint noise), and tracks the reference from there; times are
+counted from the start.
 """
 from dataclasses import dataclass
 from typing import List, Optional
@@ -42,7 +44,7 @@ class RunResult:
 
 def run_policy(plant, policy: Policy, clip: MotionClip, seed: int, duration_s: float, noise_rad: float = 0.02,
                fall_height: float = FALL_HEIGHT, record: Optional[List[PlantState]] = None,
-               start_s: float = 0.0) -> RunResult:
+               start_s: float = 0.0, from_rest: bool = False) -> RunResult:
     """Run `policy` in `plant` (MujocoPlant or WarpPlant) along `clip` (at the policy's rate) from
     `start_s` [s] into it; the state after each control step is appended to `record` when given.
     ValueError when `start_s` leaves no control step of the clip."""
@@ -55,10 +57,13 @@ def run_policy(plant, policy: Policy, clip: MotionClip, seed: int, duration_s: f
     first = int(round(start_s / contract.control_period_s))
     if not 0 <= first < clip.num_frames - 1:
         raise ValueError(f"start {start_s:g} s: outside the motion's {clip.duration_s:.2f} s")
-    q_ref, qd_ref = clip.generalized()
-    q0 = q_ref[first].copy()
+    if from_rest:
+        q0, qd0 = clip.rest_state(first, robot.default_q, robot.standing_height)
+    else:
+        q_ref, qd_ref = clip.generalized()
+        q0, qd0 = q_ref[first].copy(), qd_ref[first]
     q0[7:] += np.random.default_rng(seed).normal(0.0, noise_rad, n)
-    plant.reset(q0, qd_ref[first])
+    plant.reset(q0, qd0)
     frames = np.asarray(contract.observation.frames or (0,), dtype=int)
     steps = min(int(round(duration_s / contract.control_period_s)), clip.num_frames - 1 - first)
     last = np.zeros(n, np.float32)

@@ -27,7 +27,6 @@ import torch
 
 from bcg.config_check import validate_section
 from bcg.contract import ObservationInputs, PolicyContract, tracking_spec
-from bcg.rotations import heading, turned_about_vertical
 from bcg_train.diffsim import flavour
 from bcg_train.env_api import EnvStep
 from bcg_train.motion.body_error import mean_body_error
@@ -77,7 +76,8 @@ class G1ImitationEnv:
         q_ref, qd_ref = clip.generalized()
         self._ref_q = torch.as_tensor(self._to_sim_layout(q_ref, 7), **real)
         self._ref_qd = torch.as_tensor(self._to_sim_layout(qd_ref, 6), **real)
-        self._rest_q = torch.as_tensor(self._rest_pose(clip.root_pos[0], clip.root_quat[0]), **real)
+        rest_q, _ = clip.rest_state(0, robot.default_q, robot.standing_height)
+        self._rest_q = torch.as_tensor(self._to_sim_layout(rest_q[None], 7)[0], **real)
         """(nq,) the start from rest: the default pose standing on the reference's first frame, facing its way."""
         self.frames = tuple(int(f) for f in cfg.reference_frames)
         self._last_start = clip.num_frames - 1 - max(self.frames) - 1
@@ -243,14 +243,6 @@ class G1ImitationEnv:
         q = torch.where(mask, torch.where(at_rest[:, None], self._rest_q, self._ref_q[self.frame]), q)
         qd = torch.where(mask, torch.where(at_rest[:, None], torch.zeros_like(qd), self._ref_qd[self.frame]), qd)
         return q, qd, torch.where(mask, torch.zeros_like(last_action), last_action)
-
-    def _rest_pose(self, root_pos: np.ndarray, root_quat: np.ndarray) -> np.ndarray:
-        """(nq,) the default pose at the standing height, at root_pos's (3,) horizontal position, turned to
-        root_quat's (4,) (w x y z) heading, upright."""
-        q = self.model.default_qpos(self.robot.standing_height)
-        q[:2] = root_pos[:2]
-        q[3:7] = turned_about_vertical(q[3:7], heading(root_quat))
-        return q
 
     def _to_sim_layout(self, x: np.ndarray, base: int) -> np.ndarray:
         """Reference (T, base + n) with joints in the description's order -> the simulator's dof order."""

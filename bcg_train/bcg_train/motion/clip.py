@@ -10,6 +10,7 @@ import numpy as np
 from scipy.spatial.transform import Rotation
 
 from bcg.motion import ReferenceFrames
+from bcg.rotations import heading, turned_about_vertical
 
 if TYPE_CHECKING:   # torch is imported on use (`to_torch`)
     import torch
@@ -64,6 +65,14 @@ class MotionClip:
         q = np.concatenate([self.root_pos, self.root_quat, self.joint_pos], axis=1)
         qd = np.concatenate([self.root_lin_vel, self.root_ang_vel_body, self.joint_vel], axis=1)
         return q, qd
+
+    def rest_state(self, frame: int, default_q: np.ndarray, standing_height: float) -> Tuple[np.ndarray, np.ndarray]:
+        """(q (7 + n,), qd (6 + n,)) in `generalized`'s layout: standing still where frame `frame` is, as
+        the policy node starts the robot. Joints at `default_q` (n,) rad, the root upright at
+        `standing_height` m over the frame's root position and turned to its heading, no velocity."""
+        upright = turned_about_vertical(np.array([1.0, 0.0, 0.0, 0.0]), heading(self.root_quat[frame]))
+        q = np.concatenate([self.root_pos[frame, :2], [standing_height], upright, default_q])
+        return q, np.zeros(6 + len(default_q))
 
     def to_torch(self, device="cpu", dtype=None) -> "MotionClipTensors":
         """The arrays as torch tensors on `device` (default dtype float32)."""
