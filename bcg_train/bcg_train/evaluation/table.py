@@ -5,7 +5,8 @@
 
 A cell (motion, kappa) is the SHAC + BCG policy `shac_<motion>_k<kappa>.onnx` in POLICY_DIR; its PPO
 counterpart, when present, is `ppo_<motion>_k<kappa>.onnx`. Each policy is evaluated as `bcg-eval`
-does (`seeds` runs of `duration` s in MuJoCo and in the training simulator) unless POLICY_DIR already
+does (`seeds` runs of `duration` s in MuJoCo and in the training simulator, and in MuJoCo from rest
+as the policy node starts the robot: `bcg-eval --from-rest`) unless POLICY_DIR already
 holds its evaluation (`<policy>.eval.json`, written by this command for the same policy file, by its
 SHA-256, with the same seeds and duration).
 A policy's `<policy>.json` sidecar, when present, gives the commands that trained and exported it
@@ -44,8 +45,9 @@ def policy_name(algorithm: str, motion: str, kappa: float) -> str:
 def cell(folder: Path, algorithm: str, motion: str, kappa: float, seeds: int, duration: float,
          model: Optional[str], log) -> Optional[dict]:
     """The evaluation of one policy (evaluated now unless its eval.json is of this very file, by its
-    SHA-256, with the same seeds and duration), with its sidecar's commands; None when the policy
-    file is absent."""
+    SHA-256, with the same seeds and duration), MuJoCo runs from rest included (`bcg-eval
+    --from-rest`: as the policy node starts the robot), with its sidecar's commands; None when the
+    policy file is absent."""
     name = policy_name(algorithm, motion, kappa)
     path = folder / f"{name}.onnx"
     if not path.is_file():
@@ -53,13 +55,20 @@ def cell(folder: Path, algorithm: str, motion: str, kappa: float, seeds: int, du
     digest = hashlib.sha256(path.read_bytes()).hexdigest()
     cached = folder / f"{name}.eval.json"
     result = json.loads(cached.read_text()) if cached.is_file() else None
+    command = f"bcg-eval {path} --motion {motion} --seeds {seeds} --duration {duration:g}"
     if (result is None or result.get("policy_sha256") != digest or result.get("seeds") != seeds
             or result.get("duration_s") != duration or "tracking_error_root_xy_mujoco_cm" not in result["summary"]):
         log(f"evaluating {path} ({seeds} seeds x {duration:g} s)")
         result = evaluate(path, motion, seeds, duration, model=model,
                           log=lambda line: log(f"  {name}: {line}"))
-        result.update(seeds=seeds, duration_s=duration, policy_sha256=digest,
-                      command=f"bcg-eval {path} --motion {motion} --seeds {seeds} --duration {duration:g}")
+        result.update(seeds=seeds, duration_s=duration, policy_sha256=digest, command=command)
+    if "falls_mujoco_from_rest" not in result["summary"]:
+        log(f"evaluating {path} from rest ({seeds} seeds x {duration:g} s, MuJoCo)")
+        rest = evaluate(path, motion, seeds, duration, model=model, warp=False, from_rest=True,
+                        log=lambda line: log(f"  {name} from rest: {line}"))
+        result["summary"]["falls_mujoco_from_rest"] = rest["summary"]["falls_mujoco"]
+        result["runs"]["mujoco_from_rest"] = rest["runs"]["mujoco"]
+        result["command_from_rest"] = f"{command} --from-rest --mujoco-only"
         write_text_atomic(cached, json.dumps(result, indent=2))
     sidecar = folder / f"{name}.json"
     result["provenance"] = json.loads(sidecar.read_text()) if sidecar.is_file() else {}
@@ -84,6 +93,7 @@ def rows_of(folder: Path, motions: Sequence[str], kappas: Sequence[float], seeds
                            time_up_s=sum(r["duration_s"] for r in shac["runs"]["mujoco"]) / s["seeds"],
                            penetration_diff_mm=s["penetration_diff_mm"], tracking_cm=s["tracking_error_mujoco_cm"],
                            tracking_root_xy_cm=s["tracking_error_root_xy_mujoco_cm"],
+                           falls_from_rest=s["falls_mujoco_from_rest"],
                            eval_command=shac["command"], train_command="`, then `".join(
                                c for c in [shac["provenance"].get("train_command", ""),
                                            *shac["provenance"].get("resume_commands", [])] if c))
@@ -105,9 +115,12 @@ def markdown(rows: Sequence[Dict], folder: Path, command: str) -> str:
              "[mm], tracking error in MuJoCo (mean per-body position error, averaged up to the fall) [cm]; the "
              "paper's value after each slash. Without the drift: the same tracking error with each pose's "
              "horizontal root position removed (posture, height and heading; not how far the robot is from where "
-             "the reference walked).", "",
+             "the reference walked). From rest: the falls in MuJoCo when the robot starts standing still in the "
+             "default pose where the reference starts, as the policy node starts it (`bcg-eval --from-rest`), "
+             "instead of on the reference's first frame with its velocities.", "",
              "| motion | kappa | falls | time up [s] | pen. diff [mm] | tracking SHAC+BCG [cm] | "
-             "without the drift [cm] | tracking PPO [cm] | falls in Warp |", "|---|---|---|---|---|---|---|---|---|"]
+             "without the drift [cm] | tracking PPO [cm] | falls in Warp | falls from rest |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     missing = []
     for r in rows:
         if not r["present"]:
@@ -119,7 +132,7 @@ def markdown(rows: Sequence[Dict], folder: Path, command: str) -> str:
                      f"{r['tracking_cm']:.1f} / {_num(r['paper_tracking_shac_cm'], '.1f')} | "
                      f"{r['tracking_root_xy_cm']:.1f} | "
                      f"{_num(r.get('ppo_tracking_cm'), '.1f')} / {_num(r['paper_tracking_ppo_cm'], '.1f')} | "
-                     f"{r['falls_warp']}/{r['seeds']} |")
+                     f"{r['falls_warp']}/{r['seeds']} | {r['falls_from_rest']}/{r['seeds']} |")
     lines += ["", "## How each cell was produced", ""]
     for r in rows:
         if r["present"]:
