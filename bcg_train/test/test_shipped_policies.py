@@ -61,3 +61,7 @@ def test_bcg_eval_reproduces_the_falls(sidecar_path):
     recorded = [run["fell"] for run in evaluation["runs"]["mujoco"]]
     assert [run["fell"] for run in again["runs"]["mujoco"]] == recorded
     assert again["summary"]["falls_mujoco"] == evaluation["summary"]["falls_mujoco"]
+    from_rest = evaluate(POLICIES / f"{name}.onnx", evaluation["motion"], evaluation["seeds"],
+                         evaluation["duration_s"], warp=False, from_rest=True)
+    assert [run["fell"] for run in from_rest["runs"]["mujoco"]] == [
+        run["fell"] for run in evaluation["runs"]["mujoco_from_rest"]]
