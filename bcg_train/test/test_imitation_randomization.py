@@ -113,7 +113,7 @@ def test_pushes_kick_the_base_horizontally_within_the_configured_speed():
     env.reset()
     qd = env.qd.clone()
     kicked, idx = env.randomizer.push(qd, env.steps + 1)
-    assert len(idx) == N and env.randomizer.pushes == N
+    assert len(idx) == N and env.randomizer.pushes == N and idx.device.type == "cpu"
     dv = (kicked - qd)[:, :3]
     assert (dv[:, 2] == 0).all() and (dv[:, :2].norm(dim=1) <= 0.5 + 1e-12).all() and dv.abs().sum() > 0
 
@@ -131,6 +131,23 @@ def test_a_randomised_environment_resumes_bit_exactly():
     resumed.load_state_dict(saved)
     for x, a in zip(continued, actions[4:]):
         assert torch.equal(x, resumed.step(a).obs.detach())
+
+
+def test_pushes_and_time_limits_are_decided_without_asking_the_device():
+    """With randomisation on, a step without a restart asks the device one question (whether any
+    environment is done; plus the simulator's non-finite check where it is on): the push timers and
+    episode step counters are on the host. (The counter counts every tensor-to-host conversion, so on
+    the CPU it would also count the host-side indices of a push: none is due in the step measured.)"""
+    from bcg_train.algo.phases import PhaseTimer, count_host_syncs, phase
+    env = make(physics_every_steps=100)
+    env.reset()
+    with PhaseTimer() as timer, count_host_syncs(timer):
+        for name in ("first step: physics drawn", "step"):
+            with phase(name):
+                step = env.step(torch.zeros(N, 29, requires_grad=True))
+    assert not (step.terminated | step.truncated).any() and env.randomizer.pushes == 0
+    assert timer.syncs["step"] == 1 + env.sim.check_finite
+    assert env.steps.device.type == env.randomizer.next_push.device.type == "cpu"
 
 
 def test_the_contract_records_the_randomisation_and_the_log_its_draws():

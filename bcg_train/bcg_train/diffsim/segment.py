@@ -47,8 +47,9 @@ class Segment:
         self.pool.release()
 
     def restart(self, env_ids) -> None:
-        """The states of `env_ids` were replaced from outside `step` (a reset): their bundles close
-        at the next substep (inside a bundle an environment continues from its branches)."""
+        """The states of `env_ids` (host indices: an int, a sequence, a numpy array or a CPU tensor)
+        were replaced from outside `step` (a reset): their bundles close at the next substep (inside a
+        bundle an environment continues from its branches)."""
         self._restarted = sorted(set(self._restarted) | {int(e) for e in np.atleast_1d(env_ids)})
 
     def take_restarted(self) -> List[int]:

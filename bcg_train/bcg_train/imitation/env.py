@@ -101,7 +101,9 @@ class G1ImitationEnv:
         self.q = torch.zeros(num_envs, self.model.nq, **real)
         self.qd = torch.zeros(num_envs, self.model.nv, **real)
         self.frame = torch.zeros(num_envs, dtype=torch.long, device=self.device)
-        self.steps = torch.zeros(num_envs, dtype=torch.long, device=self.device)
+        self.steps = torch.zeros(num_envs, dtype=torch.long)
+        """(N,) control steps into each episode, on the host: the time limit and the pushes are decided
+        from it without asking the device."""
         self.last_action = torch.zeros(num_envs, n, **real)
         self.env_steps = 0
         self._bundled_seen = (0, 0)   # bundle stats (env_substeps, bundled_env_substeps) at the last step
@@ -145,7 +147,7 @@ class G1ImitationEnv:
         body_err = mean_body_error(sim_pose.body_pos, ref_pose.body_pos, self.cfg.termination_body_frame == "root_xy")
         fell = (q[:, 2] < self.cfg.termination_height) | diverged
         terminated = fell | (body_err > self.cfg.termination_body_error)
-        out_of_time = (self.steps >= self.max_steps) | (self.frame > self._last_start)
+        out_of_time = (self.steps >= self.max_steps).to(self.device) | (self.frame > self._last_start)
         truncated = out_of_time & ~terminated
         obs_end = self._observation(q, qd, a, self.frame)
         rate = self.cfg.action_scale * (a - self.last_action)
@@ -160,8 +162,9 @@ class G1ImitationEnv:
         else:
             self.q, self.qd, self.last_action = q, qd, a
         if rand:
-            self.qd, pushed = rand.push(self.qd, self.steps)
-            self.sim.segment.restart(pushed.cpu().numpy())     # a bundle would carry on from its branches
+            self.qd, pushed = rand.push(self.qd, self.steps)   # decided on the host
+            if len(pushed):
+                self.sim.segment.restart(pushed)               # a bundle would carry on from its branches
         obs = self._observation(self.q, self.qd, self.last_action, self.frame) if any_done else obs_end
         return EnvStep(obs=obs.float(), reward_terms={k: v.float() for k, v in rewards.items()},
                        add_sim=add_features(sim_pose).float(), add_ref=add_features(ref_pose).float().detach(),
@@ -189,7 +192,7 @@ class G1ImitationEnv:
 
     def state_dict(self) -> dict:
         return {"q": self.q.detach().cpu(), "qd": self.qd.detach().cpu(), "frame": self.frame.cpu(),
-                "steps": self.steps.cpu(), "last_action": self.last_action.detach().cpu(),
+                "steps": self.steps.clone(), "last_action": self.last_action.detach().cpu(),
                 "generator": self.generator.get_state(), "env_steps": self.env_steps,
                 "simulator": _to_torch(self.sim.state_dict()), "history": self._history.detach().cpu(),
                 "randomizer": self.randomizer.state_dict() if self.randomizer else None}
@@ -197,7 +200,7 @@ class G1ImitationEnv:
     def load_state_dict(self, state: dict) -> None:
         dev = self.device
         self.q, self.qd = state["q"].to(dev), state["qd"].to(dev)
-        self.frame, self.steps = state["frame"].to(dev), state["steps"].to(dev)
+        self.frame, self.steps = state["frame"].to(dev), state["steps"].cpu().clone()
         self.last_action = state["last_action"].to(dev)
         self.generator.set_state(state["generator"])
         self.env_steps = int(state["env_steps"])
@@ -225,6 +228,7 @@ class G1ImitationEnv:
         """Reference state initialisation of the `done` environments (at least one) at random phases
         (no graph)."""
         idx = done.nonzero().squeeze(-1)
+        idx_host = idx.cpu()
         start = torch.randint(0, self._last_start + 1, (len(idx),), generator=self.generator)
         at_rest = torch.zeros(self.num_envs, dtype=torch.bool, device=self.device)
         if self.cfg.rest_start_fraction > 0:        # no draw otherwise: the paper's runs keep their random stream
@@ -233,10 +237,10 @@ class G1ImitationEnv:
             at_rest = at_rest.index_put((idx,), rest.to(self.device))
         start = start.to(self.device)
         self.frame = self.frame.index_put((idx,), start)
-        self.steps = self.steps.index_put((idx,), torch.zeros_like(start))
-        self.sim.segment.restart(idx.cpu().numpy())
+        self.steps[idx_host] = 0
+        self.sim.segment.restart(idx_host)
         if self.randomizer:
-            self.randomizer.episode_start(idx, self.steps[idx])
+            self.randomizer.episode_start(idx_host, self.steps[idx_host])
         if len(self._history):
             self._history = torch.where(done[None, :, None], torch.zeros_like(self._history), self._history)
         mask = done[:, None]
