@@ -29,7 +29,7 @@ setup(
         _share("config", "*.yaml"),
         _share("config/train", "*.yaml"),
     ],
-    install_requires=["numpy", "pyyaml", "cyclonedds", "mujoco"],
+    install_requires=["numpy", "pyyaml", "scipy", "cyclonedds", "mujoco"],
     extras_require={"test": ["pytest"]},
     zip_safe=True,
     maintainer="BCG maintainers",

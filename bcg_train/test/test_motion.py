@@ -9,11 +9,12 @@ import pytest
 import torch
 
 from bcg.motion import LAFAN1_FPS, JointLimitWarning, MotionFileError, ReferenceMotion, save_motion_csv
+from bcg.motion.resample import resample
 from bcg.robot import RobotDescription
 from bcg.rotations import heading, projected_gravity, turned_about_vertical
 from bcg_train.motion.kinematics import RobotKinematics
 from bcg_train.motion.library import load_clip
-from bcg_train.motion.resample import ResampleConfig, angular_velocity, build_clip, resample
+from bcg_train.motion.resample import ResampleConfig, angular_velocity, build_clip
 
 SHARED = Path(__file__).resolve().parents[3] / "shared" / "robots" / "unitree_g1"
 

@@ -23,6 +23,7 @@ import numpy as np
 
 from bcg.contract import ObservationInputs, Policy
 from bcg.motion import ReferenceMotion
+from bcg.motion.resample import at_control_rate
 from bcg.rotations import heading
 
 from ..config import LOGGER_NAME
@@ -58,8 +59,14 @@ class Controller:
         if self.contract.observation.needs_reference and motion is None:
             raise ValueError("motion: the policy's observation has reference-motion terms "
                              f"({[t.name for t in self.contract.observation.terms if t.frames]}); give --motion")
+        if motion is not None:           # the frames and joint rates training computed from the same file
+            names = self.contract.joint_names
+            index = [robot.joint_names.index(n) for n in names]
+            motion = at_control_rate(motion, 1.0 / self.contract.control_period_s, names,
+                                     robot.q_lower[index], robot.q_upper[index])
         self.motion = self.source_motion = motion
-        """`motion` as the policy samples it (turned to the robot's heading at the start), and as given."""
+        """`motion` as the policy samples it (turned to the robot's heading at the start), and as given,
+        both at the policy's rate with the policy's joints (`at_control_rate`, as in training)."""
         self.align_heading = align_heading
         self.heading_offset_rad = 0.0
         """rad: how far the reference was turned about the vertical when the policy started."""
