@@ -76,3 +76,14 @@ def turned_about_vertical(q, angle):
     c, s = xp.cos(0.5 * angle), xp.sin(0.5 * angle)
     w, x, y, z = q[..., 0], q[..., 1], q[..., 2], q[..., 3]
     return stack_last(xp, [c * w - s * z, c * x - s * y, c * y + s * x, c * z + s * w])
+
+
+def tilted_about_horizontal(q, axis_angle, tilt):
+    """Quaternions q (..., 4) (w, x, y, z) tilted by `tilt` [rad] about the world's horizontal axis
+    (cos axis_angle, sin axis_angle, 0) (`axis_angle` [rad]; both scalars or (...)): R_axis(tilt) R(q).
+    An upright frame ends `tilt` from upright; the heading changes only to second order."""
+    xp = array_namespace(q)
+    c, s = xp.cos(0.5 * tilt), xp.sin(0.5 * tilt)
+    a, b = s * xp.cos(axis_angle), s * xp.sin(axis_angle)
+    w, x, y, z = q[..., 0], q[..., 1], q[..., 2], q[..., 3]
+    return stack_last(xp, [c * w - a * x - b * y, c * x + a * w + b * z, c * y - a * z + b * w, c * z + a * y - b * x])

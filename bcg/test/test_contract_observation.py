@@ -143,3 +143,26 @@ def test_prepared_reference_builds_the_same_observation(batch):
                                           inp.last_action, inp.default_joint_pos)
     np.testing.assert_array_equal(spec.build(without_reference, prepared), spec.build(inp))
     assert [p is None for p in prepared] == [not t.frames for t in spec.terms]
+
+
+def test_tilting_about_a_horizontal_axis_matches_mujoco_and_keeps_the_heading():
+    """tilted_about_horizontal(q, a, t) = R_axis(t) R(q) with the axis (cos a, sin a, 0), checked
+    against MuJoCo's mju_mulQuat / mju_axisAngle2Quat, on numpy and torch; an upright frame ends t
+    from upright."""
+    mujoco = pytest.importorskip("mujoco")
+    torch = pytest.importorskip("torch")
+    from bcg.rotations import heading, projected_gravity, tilted_about_horizontal, turned_about_vertical
+    rng = np.random.default_rng(4)
+    q, axis, tilt = random_unit_quats(rng, (6,)), rng.uniform(-np.pi, np.pi, 6), rng.uniform(0, 0.5, 6)
+    got = tilted_about_horizontal(q, axis, tilt)
+    for i in range(6):
+        r, expected = np.zeros(4), np.zeros(4)
+        mujoco.mju_axisAngle2Quat(r, [np.cos(axis[i]), np.sin(axis[i]), 0.0], tilt[i])
+        mujoco.mju_mulQuat(expected, r, q[i])
+        np.testing.assert_allclose(got[i], expected, atol=1e-12)
+    np.testing.assert_allclose(tilted_about_horizontal(torch.as_tensor(q), torch.as_tensor(axis),
+                                                       torch.as_tensor(tilt)).numpy(), got, atol=1e-12)
+    upright = turned_about_vertical(np.array([1.0, 0, 0, 0]), 2.0)
+    leaning = tilted_about_horizontal(upright, 0.7, 0.2)
+    assert np.degrees(np.arccos(-projected_gravity(leaning)[2])) == pytest.approx(np.degrees(0.2))
+    assert heading(leaning) == pytest.approx(2.0, abs=0.02)

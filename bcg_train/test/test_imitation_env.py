@@ -177,6 +177,35 @@ def test_rest_starts_stand_still_in_the_default_pose_at_the_first_frame_facing_t
     assert 0 < sum(starts) < len(starts)
 
 
+def test_rest_starts_lean_tip_and_sag_within_their_settings_and_draw_nothing_when_still():
+    """The perturbed starts from rest: each root tilted by at most rest_start_tilt_deg about a
+    horizontal axis (heading kept), tipping at most rest_start_tip_rate about a horizontal axis with
+    the root moving as a pivot about the feet, joints off the default pose; all of them differ.
+    Unperturbed, the episodes start exactly as before (no draw)."""
+    from bcg.rotations import heading, projected_gravity, quat_rotate_inverse
+    env = make(rest_start_fraction=1.0, rest_start_tilt_deg=5.0, rest_start_tip_rate=0.4,
+               rest_start_joint_noise_rad=0.03)
+    env.reset()
+    q, qd = env.q.numpy(), env.qd.numpy()
+    tilt = np.degrees(np.arccos(-projected_gravity(q[:, 3:7])[:, 2]))
+    assert (tilt <= 5.0 + 1e-9).all() and tilt.max() > 1.0 and len(set(tilt.round(6))) == N
+    np.testing.assert_allclose(heading(q[:, 3:7]), heading(env._rest_q[3:7].numpy()), atol=np.radians(0.2))
+    omega_world = np.stack([quat_rotate_inverse(np.array([r[0], -r[1], -r[2], -r[3]]), w)
+                            for r, w in zip(q[:, 3:7], qd[:, 3:6])])      # root frame -> world
+    rate = np.linalg.norm(omega_world, axis=1)
+    assert (rate <= 0.4 + 1e-9).all() and rate.max() > 0.05 and np.abs(omega_world[:, 2]).max() < 1e-12
+    h = env.robot.standing_height
+    pivot = np.stack([omega_world[:, 1] * h, -omega_world[:, 0] * h, np.zeros(N)], 1)     # omega x (0, 0, h)
+    np.testing.assert_allclose(qd[:, :3], pivot, atol=1e-12)
+    sag = q[:, env._jq.numpy()] - env.robot.default_q
+    assert 0.01 < sag.std() < 0.05 and not qd[:, env._jv.numpy()].any()
+    still, before = make(rest_start_fraction=0.5), make(rest_start_fraction=0.5, rest_start_tilt_deg=0.0)
+    for e in (still, before):
+        e.reset()
+        e.step(torch.zeros(N, e.act_dim))
+    assert torch.equal(still.q, before.q) and torch.equal(still.frame, before.frame)
+
+
 def test_time_limit_truncates_without_failure():
     env = make(episode_length_s=0.04)           # two control steps
     env.reset()
@@ -231,6 +260,10 @@ def test_bad_env_settings_name_the_key():
         make(reference_frames=())
     with pytest.raises(ConfigError, match=r"env.rest_start_fraction: must be a fraction in \[0, 1\], got 1.5"):
         make(rest_start_fraction=1.5)
+    with pytest.raises(ConfigError, match="env.rest_start_tilt_deg: must be at most 30 deg"):
+        apply_overrides(TrainConfig(), {"env": {"rest_start_tilt_deg": 45.0}}).validate()
+    with pytest.raises(ConfigError, match="env.rest_start_tip_rate: must be >= 0"):
+        apply_overrides(TrainConfig(), {"env": {"rest_start_tip_rate": -0.1}}).validate()
 
 
 def dropped(env):

@@ -134,10 +134,11 @@ def test_a_randomised_environment_resumes_bit_exactly():
 
 
 def test_pushes_and_time_limits_are_decided_without_asking_the_device():
-    """With randomisation on, a step without a restart asks the device one question (whether any
-    environment is done; plus the simulator's non-finite check where it is on): the push timers and
-    episode step counters are on the host. (The counter counts every tensor-to-host conversion, so on
-    the CPU it would also count the host-side indices of a push: none is due in the step measured.)"""
+    """With randomisation on, a step asks the device one question (which environments are done;
+    plus the simulator's non-finite check where it is on), with or without restarts: the push timers
+    and episode step counters are on the host. (The counter counts every tensor-to-host conversion, so
+    on the CPU it also counts one conversion of host-side indices: the restarted environments' handed
+    to the simulator's segment, or a push's: no push is due in the steps measured.)"""
     from bcg_train.algo.phases import PhaseTimer, count_host_syncs, phase
     env = make(physics_every_steps=100)
     env.reset()
@@ -145,8 +146,14 @@ def test_pushes_and_time_limits_are_decided_without_asking_the_device():
         for name in ("first step: physics drawn", "step"):
             with phase(name):
                 step = env.step(torch.zeros(N, 29, requires_grad=True))
-    assert not (step.terminated | step.truncated).any() and env.randomizer.pushes == 0
+        assert not (step.terminated | step.truncated).any() and env.randomizer.pushes == 0
+        env.steps[:2] = env.max_steps - 1           # two environments run out of time in the next step
+        with phase("step with restarts"):
+            step = env.step(torch.zeros(N, 29, requires_grad=True))
+    assert step.truncated[:2].all() and not step.truncated[2:].any() and env.randomizer.pushes == 0
+    assert (env.steps[:2] == 0).all()
     assert timer.syncs["step"] == 1 + env.sim.check_finite
+    assert timer.syncs["step with restarts"] == 1 + env.sim.check_finite + 1
     assert env.steps.device.type == env.randomizer.next_push.device.type == "cpu"
 
 

@@ -120,6 +120,16 @@ class ImitationEnvConfig:
     reference's first frame's horizontal position and heading (the node turns the reference to
     the robot's heading) and at that frame. The others start on the reference at a random phase
     (reference state initialisation, the paper's; 0: all of them)."""
+    rest_start_tilt_deg: float = 0.0
+    """Those starts lean: the root tilted from upright about a random horizontal axis by up to this
+    angle [deg] (uniform). On the node's start the robot has stood in HOLD with the policy's gains,
+    held by a band or a hand, and leans and sags when let go; a policy trained only from exact rest
+    can fall there (`bench/results/dds_checks/`). 0: upright."""
+    rest_start_tip_rate: float = 0.0
+    """... and tip: a root angular velocity about a random horizontal axis of up to this [rad/s]
+    (uniform), pivoting about the feet (the root's linear velocity to match). 0: still."""
+    rest_start_joint_noise_rad: float = 0.0
+    """... and sag: N(0, this^2) [rad] added to each default joint angle. 0: the default pose."""
     motion_duration_s: float = 15.0
     """Length of a built-in synthetic motion [s]."""
     randomization: RandomizationConfig = field(default_factory=RandomizationConfig)
@@ -130,7 +140,9 @@ class ImitationEnvConfig:
         require_positive(self, "control_period_s", "action_scale", "episode_length_s", "termination_body_error",
                          "motion_duration_s")
         require_non_negative(self, "kp_scale", "kd_scale", "termination_height", "action_rate_scale",
-                             "alive_reward")
+                             "alive_reward", "rest_start_tilt_deg", "rest_start_tip_rate", "rest_start_joint_noise_rad")
+        check(self.rest_start_tilt_deg <= 30.0, "rest_start_tilt_deg",
+              f"must be at most 30 deg (a lean, not a fall), got {self.rest_start_tilt_deg!r}")
         check(0.0 <= self.rest_start_fraction <= 1.0, "rest_start_fraction",
               f"must be a fraction in [0, 1], got {self.rest_start_fraction!r}")
         check(self.termination_body_frame in BODY_ERROR_FRAMES, "termination_body_frame",

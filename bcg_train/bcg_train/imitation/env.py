@@ -27,6 +27,7 @@ import torch
 
 from bcg.config_check import validate_section
 from bcg.contract import ObservationInputs, PolicyContract, tracking_spec
+from bcg.rotations import quat_rotate_inverse, tilted_about_horizontal
 from bcg_train.diffsim import flavour
 from bcg_train.env_api import EnvStep
 from bcg_train.motion.body_error import mean_body_error
@@ -79,6 +80,8 @@ class G1ImitationEnv:
         rest_q, _ = clip.rest_state(0, robot.default_q, robot.standing_height)
         self._rest_q = torch.as_tensor(self._to_sim_layout(rest_q[None], 7)[0], **real)
         """(nq,) the start from rest: the default pose standing on the reference's first frame, facing its way."""
+        self._rest_root_host = torch.as_tensor(rest_q[3:7])
+        """(4,) float64 on the host: that start's root quaternion (w, x, y, z)."""
         self.frames = tuple(int(f) for f in cfg.reference_frames)
         self._last_start = clip.num_frames - 1 - max(self.frames) - 1
         if self._last_start < 0:
@@ -111,7 +114,8 @@ class G1ImitationEnv:
     # -- DiffEnv --------------------------------------------------------------------------------------
     def reset(self) -> torch.Tensor:
         all_envs = torch.ones(self.num_envs, dtype=torch.bool, device=self.device)
-        self.q, self.qd, self.last_action = self._restart(all_envs, self.q, self.qd, self.last_action)
+        self.q, self.qd, self.last_action = self._restart(all_envs, torch.arange(self.num_envs), self.q, self.qd,
+                                                          self.last_action)
         return self._observation(self.q, self.qd, self.last_action, self.frame).detach().float()
 
     def step(self, actions: torch.Tensor) -> EnvStep:
@@ -156,9 +160,10 @@ class G1ImitationEnv:
             rewards["alive"] = self.cfg.alive_reward * (~terminated).to(rate.dtype)
 
         done = terminated | truncated
-        any_done = bool(done.any())                                 # the step's one question to the device
+        restart = done.cpu().nonzero().squeeze(-1)                  # the step's one question to the device
+        any_done = len(restart) > 0
         if any_done:
-            self.q, self.qd, self.last_action = self._restart(done, q, qd, a)
+            self.q, self.qd, self.last_action = self._restart(done, restart, q, qd, a)
         else:
             self.q, self.qd, self.last_action = q, qd, a
         if rand:
@@ -224,11 +229,11 @@ class G1ImitationEnv:
         self.sim.vary(config, variation)
         self.sim_plain.vary(dataclasses.replace(config, bundle=self.sim_plain.config.bundle), variation)
 
-    def _restart(self, done: torch.Tensor, q, qd, last_action):
+    def _restart(self, done: torch.Tensor, idx_host: torch.Tensor, q, qd, last_action):
         """Reference state initialisation of the `done` environments (at least one) at random phases
-        (no graph)."""
-        idx = done.nonzero().squeeze(-1)
-        idx_host = idx.cpu()
+        (no graph). `done`: (N,) bool on the device; `idx_host`: (K,) their indices, on the host (the
+        restart asks the device nothing more)."""
+        idx = idx_host.to(self.device)
         start = torch.randint(0, self._last_start + 1, (len(idx),), generator=self.generator)
         at_rest = torch.zeros(self.num_envs, dtype=torch.bool, device=self.device)
         if self.cfg.rest_start_fraction > 0:        # no draw otherwise: the paper's runs keep their random stream
@@ -244,9 +249,36 @@ class G1ImitationEnv:
         if len(self._history):
             self._history = torch.where(done[None, :, None], torch.zeros_like(self._history), self._history)
         mask = done[:, None]
-        q = torch.where(mask, torch.where(at_rest[:, None], self._rest_q, self._ref_q[self.frame]), q)
-        qd = torch.where(mask, torch.where(at_rest[:, None], torch.zeros_like(qd), self._ref_qd[self.frame]), qd)
+        rest_q, rest_qd = self._rest_states()
+        q = torch.where(mask, torch.where(at_rest[:, None], rest_q, self._ref_q[self.frame]), q)
+        qd = torch.where(mask, torch.where(at_rest[:, None], rest_qd, self._ref_qd[self.frame]), qd)
         return q, qd, torch.where(mask, torch.zeros_like(last_action), last_action)
+
+    def _rest_states(self):
+        """(q (N, nq), qd (N, nv)): a start from rest for every environment, leaning, tipping and
+        sagging as `rest_start_tilt_deg`, `rest_start_tip_rate` and `rest_start_joint_noise_rad` draw
+        (on the host; no draw when all three are 0 or no episode starts from rest)."""
+        c, n = self.cfg, self.num_envs
+        q = self._rest_q.expand(n, -1)
+        qd = torch.zeros(n, self._ref_qd.shape[1], dtype=q.dtype, device=self.device)
+        perturbed = c.rest_start_tilt_deg or c.rest_start_tip_rate or c.rest_start_joint_noise_rad
+        if not (c.rest_start_fraction and perturbed):
+            return q, qd
+        g, dtype = self.generator, torch.float64
+        tilt_axis, tilt = 2 * np.pi * torch.rand(n, generator=g, dtype=dtype), torch.rand(n, generator=g, dtype=dtype)
+        tip_axis, tip = 2 * np.pi * torch.rand(n, generator=g, dtype=dtype), torch.rand(n, generator=g, dtype=dtype)
+        noise = c.rest_start_joint_noise_rad * torch.randn(n, len(self._jq), generator=g, dtype=dtype)
+        root = tilted_about_horizontal(self._rest_root_host, tilt_axis, np.radians(c.rest_start_tilt_deg) * tilt)
+        rate = c.rest_start_tip_rate * tip
+        omega = torch.stack([rate * torch.cos(tip_axis), rate * torch.sin(tip_axis), torch.zeros_like(rate)], -1)
+        height = self.robot.standing_height
+        velocity = torch.stack([omega[:, 1] * height, -omega[:, 0] * height, torch.zeros_like(rate)], -1)  # w x (0,0,h)
+        q, qd = q.clone(), qd.clone()
+        q[:, 3:7] = root.to(q)
+        q[:, self._jq] += noise.to(q)
+        qd[:, :3] = velocity.to(qd)
+        qd[:, 3:6] = quat_rotate_inverse(root, omega).to(qd)      # the simulator's is in the root frame
+        return q, qd
 
     def _to_sim_layout(self, x: np.ndarray, base: int) -> np.ndarray:
         """Reference (T, base + n) with joints in the description's order -> the simulator's dof order."""

@@ -51,8 +51,8 @@ class DomainRandomizer:
     # -- draws ------------------------------------------------------------------------------------------
     def _uniform(self, bounds, *shape, on_host: bool = False) -> Tensor:
         low, high = float(bounds[0]), float(bounds[1])
-        u = torch.rand(*shape, generator=self.generator, dtype=torch.float64)
-        return low + (high - low) * u if on_host else (low + (high - low) * u).to(self.device)
+        drawn = low + (high - low) * torch.rand(*shape, generator=self.generator, dtype=torch.float64)
+        return drawn if on_host else drawn.to(self.device)
 
     def episode_start(self, idx_host: Tensor, steps_host: Tensor) -> None:
         """Draw gains, delays and the next push of environments `idx_host` (host indices; their episode
