@@ -2,6 +2,7 @@
 the Warp simulator from the same initial state; the paper-table numbers and bad input."""
 import json
 import os
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -103,6 +104,23 @@ def test_a_run_from_rest_stands_where_the_reference_starts_facing_its_way(robot,
     for plant in ("mujoco", "warp"):
         run = result["runs"][plant][0]
         assert not run["fell"] and run["tracking_error_cm"] < 3.0, (plant, run)
+
+
+def test_a_hold_before_the_policy_stands_unsupported_under_the_policys_gains(capsys, tmp_path):
+    """`--hold S`: the robot first stands S s in the default pose under the policy's gains without
+    support. The shipped synthetic_dance policy's gains (a tenth of the stand policy's) let the G1
+    lean and sag: after a 0.2 s hold its policy takes over and stays up; after a 3 s hold it has
+    fallen by the time the policy starts (at its first step). Only from rest."""
+    policy = str(Path(__file__).resolve().parents[2] / "policies" / "shac_synthetic_dance_k300.onnx")
+    args = [policy, "--seeds", "1", "--duration", "1.0", "--from-rest", "--mujoco-only"]
+    short, long = tmp_path / "short", tmp_path / "long"
+    assert main([*args, "--hold", "0.2", "--out", str(short)]) == 0
+    assert main([*args, "--hold", "3.0", "--out", str(long)]) == 0
+    short, long = (json.loads((d / "eval.json").read_text()) for d in (short, long))
+    assert short["hold_s"] == 0.2 and not short["runs"]["mujoco"][0]["fell"]
+    assert long["runs"]["mujoco"][0]["fell"] and long["runs"]["mujoco"][0]["fall_time_s"] == pytest.approx(0.02)
+    assert main([policy, "--hold", "0.5"]) == 2
+    assert "--hold: seconds >= 0, with --from-rest only" in capsys.readouterr().err
 
 
 def test_a_diverging_simulation_counts_as_a_fall(robot, standing_csv, tmp_path):

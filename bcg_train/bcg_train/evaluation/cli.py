@@ -1,13 +1,15 @@
 """`bcg-eval`: an exported policy in MuJoCo and in the training simulator, in the paper's table format.
 
     bcg-eval POLICY.onnx [--motion NAME|FILE] [--motion-dir DIR] [--seeds 5] [--duration S] [--start S]
-             [--from-rest] [--dds] [--out DIR]
+             [--from-rest [--hold S]] [--dds] [--out DIR]
 
 For each seed the policy runs along its reference motion (default: the one in its contract) in
 MuJoCo through the sim bridge's physics core (in process) and in the Warp simulator at the
 contract's contact stiffness, from the same initial state (the reference's first frame, or the one
 `--start` seconds into it: where in a motion a policy fails; with `--from-rest` standing still there
-in the default pose, as the policy node starts the robot after its ramp). Printed, and written to OUT/eval.json:
+in the default pose, as the policy node starts the robot after its ramp; with `--hold S` the robot
+first stands S seconds there unsupported under the policy's own PD gains, and leans and sags as
+when a band or a hand lets it go, then the policy starts). Printed, and written to OUT/eval.json:
 falls out of the seeds (root below 0.3 m), the mean foot-penetration difference Warp minus MuJoCo
 [mm] (penetration = minus the mean signed height of the foot spheres in contact), and the tracking
 error [cm] (mean per-body position error). `--dds` also runs `bcg launch mujoco_check.launch.py` once
@@ -94,12 +96,12 @@ def run_dds(policy: Path, motion_file: str, seeds: int, duration: float, out: Pa
 
 def evaluate(policy_path: Path, motion: Optional[str] = None, seeds: int = 5, duration: float = 15.0,
              noise: float = 0.02, model: Optional[str] = None, log=None, motion_dir: Optional[str] = None,
-             warp: bool = True, start_s: float = 0.0, from_rest: bool = False) -> dict:
+             warp: bool = True, start_s: float = 0.0, from_rest: bool = False, hold_s: float = 0.0) -> dict:
     """The policy at `policy_path` in MuJoCo and (when `warp`) in the training simulator, `seeds` runs each along
     `motion` (default: the contract's; a named segment's files in `motion_dir`, default
     $BCG_MOTION_DIR) from `start_s` into it, on the reference or (`from_rest`) standing still as the
-    policy node starts the robot: {"policy", "motion", "start_s", "from_rest", "kappa", "simulator",
-    "summary", "runs"}
+    policy node starts the robot, after `hold_s` [s] standing in the default pose under the policy's
+    gains: {"policy", "motion", "start_s", "from_rest", "hold_s", "kappa", "simulator", "summary", "runs"}
     (the eval.json layout, without "dds"). Raises PolicyFileError, MotionFileError or ValueError."""
     policy = load_policy(policy_path)
     contract = policy.contract
@@ -117,14 +119,15 @@ def evaluate(policy_path: Path, motion: Optional[str] = None, seeds: int = 5, du
         plants["warp"] = WarpPlant(sim_config, model)
     for seed in range(seeds):
         for name, plant in plants.items():
-            r = run_policy(plant, policy, clip, seed, duration, noise, start_s=start_s, from_rest=from_rest)
+            r = run_policy(plant, policy, clip, seed, duration, noise, start_s=start_s, from_rest=from_rest,
+                           hold_s=hold_s)
             runs[name].append(r)
             if log:
                 log(f"seed {seed} {name:6s} {'FELL at %.2f s' % r.fall_time_s if r.fell else 'stayed up'}, "
                     f"tracking {r.tracking_error_cm:.1f} cm ({r.tracking_error_root_xy_cm:.1f} without the drift), "
                     f"contact height {r.contact_height_mm:.2f} mm")
     return {"policy": str(policy_path), "motion": motion, "start_s": start_s, "from_rest": from_rest,
-            "kappa": sim_config.kappa,
+            "hold_s": hold_s, "kappa": sim_config.kappa,
             "simulator": sim_config.contract_settings(), "summary": summarise(runs["mujoco"], runs["warp"]),
             "runs": {k: [asdict(r) for r in v] for k, v in runs.items()}}
 
@@ -141,6 +144,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--from-rest", action="store_true",
                    help="start standing still in the default pose, facing the reference, as the policy node "
                         "starts the robot (default: on the reference, with its velocities)")
+    p.add_argument("--hold", type=float, default=0.0, metavar="S",
+                   help="with --from-rest: first stand S seconds unsupported in the default pose under the "
+                        "policy's gains (the robot leans and sags, as when a band lets it go), then start "
+                        "the policy (default 0)")
     p.add_argument("--mujoco-only", action="store_true", help="skip the training simulator's runs (its columns n/a)")
     p.add_argument("--dds", action="store_true", help="also run mujoco_check over loopback DDS per seed")
     p.add_argument("--out", type=Path, default=Path("out/eval"), help="folder for eval.json (and DDS verdicts)")
@@ -149,6 +156,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     if args.seeds < 1 or args.duration <= 0:
         print("bcg-eval: --seeds must be >= 1 and --duration > 0", file=sys.stderr)
         return 2
+    if args.hold < 0 or (args.hold and not args.from_rest):
+        print("bcg-eval: --hold: seconds >= 0, with --from-rest only", file=sys.stderr)
+        return 2
     if args.start and args.dds:
         print("bcg-eval: --start: mujoco_check over DDS plays the motion from its start; drop --dds", file=sys.stderr)
         return 2
@@ -156,7 +166,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         result = evaluate(args.policy, args.motion, args.seeds, args.duration, args.noise, args.model,
                           log=lambda line: print(f"bcg-eval: {line}", file=sys.stderr, flush=True),
                           motion_dir=args.motion_dir, warp=not args.mujoco_only, start_s=args.start,
-                          from_rest=args.from_rest)
+                          from_rest=args.from_rest, hold_s=args.hold)
     except (PolicyFileError, MotionFileError, ValueError) as e:
         print(f"bcg-eval: {e}", file=sys.stderr)
         return 2

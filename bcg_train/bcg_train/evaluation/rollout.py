@@ -44,10 +44,12 @@ class RunResult:
 
 def run_policy(plant, policy: Policy, clip: MotionClip, seed: int, duration_s: float, noise_rad: float = 0.02,
                fall_height: float = FALL_HEIGHT, record: Optional[List[PlantState]] = None,
-               start_s: float = 0.0, from_rest: bool = False) -> RunResult:
+               start_s: float = 0.0, from_rest: bool = False, hold_s: float = 0.0) -> RunResult:
     """Run `policy` in `plant` (MujocoPlant or WarpPlant) along `clip` (at the policy's rate) from
     `start_s` [s] into it; the state after each control step is appended to `record` when given.
-    ValueError when `start_s` leaves no control step of the clip."""
+    `hold_s` [s] (from rest only, rounded to control periods): first stand that long in the default
+    pose under the policy's gains, unsupported; the policy and the reference start after it.
+    ValueError when `start_s` leaves no control step of the clip, or on a hold without `from_rest`."""
     contract = policy.contract
     robot = plant.robot
     order = np.array([robot.joint_names.index(j) for j in contract.joint_names])   # policy -> robot joints
@@ -64,6 +66,11 @@ def run_policy(plant, policy: Policy, clip: MotionClip, seed: int, duration_s: f
         q0, qd0 = q_ref[first].copy(), qd_ref[first]
     q0[7:] += np.random.default_rng(seed).normal(0.0, noise_rad, n)
     plant.reset(q0, qd0)
+    if hold_s and not from_rest:
+        raise ValueError("a hold (hold_s) starts from rest: from_rest=True")
+    standing = np.clip(robot.default_q, robot.q_lower, robot.q_upper)
+    for _ in range(int(round(hold_s / contract.control_period_s))):
+        plant.advance(standing, kp, kd, contract.control_period_s)
     frames = np.asarray(contract.observation.frames or (0,), dtype=int)
     steps = min(int(round(duration_s / contract.control_period_s)), clip.num_frames - 1 - first)
     last = np.zeros(n, np.float32)
