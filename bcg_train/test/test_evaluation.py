@@ -187,12 +187,14 @@ def test_table_reports_the_cells_present_cites_their_commands_and_lists_the_rest
     text = (out / "table.md").read_text()
     row = next(line for line in text.splitlines() if line.startswith("| dance | 300 |"))
     assert "/1 / 0 |" in row                                     # falls out of 1 seed, the paper's 0 beside it
-    assert row.count("|") == 11 and "without the drift" in text  # 10 columns
-    assert row.endswith("| 0/1 |")                               # the stand policy stays up from rest too
+    assert row.count("|") == 12 and "without the drift" in text  # 11 columns
+    assert row.endswith("| 0/1 | 0/1 |")           # the stand policy stays up from rest too, and after a hold
     assert "bcg-train --preset x --motion dance" in text and "bcg-eval" in text
     assert "no `shac_jump_k300.onnx`" in text
     cached = json.loads((folder / "shac_dance_k300.eval.json").read_text())
     assert cached["seeds"] == 1 and cached["duration_s"] == 1.0 and len(cached["runs"]["mujoco_from_rest"]) == 1
+    assert cached["command_after_hold"].endswith("--from-rest --hold 0.4 --mujoco-only")
+    assert len(cached["runs"]["mujoco_after_hold"]) == 1
     # the same file is not evaluated again; a policy shipped anew under the same name is
     logged = []
     table_module.rows_of(folder, ["dance"], [300.0], 1, 1.0, None, logged.append)
@@ -201,7 +203,7 @@ def test_table_reports_the_cells_present_cites_their_commands_and_lists_the_rest
     model.doc_string = "shipped anew"
     onnx.save(model, folder / "shac_dance_k300.onnx")
     table_module.rows_of(folder, ["dance"], [300.0], 1, 1.0, None, logged.append)
-    assert sum("evaluating" in line for line in logged) == 2      # on the reference, then from rest
+    assert sum("evaluating" in line for line in logged) == 3      # on the reference, from rest, after a hold
     assert (out / "table.csv").is_file() and (out / "table.png").is_file()
     assert table_main([str(tmp_path / "nowhere")]) == 2
 

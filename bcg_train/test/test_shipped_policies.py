@@ -1,8 +1,9 @@
 """The policies the repository ships (policies/): each ONNX file's contract agrees with its sidecar
 (how it was trained), its evaluation JSON is there, and `bcg-eval` in MuJoCo reproduces the falls
-the evaluation reports, seed for seed. The main job's default (a policy trained on a built-in
-motion, so no data is needed) is always checked; policies on real motion capture are checked when
-its files are found ($BCG_MOTION_DIR), and skipped with the reason otherwise.
+the evaluation reports, seed for seed (on the reference, from rest and after a hold). The main
+job's default (a policy trained on a built-in motion, so no data is needed) is always checked;
+policies on real motion capture are checked when its files are found ($BCG_MOTION_DIR), and
+skipped with the reason otherwise.
 """
 import json
 from pathlib import Path
@@ -14,7 +15,7 @@ from bcg.motion import MotionFileError
 from bcg.robot import RobotDescription
 from bcg_train.evaluation.cli import evaluate
 from bcg_train.evaluation.ship import SIDECAR_FORMAT, train_commands
-from bcg_train.evaluation.table import policy_name
+from bcg_train.evaluation.table import HOLD_S, policy_name
 from bcg_train.motion.kinematics import RobotKinematics
 from bcg_train.motion.library import load_clip
 from bcg_train.motion.resample import ResampleConfig
@@ -61,7 +62,8 @@ def test_bcg_eval_reproduces_the_falls(sidecar_path):
     recorded = [run["fell"] for run in evaluation["runs"]["mujoco"]]
     assert [run["fell"] for run in again["runs"]["mujoco"]] == recorded
     assert again["summary"]["falls_mujoco"] == evaluation["summary"]["falls_mujoco"]
-    from_rest = evaluate(POLICIES / f"{name}.onnx", evaluation["motion"], evaluation["seeds"],
-                         evaluation["duration_s"], warp=False, from_rest=True)
-    assert [run["fell"] for run in from_rest["runs"]["mujoco"]] == [
-        run["fell"] for run in evaluation["runs"]["mujoco_from_rest"]]
+    for start, hold_s in (("from_rest", 0.0), ("after_hold", HOLD_S)):
+        again = evaluate(POLICIES / f"{name}.onnx", evaluation["motion"], evaluation["seeds"],
+                         evaluation["duration_s"], warp=False, from_rest=True, hold_s=hold_s)
+        assert [run["fell"] for run in again["runs"]["mujoco"]] == [
+            run["fell"] for run in evaluation["runs"][f"mujoco_{start}"]], start
