@@ -5,7 +5,7 @@
 #      trained on a built-in motion, so no data is needed) on its contract's motion, verdict
 #      out/shipped/verdict.json and a GIF out/shipped/run.gif (PASS expected for a policy that stays up);
 #      then, when the LAFAN1 data is found, the same check of each of BCG_SHIPPED_REAL (default the
-#      walk, run, fight and jump policies, which stay up; empty: none), verdicts out/shipped/<name>/verdict.json,
+#      walk, run, fight, jump and dance policies, which pass; empty: none), verdicts out/shipped/<name>/verdict.json,
 #   2. train the cpu-smoke preset (SHAC through the differentiable simulator, bundled contact
 #      gradients on) on a reference motion (BCG_MOTION, default the built-in synthetic_run),
 #   3. export that policy to ONNX with its contract,
@@ -57,7 +57,7 @@ SHIPPED_MOTION="$(python -c 'import sys; from bcg.contract import load_policy; p
 step "1/4 shipped policy $SHIPPED ($SHIPPED_MOTION) in MuJoCo over DDS (GIF: out/shipped/run.gif)"
 mujoco_check "$SHIPPED" "$SHIPPED_MOTION" out/shipped out/shipped/verdict.json record:=out/shipped/run.gif "$@"
 # the shipped LAFAN1 policies that stay up, when their motion data is found (the repository carries none)
-for real in ${BCG_SHIPPED_REAL-policies/shac_walk_k300.onnx policies/shac_run_k300.onnx policies/shac_fight_k300.onnx policies/shac_jump_k300.onnx}; do
+for real in ${BCG_SHIPPED_REAL-policies/shac_walk_k300.onnx policies/shac_run_k300.onnx policies/shac_fight_k300.onnx policies/shac_jump_k300.onnx policies/shac_dance_k300.onnx}; do
   name="$(basename "$real" .onnx)"
   real_motion="$(python -c 'import sys; from bcg.contract import load_policy; print(load_policy(sys.argv[1]).contract.motion)' "$real")"
   if ! python -m bcg_train.motion node-motion "$real_motion" --out "out/shipped/$name/motions" >/dev/null 2>&1; then
