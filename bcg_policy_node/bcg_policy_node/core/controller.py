@@ -59,11 +59,11 @@ class Controller:
         if self.contract.observation.needs_reference and motion is None:
             raise ValueError("motion: the policy's observation has reference-motion terms "
                              f"({[t.name for t in self.contract.observation.terms if t.frames]}); give --motion")
+        self.joints = JointMap.build(self.contract, robot)   # refined by mode_machine at the first LowState
         if motion is not None:           # the frames and joint rates training computed from the same file
-            names = self.contract.joint_names
-            index = [robot.joint_names.index(n) for n in names]
-            motion = at_control_rate(motion, 1.0 / self.contract.control_period_s, names,
-                                     robot.q_lower[index], robot.q_upper[index])
+            slots = self.joints.slots
+            motion = at_control_rate(motion, 1.0 / self.contract.control_period_s, self.contract.joint_names,
+                                     self.joints.q_lower[slots], self.joints.q_upper[slots])
         self.motion = self.source_motion = motion
         """`motion` as the policy samples it (turned to the robot's heading at the start), and as given,
         both at the policy's rate with the policy's joints (`at_control_rate`, as in training)."""
@@ -72,7 +72,6 @@ class Controller:
         """rad: how far the reference was turned about the vertical when the policy started."""
         self.motion_columns = motion.joint_index(self.contract.joint_names) if motion is not None else None
         self._frame_offsets_s = np.asarray(self.contract.observation.frames, float) * self.contract.control_period_s
-        self.joints = JointMap.build(self.contract, robot)   # refined by mode_machine at the first LowState
         self.mode_machine: Optional[int] = None
         self.state: Optional[np.void] = None
         self.state_time = -np.inf

@@ -59,6 +59,8 @@ def run_policy(plant, policy: Policy, clip: MotionClip, seed: int, duration_s: f
     first = int(round(start_s / contract.control_period_s))
     if not 0 <= first < clip.num_frames - 1:
         raise ValueError(f"start {start_s:g} s: outside the motion's {clip.duration_s:.2f} s")
+    if hold_s and not from_rest:
+        raise ValueError("a hold (hold_s) starts from rest: from_rest=True")
     if from_rest:
         q0, qd0 = clip.rest_state(first, robot.default_q, robot.standing_height)
     else:
@@ -66,11 +68,8 @@ def run_policy(plant, policy: Policy, clip: MotionClip, seed: int, duration_s: f
         q0, qd0 = q_ref[first].copy(), qd_ref[first]
     q0[7:] += np.random.default_rng(seed).normal(0.0, noise_rad, n)
     plant.reset(q0, qd0)
-    if hold_s and not from_rest:
-        raise ValueError("a hold (hold_s) starts from rest: from_rest=True")
-    standing = np.clip(robot.default_q, robot.q_lower, robot.q_upper)
     for _ in range(int(round(hold_s / contract.control_period_s))):
-        plant.advance(standing, kp, kd, contract.control_period_s)
+        plant.advance(np.clip(robot.default_q, robot.q_lower, robot.q_upper), kp, kd, contract.control_period_s)
     frames = np.asarray(contract.observation.frames or (0,), dtype=int)
     steps = min(int(round(duration_s / contract.control_period_s)), clip.num_frames - 1 - first)
     last = np.zeros(n, np.float32)
