@@ -161,6 +161,26 @@ def test_the_alive_reward_pays_each_step_that_does_not_fail():
     assert step.reward_terms["alive"].tolist() == [0.0, 0.5, 0.5]
 
 
+def test_the_root_velocity_reward_pays_for_moving_with_the_reference():
+    """w exp(-|v_xy - v_ref_xy|^2 / sigma^2) of the state the step reached, differentiable in the actions."""
+    assert "root_velocity" not in make().step(torch.zeros(N, 29)).reward_terms
+    env = make(root_velocity_reward=2.0, root_velocity_sigma=0.5)
+    env.reset()
+    ref_vel = env._reference_pose(env.frame + 1).root_lin_vel
+    actions = torch.zeros(N, env.act_dim, requires_grad=True)
+    step = env.step(actions)
+    after = env._pose(env.q, env.qd).root_lin_vel      # (no restart: the first step does not fail)
+    lag = ((after[:, :2] - ref_vel[:, :2]) ** 2).sum(-1)
+    np.testing.assert_allclose(step.reward_terms["root_velocity"].detach().numpy(),
+                               (2.0 * torch.exp(-lag / 0.25)).detach().numpy(), rtol=1e-6)
+    step.reward_terms["root_velocity"].sum().backward()
+    assert actions.grad.abs().sum() > 0
+    with pytest.raises(ConfigError, match=r"^env\.root_velocity_sigma: "):
+        make(root_velocity_sigma=0.0)
+    with pytest.raises(ConfigError, match=r"^env\.root_velocity_reward: "):
+        make(root_velocity_reward=-1.0)
+
+
 def test_rest_starts_stand_still_in_the_default_pose_at_the_first_frame_facing_the_reference():
     """As the policy node starts the robot: a fraction of the episodes; the rest on the reference."""
     env = make(rest_start_fraction=1.0)

@@ -114,6 +114,16 @@ class ImitationEnvConfig:
     the initial action std of 1 it is about -3.3 per step against an ADD reward of 0.2, so a failure,
     whose value is 0, is worth more than surviving and the critic learns that; this term makes
     surviving worth something. A constant: it moves the critic's values, not the reward's gradient."""
+    root_velocity_reward: float = 0.0
+    """Weight of a reward for moving with the reference [per step]:
+    w exp(-|v_xy - v_ref_xy|^2 / root_velocity_sigma^2), v_xy the root's horizontal velocity in the
+    world and v_ref_xy the reference's (m/s). The ADD reward sees the root's position too, but one
+    feature among hundreds, normalised by a running mean of its (large) drift: policies trained on
+    it keep the poses and fall behind a travelling reference. This term, computed from the robot's
+    own state and differentiable, asks for the reference's speed and direction; with
+    `reference_root_velocity` the policy observes that velocity. 0: the paper's reward."""
+    root_velocity_sigma: float = 0.5
+    """Width of that reward's kernel [m/s]: an error of sigma pays w / e."""
     rest_start_fraction: float = 0.0
     """Fraction of episodes that start from rest, as the policy node starts the robot [-]: the
     default joint pose, no velocity, upright at the default pose's standing height, on the
@@ -138,9 +148,10 @@ class ImitationEnvConfig:
     def validate(self) -> None:
         """ConfigError naming the key (relative to this section: 'sim.kappa: ...')."""
         require_positive(self, "control_period_s", "action_scale", "episode_length_s", "termination_body_error",
-                         "motion_duration_s")
+                         "motion_duration_s", "root_velocity_sigma")
         require_non_negative(self, "kp_scale", "kd_scale", "termination_height", "action_rate_scale",
-                             "alive_reward", "rest_start_tilt_deg", "rest_start_tip_rate", "rest_start_joint_noise_rad")
+                             "alive_reward", "root_velocity_reward", "rest_start_tilt_deg", "rest_start_tip_rate",
+                             "rest_start_joint_noise_rad")
         check(self.rest_start_tilt_deg <= 30.0, "rest_start_tilt_deg",
               f"must be at most 30 deg (a lean, not a fall), got {self.rest_start_tilt_deg!r}")
         check(0.0 <= self.rest_start_fraction <= 1.0, "rest_start_fraction",

@@ -158,6 +158,9 @@ class G1ImitationEnv:
         rewards = {"action_rate": -self.cfg.action_rate_scale * (rate ** 2).sum(dim=-1)}
         if self.cfg.alive_reward:
             rewards["alive"] = self.cfg.alive_reward * (~terminated).to(rate.dtype)
+        if self.cfg.root_velocity_reward:
+            lag = ((sim_pose.root_lin_vel[:, :2] - ref_pose.root_lin_vel[:, :2]) ** 2).sum(dim=-1)     # (m/s)^2
+            rewards["root_velocity"] = self.cfg.root_velocity_reward * torch.exp(-lag / self.cfg.root_velocity_sigma**2)
 
         done = terminated | truncated
         restart = done.cpu().nonzero().squeeze(-1)                  # the step's one question to the device

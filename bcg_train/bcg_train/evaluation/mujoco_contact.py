@@ -1,0 +1,55 @@
+"""MuJoCo's contact, varied: a G1 model's floor and foot contact changed in place, to ask whether a
+policy's fall (or survival) in MuJoCo hinges on MuJoCo's own contact parameters
+(bench/mujoco_contact_sensitivity.py).
+
+Keys: `friction`, the sliding coefficient of every geom (MuJoCo combines a pair's with max(), so this
+sets the feet against the floor) [-]; `torsion`, condim 4 with that torsional coefficient [m];
+`solref`, every geom's contact time constant (MuJoCo's default 0.02 s; smaller is stiffer) [s];
+`cone`, the friction cone (pyramidal, MuJoCo's default, or elliptic).
+"""
+from typing import Dict, Tuple
+
+import mujoco
+import yaml
+
+CONES = {"pyramidal": mujoco.mjtCone.mjCONE_PYRAMIDAL, "elliptic": mujoco.mjtCone.mjCONE_ELLIPTIC}
+
+
+def parse_variant(text: str) -> Tuple[str, Dict[str, object]]:
+    """'NAME:key=value,...' -> (NAME, {key: value} with YAML values); ValueError naming the text on a
+    malformed one (the keys are checked by `apply_contact`)."""
+    name, sep, body = text.partition(":")
+    changes = {}
+    for item in filter(None, body.split(",")):
+        key, eq, value = item.partition("=")
+        if not eq:
+            raise ValueError(f"variant {text!r}: expected NAME:key=value,...")
+        changes[key.strip()] = yaml.safe_load(value)
+    if not sep or not name or not changes:
+        raise ValueError(f"variant {text!r}: expected NAME:key=value,...")
+    return name, changes
+
+
+def apply_contact(model: mujoco.MjModel, changes: Dict[str, object]) -> None:
+    """Change `model`'s contact in place: friction (sliding coefficient of every geom, > 0), torsion
+    (condim 4 and that torsional coefficient [m], >= 0), solref (time constant of every geom [s], > 0),
+    cone (pyramidal or elliptic). ValueError naming the key on anything else."""
+    for key, value in changes.items():
+        if key == "cone":
+            if value not in CONES:
+                raise ValueError(f"cone: expected one of {sorted(CONES)}, got {value!r}")
+            model.opt.cone = CONES[value]
+            continue
+        if not isinstance(value, (int, float)) or isinstance(value, bool):
+            raise ValueError(f"{key}: expected a number, got {value!r}")
+        if key == "friction" and value > 0:
+            model.geom_friction[:, 0] = value
+        elif key == "torsion" and value >= 0:
+            model.geom_condim[:] = 4
+            model.geom_friction[:, 1] = value
+        elif key == "solref" and value > 0:
+            model.geom_solref[:, 0] = value
+        elif key in ("friction", "torsion", "solref"):
+            raise ValueError(f"{key}: out of range, got {value!r}")
+        else:
+            raise ValueError(f"unknown contact key {key!r} (friction, torsion, solref, cone)")

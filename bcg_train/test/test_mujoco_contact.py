@@ -1,0 +1,47 @@
+"""bcg_train.evaluation.mujoco_contact: MuJoCo's contact varied in place, bad variants named."""
+import mujoco
+import numpy as np
+import pytest
+
+from bcg.robot import RobotDescription
+from bcg_train.evaluation.mujoco_contact import apply_contact, parse_variant
+from bcg_train.evaluation.plants import MujocoPlant
+
+
+def test_a_variant_parses_into_its_name_and_typed_values():
+    assert parse_variant("grippy:friction=2,cone=elliptic") == ("grippy", {"friction": 2, "cone": "elliptic"})
+    for bad in ("friction=2", "name:", "name:friction"):
+        with pytest.raises(ValueError, match="expected NAME:key=value"):
+            parse_variant(bad)
+
+
+def test_each_key_changes_the_g1_models_contact_and_nothing_else():
+    plant = MujocoPlant(RobotDescription.load(None))
+    model = plant.core.model
+    before = {k: getattr(model, k).copy() for k in ("geom_friction", "geom_condim", "geom_solref", "body_mass")}
+    assert model.opt.cone == mujoco.mjtCone.mjCONE_PYRAMIDAL
+    apply_contact(model, {"friction": 0.6, "torsion": 0.02, "solref": 0.005, "cone": "elliptic"})
+    assert np.all(model.geom_friction[:, 0] == 0.6) and np.all(model.geom_friction[:, 1] == 0.02)
+    np.testing.assert_array_equal(model.geom_friction[:, 2], before["geom_friction"][:, 2])
+    assert np.all(model.geom_condim == 4) and np.all(model.geom_solref[:, 0] == 0.005)
+    np.testing.assert_array_equal(model.geom_solref[:, 1], before["geom_solref"][:, 1])
+    np.testing.assert_array_equal(model.body_mass, before["body_mass"])
+    assert model.opt.cone == mujoco.mjtCone.mjCONE_ELLIPTIC
+    plant.reset(*_standing(plant))            # the changed model still simulates
+    plant.advance(plant.robot.default_q, plant.robot.kp, plant.robot.kd, 0.02)
+    assert np.isfinite(plant.state().joint_pos).all()
+
+
+def _standing(plant):
+    r = plant.robot
+    q = np.concatenate([[0.0, 0.0, r.standing_height, 1.0, 0.0, 0.0, 0.0], r.default_q])
+    return q, np.zeros(6 + r.num_joints)
+
+
+@pytest.mark.parametrize("changes, message", [
+    ({"friction": 0.0}, r"^friction: out of range"), ({"solref": -0.01}, r"^solref: out of range"),
+    ({"torsion": -1}, r"^torsion: out of range"), ({"friction": "high"}, r"^friction: expected a number"),
+    ({"cone": "round"}, r"^cone: expected one of"), ({"stiffness": 3}, r"^unknown contact key 'stiffness'")])
+def test_a_bad_key_or_value_is_named(changes, message):
+    with pytest.raises(ValueError, match=message):
+        apply_contact(mujoco.MjModel.from_xml_string("<mujoco/>"), changes)
