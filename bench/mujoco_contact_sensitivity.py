@@ -20,9 +20,10 @@ from typing import Dict, List, Optional, Sequence
 
 import mujoco
 
+from bcg.config_check import parse_named_assignments
 from bcg.contract import load_policy
 from bcg.robot import RobotDescription
-from bcg_train.evaluation.mujoco_contact import apply_contact, parse_variant
+from bcg_train.evaluation.mujoco_contact import apply_contact
 from bcg_train.evaluation.plants import MujocoPlant
 from bcg_train.evaluation.rollout import run_policy
 from bcg_train.motion.kinematics import RobotKinematics
@@ -57,7 +58,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     p.add_argument("--model", help="G1 MuJoCo XML (default: $BCG_G1_MODEL)")
     args = p.parse_args(argv)
     try:                                  # a bad variant fails before any run
-        variants = [("nominal", {})] + [parse_variant(v) for v in (args.variant or DEFAULT_VARIANTS)]
+        variants = [("nominal", {})] + [parse_named_assignments(v) for v in (args.variant or DEFAULT_VARIANTS)]
         for _, changes in variants:
             apply_contact(mujoco.MjModel.from_xml_string("<mujoco/>"), changes)
     except ValueError as e:

@@ -23,10 +23,9 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
-import yaml
 
 from bcg.atomic_file import write_atomic, write_text_atomic
-from bcg.config_check import apply_overrides
+from bcg.config_check import apply_overrides, parse_named_assignments
 from bcg.contract import load_policy
 from bcg.robot import RobotDescription
 from bcg_train.diffsim import SimConfig
@@ -44,13 +43,10 @@ SCALE = {"m": ("mm", 1e3), "rad": ("deg", 180.0 / np.pi), "N": ("N", 1.0)}
 
 def parse_variant(text: str, base: SimConfig) -> Tuple[str, SimConfig]:
     """'NAME:key=value,key=value' -> (NAME, base with those SimConfig fields changed)."""
-    name, _, body = text.partition(":")
-    changes = {}
-    for item in filter(None, body.split(",")):
-        key, sep, value = item.partition("=")
-        if not sep:
-            raise SystemExit(f"--variant {text!r}: expected NAME:key=value,...")
-        changes[key.strip()] = yaml.safe_load(value)
+    try:
+        name, changes = parse_named_assignments(text)
+    except ValueError as e:
+        raise SystemExit(f"--variant {e}")
     cfg = apply_overrides(base, changes)
     cfg.validate()
     return name, cfg

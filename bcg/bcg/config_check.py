@@ -3,11 +3,14 @@
 A config is a dataclass whose `validate()` raises `ConfigError` with a message that starts with the
 dotted key of the bad value ("shac.horizon: must be > 0, got 0"); a section that holds other configs
 validates them with `validate_section`, which prefixes the section's name. `apply_overrides` builds a
-config from nested mappings (YAML), converting each value to its field's type.
+config from nested mappings (YAML), converting each value to its field's type; `parse_named_assignments`
+reads a command line's 'NAME:key=value,...' variant.
 """
 import dataclasses
 import typing
-from typing import Any, Iterator, Mapping, Tuple
+from typing import Any, Dict, Iterator, Mapping, Tuple
+
+import yaml
 
 
 class ConfigError(ValueError):
@@ -116,3 +119,18 @@ def apply_overrides(cfg: Any, overrides: Mapping[str, Any], prefix: str = "") ->
         else:
             changes[key] = _convert(value, hints[key], dotted)
     return dataclasses.replace(cfg, **changes)
+
+
+def parse_named_assignments(text: str) -> Tuple[str, Dict[str, Any]]:
+    """'NAME:key=value,key=value' -> (NAME, {key: value parsed as YAML}); ValueError naming `text`
+    when the name, the colon or an '=' is missing (the keys are the caller's to check)."""
+    name, colon, body = text.partition(":")
+    assignments = {}
+    for item in filter(None, body.split(",")):
+        key, eq, value = item.partition("=")
+        if not eq:
+            raise ValueError(f"{text!r}: expected NAME:key=value,...")
+        assignments[key.strip()] = yaml.safe_load(value)
+    if not colon or not name or not assignments:
+        raise ValueError(f"{text!r}: expected NAME:key=value,...")
+    return name, assignments

@@ -3,16 +3,17 @@ import mujoco
 import numpy as np
 import pytest
 
+from bcg.config_check import parse_named_assignments
 from bcg.robot import RobotDescription
-from bcg_train.evaluation.mujoco_contact import apply_contact, parse_variant
+from bcg_train.evaluation.mujoco_contact import apply_contact
 from bcg_train.evaluation.plants import MujocoPlant
 
 
 def test_a_variant_parses_into_its_name_and_typed_values():
-    assert parse_variant("grippy:friction=2,cone=elliptic") == ("grippy", {"friction": 2, "cone": "elliptic"})
+    assert parse_named_assignments("grippy:friction=2,cone=elliptic") == ("grippy", {"friction": 2, "cone": "elliptic"})
     for bad in ("friction=2", "name:", "name:friction"):
         with pytest.raises(ValueError, match="expected NAME:key=value"):
-            parse_variant(bad)
+            parse_named_assignments(bad)
 
 
 def test_each_key_changes_the_g1_models_contact_and_nothing_else():

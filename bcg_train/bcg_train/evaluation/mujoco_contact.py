@@ -7,27 +7,11 @@ sets the feet against the floor) [-]; `torsion`, condim 4 with that torsional co
 `solref`, every geom's contact time constant (MuJoCo's default 0.02 s; smaller is stiffer) [s];
 `cone`, the friction cone (pyramidal, MuJoCo's default, or elliptic).
 """
-from typing import Dict, Tuple
+from typing import Dict
 
 import mujoco
-import yaml
 
 CONES = {"pyramidal": mujoco.mjtCone.mjCONE_PYRAMIDAL, "elliptic": mujoco.mjtCone.mjCONE_ELLIPTIC}
-
-
-def parse_variant(text: str) -> Tuple[str, Dict[str, object]]:
-    """'NAME:key=value,...' -> (NAME, {key: value} with YAML values); ValueError naming the text on a
-    malformed one (the keys are checked by `apply_contact`)."""
-    name, sep, body = text.partition(":")
-    changes = {}
-    for item in filter(None, body.split(",")):
-        key, eq, value = item.partition("=")
-        if not eq:
-            raise ValueError(f"variant {text!r}: expected NAME:key=value,...")
-        changes[key.strip()] = yaml.safe_load(value)
-    if not sep or not name or not changes:
-        raise ValueError(f"variant {text!r}: expected NAME:key=value,...")
-    return name, changes
 
 
 def apply_contact(model: mujoco.MjModel, changes: Dict[str, object]) -> None:
