@@ -6,6 +6,7 @@ non-zero exit and nothing published.
 """
 import importlib.util
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -220,7 +221,9 @@ def test_a_frozen_policy_process_is_damped_by_its_writer(robot, tmp_path):
                          ids=["sigint", "sigint+sigterm"])
 def test_sigint_publishes_damping_for_the_shutdown_time_then_exits(robot, tmp_path, signals):
     """shutdown_damping is 0.3 s in PARAMS: after SIGINT only damping goes out, for that long. A
-    second signal at once (an impatient Ctrl-C, a supervisor) changes nothing: one stop, exit 0."""
+    second signal at once (an impatient Ctrl-C, a supervisor) changes nothing: one stop, exit 0.
+    Which of two signals sent at once the node sees first is the kernel's choice (it may hand them
+    to different threads), so then the one stop may name either."""
     domain = 58 if len(signals) == 1 else 55
     client = StateClient(domain, robot, tmp_path)
     proc = start_node(tmp_path, domain)
@@ -236,7 +239,8 @@ def test_sigint_publishes_damping_for_the_shutdown_time_then_exits(robot, tmp_pa
     after = [(t, c) for t, c in client.commands if t > t_int + 0.05]
     assert after and all(is_damping(c, robot.damping_kd) for _, c in after)
     assert after[-1][0] - t_int >= 0.25                      # still damping a whole 0.3 s later
-    assert out.count("-> damping: stop requested (SIGINT)") == 1 and "SIGTERM" not in out, out
+    stops = re.findall(r"-> damping: stop requested \((\w+)\)", out)
+    assert len(stops) == 1 and stops[0] in [s.name for s in signals], out
 
 
 @pytest.mark.timeout(60)
