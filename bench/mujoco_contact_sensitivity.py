@@ -38,10 +38,10 @@ DEFAULT_VARIANTS = ("friction 0.6:friction=0.6", "friction 2:friction=2", "torsi
 def fall_times(robot: RobotDescription, policy, clip, changes: Dict[str, object], seeds: int,
                duration_s: float) -> List[Optional[float]]:
     """Per seed: when the policy fell in MuJoCo with `changes` applied [s], None if it stayed up."""
+    plant = MujocoPlant(robot)               # each run resets its state; the changed model stays
+    apply_contact(plant.core.model, changes)
     out = []
     for seed in range(seeds):
-        plant = MujocoPlant(robot)
-        apply_contact(plant.core.model, changes)
         result = run_policy(plant, policy, clip, seed, duration_s)
         out.append(result.fall_time_s if result.fell else None)
     return out
