@@ -41,8 +41,21 @@ def test_stand_policy_stays_up_in_both_simulators(robot, standing_csv, tmp_path)
         assert not r.fell and r.duration_s == pytest.approx(1.0), name
         assert r.tracking_error_cm < 3.0, (name, r.tracking_error_cm)
         assert r.tracking_error_root_xy_cm < 3.0, (name, r.tracking_error_root_xy_cm)
+        assert r.self_contact_s == 0.0 and r.first_self_contact_s is None, name
     assert -5.0 < results["mujoco"].contact_height_mm < 0.0          # MuJoCo's soft contact: sub-mm to mm
     assert -2.0 < results["warp"].contact_height_mm < 10.0            # the smoothed contact rests near or above it
+
+
+def test_mujoco_reports_the_legs_touching_each_other(robot):
+    """Hips rolled inwards 0.3 rad each (their limit is 0.52) cross the legs: MuJoCo collides them."""
+    plant = MujocoPlant(robot)
+    joint = {n: k for k, n in enumerate(robot.joint_names)}
+    q = np.r_[0.0, 0.0, robot.standing_height + 0.3, 1.0, 0.0, 0.0, 0.0, robot.default_q]
+    plant.reset(q, np.zeros(6 + robot.num_joints))
+    assert plant.state().self_contacts == 0
+    q[7 + joint["left_hip_roll_joint"]], q[7 + joint["right_hip_roll_joint"]] = -0.3, 0.3
+    plant.reset(q, np.zeros(6 + robot.num_joints))
+    assert plant.state().self_contacts > 0
 
 
 def test_the_tracking_error_without_the_drift_ignores_only_the_horizontal_root_offset():
@@ -63,6 +76,7 @@ def test_cli_prints_the_paper_row_and_writes_json(robot, standing_csv, tmp_path,
     result = json.loads((out / "eval.json").read_text())
     assert 0.0 < result["summary"]["tracking_error_root_xy_mujoco_cm"] < 3.0
     assert "tracking_error_root_xy_cm" in result["runs"]["mujoco"][0]
+    assert result["summary"]["self_contact_mujoco_s"] == 0.0
     assert result["summary"]["falls_mujoco"] == 0 and len(result["runs"]["warp"]) == 2
     assert np.isfinite(result["summary"]["penetration_diff_mm"])
 

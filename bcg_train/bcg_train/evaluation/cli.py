@@ -39,7 +39,8 @@ from .rollout import RunResult, run_policy
 
 
 def summarise(mujoco_runs: List[RunResult], warp_runs: List[RunResult]) -> dict:
-    """The paper's row: falls, penetration difference Warp - MuJoCo [mm], tracking error [cm]. The
+    """The paper's row: falls, penetration difference Warp - MuJoCo [mm], tracking error [cm]; and the
+    mean time with the robot's bodies touching each other in MuJoCo [s]. The
     Warp columns are None when the training simulator was not run (`warp_runs` empty)."""
     def mean(values):
         values = [v for v in values if np.isfinite(v)]
@@ -52,7 +53,8 @@ def summarise(mujoco_runs: List[RunResult], warp_runs: List[RunResult]) -> dict:
                                          for m, w in zip(mujoco_runs, warp_runs)]) if warp else None,
             "tracking_error_mujoco_cm": mean([r.tracking_error_cm for r in mujoco_runs]),
             "tracking_error_warp_cm": mean([r.tracking_error_cm for r in warp_runs]) if warp else None,
-            "tracking_error_root_xy_mujoco_cm": mean([r.tracking_error_root_xy_cm for r in mujoco_runs])}
+            "tracking_error_root_xy_mujoco_cm": mean([r.tracking_error_root_xy_cm for r in mujoco_runs]),
+            "self_contact_mujoco_s": mean([r.self_contact_s for r in mujoco_runs])}
 
 
 def table(motion: str, kappa: float, row: dict, dds: Optional[dict]) -> str:
@@ -125,7 +127,9 @@ def evaluate(policy_path: Path, motion: Optional[str] = None, seeds: int = 5, du
             if log:
                 log(f"seed {seed} {name:6s} {'FELL at %.2f s' % r.fall_time_s if r.fell else 'stayed up'}, "
                     f"tracking {r.tracking_error_cm:.1f} cm ({r.tracking_error_root_xy_cm:.1f} without the drift), "
-                    f"contact height {r.contact_height_mm:.2f} mm")
+                    f"contact height {r.contact_height_mm:.2f} mm"
+                    + (f", legs touching {r.self_contact_s:.2f} s from {r.first_self_contact_s:.2f} s"
+                       if r.first_self_contact_s is not None else ""))
     return {"policy": str(policy_path), "motion": motion, "start_s": start_s, "from_rest": from_rest,
             "hold_s": hold_s, "kappa": sim_config.kappa,
             "simulator": sim_config.contract_settings(), "summary": summarise(runs["mujoco"], runs["warp"]),

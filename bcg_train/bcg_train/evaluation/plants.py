@@ -31,6 +31,7 @@ class PlantState:
     contact_height: np.ndarray  # (k,) m, signed height of each foot sphere in contact (< 0: penetrating)
     foot_height: np.ndarray     # (2,) m, lowest point of each foot's spheres (left, right), signed
     foot_force: np.ndarray      # (2,) N, normal contact force of the floor on each foot (left, right)
+    self_contacts: int = 0      # contacts between two of the robot's bodies (MuJoCo; the training simulator has none)
 
 
 class MujocoPlant:
@@ -70,11 +71,16 @@ class MujocoPlant:
                           joint_pos=d.qpos[r.joint_qpos_adr].copy(), joint_vel=d.qvel[r.joint_dof_adr].copy(),
                           root_height=float(d.qpos[self._root + 2]), body_pos=d.xpos[self._bodies].copy(),
                           contact_height=self._feet.distances(d), foot_height=self._foot_heights(),
-                          foot_force=self._foot_forces())
+                          foot_force=self._foot_forces(), self_contacts=self._self_contacts())
 
     def _foot_heights(self) -> np.ndarray:
         m, d = self.core.model, self.core.data
         return np.array([np.min(d.geom_xpos[g, 2] - m.geom_size[g, 0]) for g in self._foot_geoms])
+
+    def _self_contacts(self) -> int:
+        m, d = self.core.model, self.core.data
+        bodies = m.geom_bodyid[d.contact.geom[:d.ncon]]          # (ncon, 2)
+        return int(np.count_nonzero((bodies != 0).all(axis=1)))
 
     def _foot_forces(self) -> np.ndarray:
         """Normal force of each foot's contacts with the world (MuJoCo's contact frame: normal first)."""

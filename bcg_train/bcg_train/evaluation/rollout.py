@@ -40,6 +40,11 @@ class RunResult:
     """The same with each pose's horizontal root position removed [cm]: posture, height and heading
     count, the drift over the floor does not (a policy that walks a little slower than its reference
     is far off in the world frame and close here)."""
+    self_contact_s: float = 0.0
+    """Time [s] with two of the robot's bodies touching (the legs, in a crossing step: MuJoCo collides
+    them, the training simulator does not, so 0 there)."""
+    first_self_contact_s: Optional[float] = None
+    """When they first did [s], None if never."""
 
 
 def run_policy(plant, policy: Policy, clip: MotionClip, seed: int, duration_s: float, noise_rad: float = 0.02,
@@ -75,6 +80,7 @@ def run_policy(plant, policy: Policy, clip: MotionClip, seed: int, duration_s: f
     last = np.zeros(n, np.float32)
     heights, errors = [], []
     fall_time = None
+    touching = []
     st = plant.state()
     for t in range(steps):
         future = np.minimum(first + t + frames, clip.num_frames - 1)
@@ -95,6 +101,7 @@ def run_policy(plant, policy: Policy, clip: MotionClip, seed: int, duration_s: f
         if record is not None:
             record.append(st)
         heights.extend(st.contact_height)
+        touching.append(st.self_contacts > 0)
         errors.append(body_errors(st.body_pos, clip.body_pos[first + t + 1]))
         if st.root_height < fall_height:
             fall_time = (t + 1) * contract.control_period_s
@@ -102,7 +109,10 @@ def run_policy(plant, policy: Policy, clip: MotionClip, seed: int, duration_s: f
     return RunResult(fell=fall_time is not None, fall_time_s=fall_time,
                      duration_s=len(errors) * contract.control_period_s,
                      contact_height_mm=float(np.mean(heights) * 1000.0) if heights else float("nan"),
-                     tracking_error_cm=_mean_cm(errors, 0), tracking_error_root_xy_cm=_mean_cm(errors, 1))
+                     tracking_error_cm=_mean_cm(errors, 0), tracking_error_root_xy_cm=_mean_cm(errors, 1),
+                     self_contact_s=sum(touching) * contract.control_period_s,
+                     first_self_contact_s=(touching.index(True) + 1) * contract.control_period_s if any(touching)
+                     else None)
 
 
 def body_errors(body_pos: np.ndarray, ref_body_pos: np.ndarray) -> np.ndarray:

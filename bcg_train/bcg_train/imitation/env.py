@@ -38,6 +38,7 @@ from bcg_train.motion.resample import ResampleConfig
 
 from .config import ImitationEnvConfig
 from .features import PoseState, add_features, feature_dim
+from .leg_clearance import LegClearance
 from .randomization import DomainRandomizer
 
 
@@ -91,6 +92,8 @@ class G1ImitationEnv:
         self.spec = tracking_spec(n, self.frames, cfg.reference_root_velocity)
         self.obs_dim = self.spec.size
         self.add_dim = feature_dim(n, self.model.nb)
+        self.leg_clearance = (LegClearance(self.model.body_names, cfg.leg_clearance_m) if cfg.leg_clearance_penalty
+                              else None)
 
         self.randomizer = None
         if cfg.randomization.enabled:
@@ -161,6 +164,8 @@ class G1ImitationEnv:
         if self.cfg.root_velocity_reward:
             lag = ((sim_pose.root_lin_vel[:, :2] - ref_pose.root_lin_vel[:, :2]) ** 2).sum(dim=-1)     # (m/s)^2
             rewards["root_velocity"] = self.cfg.root_velocity_reward * torch.exp(-lag / self.cfg.root_velocity_sigma**2)
+        if self.leg_clearance is not None:
+            rewards["leg_clearance"] = -self.cfg.leg_clearance_penalty * self.leg_clearance.penalty(sim_pose.body_pos)
 
         done = terminated | truncated
         restart = done.cpu().nonzero().squeeze(-1)                  # the step's one question to the device
