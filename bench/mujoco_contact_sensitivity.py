@@ -11,7 +11,8 @@ the edge of its stability there, not a fault of one simulator.
     python bench/mujoco_contact_sensitivity.py POLICY.onnx [--motion NAME] [--seeds 2] [--duration 15]
         [--variant NAME:key=value,... ...]
 
-Without `--variant`: friction 0.6 and 2, torsion 0.02, solref 0.005 and 0.04, elliptic cone.
+Without `--variant`: friction 0.6 and 2, torsion 0.02, solref 0.005 and 0.04, elliptic cone, and
+no self-collision (the robot's bodies pass through each other, as in the training simulator).
 Prints one line per variant (falls, each seed's fall time) and a Markdown table at the end.
 """
 import argparse
@@ -31,7 +32,8 @@ from bcg_train.motion.library import load_clip
 from bcg_train.motion.resample import ResampleConfig
 
 DEFAULT_VARIANTS = ("friction 0.6:friction=0.6", "friction 2:friction=2", "torsion 0.02:torsion=0.02",
-                    "solref 0.005:solref=0.005", "solref 0.04:solref=0.04", "elliptic cone:cone=elliptic")
+                    "solref 0.005:solref=0.005", "solref 0.04:solref=0.04", "elliptic cone:cone=elliptic",
+                    "no self-collision:self_collision=0")
 """The variants run without `--variant` (NAME:key=value)."""
 
 

@@ -33,6 +33,21 @@ def test_each_key_changes_the_g1_models_contact_and_nothing_else():
     assert np.isfinite(plant.state().joint_pos).all()
 
 
+def test_without_self_collision_the_legs_pass_through_each_other_and_still_stand_on_the_floor():
+    robot = RobotDescription.load(None)
+    joint = {n: k for k, n in enumerate(robot.joint_names)}
+    for self_collision, touching in ((1, True), (0, False)):
+        plant = MujocoPlant(robot)
+        apply_contact(plant.core.model, {"self_collision": self_collision})
+        q, qd = _standing(plant)
+        plant.reset(q, qd)
+        plant.advance(robot.default_q, robot.kp, robot.kd, 0.02)
+        assert plant.state().foot_force.sum() > 0.5 * 9.81 * plant.core.model.body_mass.sum()   # on the floor
+        q[7 + joint["left_hip_roll_joint"]], q[7 + joint["right_hip_roll_joint"]] = -0.3, 0.3   # legs crossed
+        plant.reset(q, qd)
+        assert (plant.state().self_contacts > 0) == touching
+
+
 def _standing(plant):
     r = plant.robot
     q = np.concatenate([[0.0, 0.0, r.standing_height, 1.0, 0.0, 0.0, 0.0], r.default_q])
@@ -42,7 +57,8 @@ def _standing(plant):
 @pytest.mark.parametrize("changes, message", [
     ({"friction": 0.0}, r"^friction: out of range"), ({"solref": -0.01}, r"^solref: out of range"),
     ({"torsion": -1}, r"^torsion: out of range"), ({"friction": "high"}, r"^friction: expected a number"),
-    ({"cone": "round"}, r"^cone: expected one of"), ({"stiffness": 3}, r"^unknown contact key 'stiffness'")])
+    ({"cone": "round"}, r"^cone: expected one of"), ({"self_collision": 2}, r"^self_collision: expected 0 or 1"),
+    ({"stiffness": 3}, r"^unknown contact key 'stiffness'")])
 def test_a_bad_key_or_value_is_named(changes, message):
     with pytest.raises(ValueError, match=message):
         apply_contact(mujoco.MjModel.from_xml_string("<mujoco/>"), changes)
