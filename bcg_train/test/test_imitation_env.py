@@ -185,19 +185,21 @@ def test_the_leg_clearance_penalty_charges_legs_that_come_close_differentiably()
     """-w LegClearance.penalty of the bodies the step reached; off (no term) by default."""
     from bcg_train.imitation.leg_clearance import LegClearance
     assert "leg_clearance" not in make().step(torch.zeros(N, 29)).reward_terms
-    env = make(leg_clearance_penalty=3.0, leg_clearance_m=0.5)    # wide: the G1's legs are ~0.2 m apart
+    env = make(leg_clearance_penalty=3.0, leg_clearance_margin_m=0.5)   # wide: the G1's legs are ~0.2 m apart
     env.reset()
     actions = torch.zeros(N, env.act_dim, requires_grad=True)
     step = env.step(actions)
-    body_pos = env._pose(env.q, env.qd).body_pos                  # (no restart: the first step does not fail)
-    expected = -3.0 * LegClearance(env.model.body_names, 0.5).penalty(body_pos)
+    pose = env._pose(env.q, env.qd)                               # (no restart: the first step does not fail)
+    expected = -3.0 * LegClearance(env.model.body_names, 0.5, env._feet()).penalty(pose.body_pos, pose.body_quat)
+    assert all(r == pytest.approx(0.005, abs=0.002) for _, _, r in env._feet().values())   # the G1's foot spheres
+    assert (expected < -3.0 * LegClearance(env.model.body_names, 0.5).penalty(pose.body_pos)).all()   # feet count
     assert (expected < 0).all()
     np.testing.assert_allclose(step.reward_terms["leg_clearance"].detach().numpy(), expected.detach().numpy(),
                                rtol=1e-6)
     step.reward_terms["leg_clearance"].sum().backward()
     assert actions.grad.abs().sum() > 0
-    with pytest.raises(ConfigError, match=r"^env\.leg_clearance_m: "):
-        make(leg_clearance_m=0.0)
+    with pytest.raises(ConfigError, match=r"^env\.leg_clearance_margin_m: "):
+        make(leg_clearance_margin_m=0.0)
     with pytest.raises(ConfigError, match=r"^env\.leg_clearance_penalty: "):
         make(leg_clearance_penalty=-1.0)
 

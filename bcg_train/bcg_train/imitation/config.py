@@ -126,13 +126,13 @@ class ImitationEnvConfig:
     """Width of that reward's kernel [m/s]: an error of sigma pays w / e."""
     leg_clearance_penalty: float = 0.0
     """Weight of a penalty for bringing the legs into each other [per step]: -w x `LegClearance`'s
-    sum over pairs of points on the two legs' thigh-shin polylines of relu(1 - d / leg_clearance_m)^2.
-    The simulator does not collide the legs with each other, MuJoCo and the robot do: without this a
-    policy may pass its legs through each other where the reference brings them close (run's turns).
-    0: the paper's reward."""
-    leg_clearance_m: float = 0.12
-    """Distance between the two legs' polylines below which that penalty starts [m] (the shins'
-    collision meshes are about 5 cm in radius)."""
+    sum over pairs of balls on the two legs (thigh and shin 5 cm, the feet's contact spheres) of
+    relu(1 - gap / leg_clearance_margin_m)^2, gap their surface-to-surface distance. The simulator
+    does not collide the legs with each other, MuJoCo and the robot do: without this a policy may
+    pass its legs through each other where the reference brings them close (run's turns). 0: the
+    paper's reward."""
+    leg_clearance_margin_m: float = 0.02
+    """Gap between two of those balls below which that penalty starts [m] (1 per pair at touching)."""
     rest_start_fraction: float = 0.0
     """Fraction of episodes that start from rest, as the policy node starts the robot [-]: the
     default joint pose, no velocity, upright at the default pose's standing height, on the
@@ -157,7 +157,7 @@ class ImitationEnvConfig:
     def validate(self) -> None:
         """ConfigError naming the key (relative to this section: 'sim.kappa: ...')."""
         require_positive(self, "control_period_s", "action_scale", "episode_length_s", "termination_body_error",
-                         "motion_duration_s", "root_velocity_sigma", "leg_clearance_m")
+                         "motion_duration_s", "root_velocity_sigma", "leg_clearance_margin_m")
         require_non_negative(self, "kp_scale", "kd_scale", "termination_height", "action_rate_scale",
                              "alive_reward", "root_velocity_reward", "leg_clearance_penalty", "rest_start_tilt_deg",
                              "rest_start_tip_rate", "rest_start_joint_noise_rad")

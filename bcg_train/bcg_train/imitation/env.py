@@ -92,8 +92,8 @@ class G1ImitationEnv:
         self.spec = tracking_spec(n, self.frames, cfg.reference_root_velocity)
         self.obs_dim = self.spec.size
         self.add_dim = feature_dim(n, self.model.nb)
-        self.leg_clearance = (LegClearance(self.model.body_names, cfg.leg_clearance_m) if cfg.leg_clearance_penalty
-                              else None)
+        self.leg_clearance = LegClearance(self.model.body_names, cfg.leg_clearance_margin_m, self._feet()) \
+            if cfg.leg_clearance_penalty else None
 
         self.randomizer = None
         if cfg.randomization.enabled:
@@ -165,7 +165,8 @@ class G1ImitationEnv:
             lag = ((sim_pose.root_lin_vel[:, :2] - ref_pose.root_lin_vel[:, :2]) ** 2).sum(dim=-1)     # (m/s)^2
             rewards["root_velocity"] = self.cfg.root_velocity_reward * torch.exp(-lag / self.cfg.root_velocity_sigma**2)
         if self.leg_clearance is not None:
-            rewards["leg_clearance"] = -self.cfg.leg_clearance_penalty * self.leg_clearance.penalty(sim_pose.body_pos)
+            rewards["leg_clearance"] = -self.cfg.leg_clearance_penalty * self.leg_clearance.penalty(sim_pose.body_pos,
+                                                                                                   sim_pose.body_quat)
 
         done = terminated | truncated
         restart = done.cpu().nonzero().squeeze(-1)                  # the step's one question to the device
@@ -294,10 +295,19 @@ class G1ImitationEnv:
         out[:, base + self.model.joint_dof.numpy() - 6] = x[:, base:]
         return out
 
+    def _feet(self):
+        """Per side: (the foot body's name, (K, 3) its contact spheres' centres in its frame [m], their
+        largest radius [m])."""
+        m = self.model
+        body, pos, leg = m.sphere_body.numpy(), m.sphere_pos.numpy(), m.sphere_leg.numpy()
+        radius = m.sphere_radius.numpy()
+        return {side: (m.body_names[body[leg == k][0]], pos[leg == k], float(radius[leg == k].max()))
+                for k, side in enumerate(("left", "right"))}
+
     def _pose(self, q, qd) -> PoseState:
-        body_pos, _ = self.bridge.body_frames(self.sim, q)
+        body_pos, body_quat = self.bridge.body_frames(self.sim, q)
         return PoseState(root_pos=q[:, :3], root_quat=q[:, 3:7], joint_pos=q[:, self._jq], joint_vel=qd[:, self._jv],
-                         body_pos=body_pos, root_lin_vel=qd[:, :3], root_ang_vel=qd[:, 3:6])
+                         body_pos=body_pos, root_lin_vel=qd[:, :3], root_ang_vel=qd[:, 3:6], body_quat=body_quat)
 
     def _reference_pose(self, frame) -> PoseState:
         r = self.ref

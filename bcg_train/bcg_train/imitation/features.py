@@ -6,6 +6,7 @@ body positions relative to the root, root frame ((B - 1) x 3) | root linear velo
 root angular velocity, root frame (3)], F = 15 + 2 n + 3 (B - 1) numbers. Units: m, rad, m/s, rad/s.
 """
 from dataclasses import dataclass
+from typing import Optional
 
 import torch
 
@@ -23,6 +24,7 @@ class PoseState:
     body_pos: torch.Tensor       # (..., B, 3) m, world, root first
     root_lin_vel: torch.Tensor   # (..., 3) m/s, world
     root_ang_vel: torch.Tensor   # (..., 3) rad/s, root frame
+    body_quat: Optional[torch.Tensor] = None   # (..., B, 4) world, where known (not a feature)
 
 
 def feature_dim(num_joints: int, num_bodies: int) -> int:
