@@ -8,12 +8,13 @@ import numpy as np
 
 from bcg.atomic_file import write_text_atomic
 from bcg.motion import ReferenceMotion
-from bcg.mujoco_plant import FootContacts
+from bcg.mujoco_plant import FootContacts, self_contacts
 from bcg.robot import RobotDescription
 
 
 class RunMetrics:
-    """Accumulates samples of the simulated robot (call `sample` at the state rate)."""
+    """Accumulates samples of the simulated robot (call `sample` at the state rate): fall, foot
+    penetration, the robot touching itself (two of its bodies in contact), joint tracking."""
 
     def __init__(self, model: mujoco.MjModel, robot: RobotDescription, fall_height: float,
                  motion: Optional[ReferenceMotion] = None, motion_start: float = 0.0):
@@ -24,6 +25,9 @@ class RunMetrics:
         self.fall_time: Optional[float] = None
         self.min_root_height = np.inf
         self._feet = FootContacts(model, robot)
+        self._model = model
+        self.self_contact_samples = 0
+        self.first_self_contact: Optional[float] = None
         self._root_qadr = int(model.jnt_qposadr[model.body_jntadr[robot.root_body]])
         self._qadr = robot.joint_qpos_adr
         self.contacts = 0
@@ -44,6 +48,10 @@ class RunMetrics:
         self.min_root_height = min(self.min_root_height, height)
         if self.fall_time is None and height < self.fall_height:
             self.fall_time = t
+        if self_contacts(self._model, data):
+            self.self_contact_samples += 1
+            if self.first_self_contact is None:
+                self.first_self_contact = t
         dist = self._feet.distances(data)
         if dist.size:
             depth = np.maximum(-dist, 0.0)
@@ -68,6 +76,8 @@ class RunMetrics:
             "foot_penetration_mean_m": self._penetration_sum / self.contacts if self.contacts else 0.0,
             "foot_penetration_max_m": self.max_penetration,
             "samples": self.samples,
+            "self_contact_fraction": self.self_contact_samples / self.samples if self.samples else 0.0,
+            "first_self_contact_s": self.first_self_contact,
         }
         if self.motion is not None:
             k = max(self._tracking_samples, 1)

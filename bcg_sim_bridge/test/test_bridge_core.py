@@ -21,7 +21,7 @@ from bcg_sim_bridge.config import NODE_NAME, BridgeConfig, load_config
 from bcg_sim_bridge.display import Recorder
 from bcg_sim_bridge.elastic_band import ElasticBand
 from bcg_sim_bridge.lowstate_fill import quat_to_rpy
-from bcg_sim_bridge.metrics import write_json_atomic
+from bcg_sim_bridge.metrics import RunMetrics, write_json_atomic
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -194,6 +194,24 @@ def test_band_in_hold_mode_never_lifts_the_standing_robot(robot):
     assert heights.max() <= start + 1e-3
     ev = bridge.metrics.report()
     assert not ev["fell"] and ev["foot_contacts"] > 0 and ev["foot_penetration_mean_m"] > 0
+
+
+def test_the_evaluation_counts_the_robot_touching_itself(robot):
+    """Standing: never; legs crossed (hips rolled inwards 0.3 rad each): from the first such sample."""
+    bridge = SimBridge(BridgeConfig(), robot)
+    run_commanded(bridge, stand_lowcmd(robot), 0.1)
+    standing = bridge.metrics.report()
+    assert standing["self_contact_fraction"] == 0.0 and standing["first_self_contact_s"] is None
+    model, data = bridge.core.model, bridge.core.data
+    metrics = RunMetrics(model, robot, fall_height=0.3)
+    metrics.sample(data)
+    joint = {n: k for k, n in enumerate(robot.joint_names)}
+    data.qpos[robot.joint_qpos_adr[joint["left_hip_roll_joint"]]] = -0.3
+    data.qpos[robot.joint_qpos_adr[joint["right_hip_roll_joint"]]] = 0.3
+    mujoco.mj_forward(model, data)
+    metrics.sample(data)
+    report = metrics.report()
+    assert report["self_contact_fraction"] == 0.5 and report["first_self_contact_s"] == pytest.approx(data.time)
 
 
 def test_band_in_hold_mode_pulls_as_the_body_sinks(robot):

@@ -12,7 +12,7 @@ import mujoco
 import numpy as np
 import torch
 
-from bcg.mujoco_plant import FootContacts, JointCommand, PhysicsCore
+from bcg.mujoco_plant import FootContacts, JointCommand, PhysicsCore, self_contacts
 from bcg.robot import RobotDescription
 from bcg_train.diffsim import Model, SimConfig, Simulator
 from bcg_train.diffsim.torch_bridge import body_frames
@@ -71,16 +71,11 @@ class MujocoPlant:
                           joint_pos=d.qpos[r.joint_qpos_adr].copy(), joint_vel=d.qvel[r.joint_dof_adr].copy(),
                           root_height=float(d.qpos[self._root + 2]), body_pos=d.xpos[self._bodies].copy(),
                           contact_height=self._feet.distances(d), foot_height=self._foot_heights(),
-                          foot_force=self._foot_forces(), self_contacts=self._self_contacts())
+                          foot_force=self._foot_forces(), self_contacts=self_contacts(self.core.model, d))
 
     def _foot_heights(self) -> np.ndarray:
         m, d = self.core.model, self.core.data
         return np.array([np.min(d.geom_xpos[g, 2] - m.geom_size[g, 0]) for g in self._foot_geoms])
-
-    def _self_contacts(self) -> int:
-        m, d = self.core.model, self.core.data
-        bodies = m.geom_bodyid[d.contact.geom[:d.ncon]]          # (ncon, 2)
-        return int(np.count_nonzero((bodies != 0).all(axis=1)))
 
     def _foot_forces(self) -> np.ndarray:
         """Normal force of each foot's contacts with the world (MuJoCo's contact frame: normal first)."""
