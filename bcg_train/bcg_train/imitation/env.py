@@ -297,12 +297,17 @@ class G1ImitationEnv:
 
     def _feet(self):
         """Per side: (the foot body's name, (K, 3) its contact spheres' centres in its frame [m], their
-        largest radius [m])."""
+        largest radius [m]). ValueError when a foot's spheres sit on more than one body."""
         m = self.model
         body, pos, leg = m.sphere_body.numpy(), m.sphere_pos.numpy(), m.sphere_leg.numpy()
         radius = m.sphere_radius.numpy()
-        return {side: (m.body_names[body[leg == k][0]], pos[leg == k], float(radius[leg == k].max()))
-                for k, side in enumerate(("left", "right"))}
+        feet = {}
+        for k, side in enumerate(("left", "right")):
+            bodies = sorted({m.body_names[b] for b in body[leg == k]})
+            if len(bodies) != 1:
+                raise ValueError(f"leg clearance: the {side} foot's contact spheres sit on {bodies}, not on one body")
+            feet[side] = (bodies[0], pos[leg == k], float(radius[leg == k].max()))
+        return feet
 
     def _pose(self, q, qd) -> PoseState:
         body_pos, body_quat = self.bridge.body_frames(self.sim, q)
