@@ -31,11 +31,13 @@ def test_launch_files_declare_the_shared_graphs():
 def test_mujoco_check_graph_wires_bridge_node_and_evaluator(tmp_path):
     verdict = str(tmp_path / "v.json")
     procs = MUJOCO_CHECK.processes(parse_assignments([f"verdict:={verdict}", "policy:=p.onnx", "duration:=3",
-                                                      "record:=run.gif", "domain_id:=7"]))
+                                                      "record:=run.gif", "record_fps:=10", "domain_id:=7"]))
     bridge, node, evaluator = procs
     assert [p.role for p in procs] == ["main", "service", "final"]
     files = run_files(verdict)
     assert {"--record", "run.gif", "--duration", "3.0", "--metrics", files["metrics"]} <= set(bridge.arguments)
+    assert bridge.arguments[bridge.arguments.index("--record-fps") + 1] == "10"
+    assert "--record-width" not in bridge.arguments      # not given: config/sim_bridge.yaml's
     assert {"--policy", "p.onnx", "--autostart", "--events", files["events"], "7"} <= set(node.arguments)
     assert evaluator.arguments[:1] == ("verdict",) and verdict in evaluator.arguments
     assert "--policy" not in MUJOCO_CHECK.processes({})[1].arguments     # default: built-in stand policy

@@ -52,6 +52,9 @@ _FLAGS = (
     ("--motion", "motion", str, "reference motion CSV (LAFAN1 layout, 30 fps) for tracking errors"),
     ("--motion-start", "motion_start", float, "simulated time (s) the reference motion starts at"),
     ("--record", "record", str, "render offscreen to this .gif"),
+    ("--record-fps", "record_fps", float, "frames per simulated second of the recording"),
+    ("--record-width", "record_width", int, "recording width, pixels"),
+    ("--record-height", "record_height", int, "recording height, pixels"),
 )
 _SWITCHES = (
     ("--fast", "fast", "run as fast as possible instead of real time"),

@@ -201,8 +201,8 @@ def test_table_reports_the_cells_present_cites_their_commands_and_lists_the_rest
     text = (out / "table.md").read_text()
     row = next(line for line in text.splitlines() if line.startswith("| dance | 300 |"))
     assert "/1 / 0 |" in row                                     # falls out of 1 seed, the paper's 0 beside it
-    assert row.count("|") == 12 and "without the drift" in text  # 11 columns
-    assert row.endswith("| 0/1 | 0/1 |")           # the stand policy stays up from rest too, and after a hold
+    assert row.count("|") == 13 and "without the drift" in text  # 12 columns
+    assert row.endswith("| 0/1 | 0/1 | 0.00 |")    # up from rest too, and after a hold; its legs never touch
     assert "bcg-train --preset x --motion dance" in text and "bcg-eval" in text
     assert "no `shac_jump_k300.onnx`" in text
     cached = json.loads((folder / "shac_dance_k300.eval.json").read_text())
@@ -213,6 +213,16 @@ def test_table_reports_the_cells_present_cites_their_commands_and_lists_the_rest
     logged = []
     table_module.rows_of(folder, ["dance"], [300.0], 1, 1.0, None, logged.append)
     assert not any("evaluating" in line for line in logged)
+    # an evaluation written before the table read the legs' self-contact is evaluated again
+    older = json.loads((folder / "shac_dance_k300.eval.json").read_text())
+    del older["summary"]["self_contact_mujoco_s"]
+    (folder / "shac_dance_k300.eval.json").write_text(json.dumps(older))
+    table_module.rows_of(folder, ["dance"], [300.0], 1, 1.0, None, logged.append)
+    assert [line for line in logged if "evaluating" in line] == [
+        f"evaluating {folder / 'shac_dance_k300.onnx'} for the legs' self-contact (1 seeds x 1 s, MuJoCo)"]
+    again = json.loads((folder / "shac_dance_k300.eval.json").read_text())
+    assert again["summary"]["self_contact_mujoco_s"] == 0.0 and again["runs"]["mujoco"] == cached["runs"]["mujoco"]
+    logged.clear()
     model = onnx.load(folder / "shac_dance_k300.onnx")
     model.doc_string = "shipped anew"
     onnx.save(model, folder / "shac_dance_k300.onnx")

@@ -77,9 +77,9 @@ def _mujoco_check(a: Dict[str, str]) -> List[ProcessSpec]:
     if as_bool("elastic_band", a["elastic_band"]):
         bridge += ["--elastic-band", "--band-release-time", str(start), "--band-stiffness", str(HARNESS_STIFFNESS),
                    "--band-damping", str(HARNESS_DAMPING)]
-    for key in ("record", "motion", "model"):
+    for key in ("record", "record_fps", "record_width", "record_height", "motion", "model"):
         if a[key]:
-            bridge += [f"--{key}", a[key]]
+            bridge += [f"--{key.replace('_', '-')}", a[key]]
     node_extra = ["--autostart", "--events", files["events"]] + (["--model", a["model"]] if a["model"] else [])
     return [
         ProcessSpec("sim_bridge", "bcg_sim_bridge", "sim_bridge", "bcg-sim-bridge", tuple(bridge), role="main",
@@ -98,6 +98,9 @@ MUJOCO_CHECK = LaunchGraph(
      LaunchArgument("duration", "10", "simulated seconds to run"),
      LaunchArgument("headless", "true", "no viewer window"),
      LaunchArgument("record", "", "save a GIF / video of the run here"),
+     LaunchArgument("record_fps", "", "frames per simulated second of the recording ('' = config/sim_bridge.yaml's)"),
+     LaunchArgument("record_width", "", "recording width in pixels ('' = config/sim_bridge.yaml's)"),
+     LaunchArgument("record_height", "", "recording height in pixels ('' = config/sim_bridge.yaml's)"),
      LaunchArgument("verdict", "mujoco_check_verdict.json", "verdict JSON (a table goes next to it, .txt)"),
      LaunchArgument("domain_id", "1", "DDS domain id (loopback)"),
      LaunchArgument("elastic_band", "true", "hold the torso with the elastic band until the policy starts "

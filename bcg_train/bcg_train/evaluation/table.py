@@ -71,6 +71,13 @@ def cell(folder: Path, algorithm: str, motion: str, kappa: float, seeds: int, du
         result = evaluate(path, motion, seeds, duration, model=model,
                           log=lambda line: log(f"  {name}: {line}"))
         result.update(seeds=seeds, duration_s=duration, policy_sha256=digest, command=command)
+    if "self_contact_mujoco_s" not in result["summary"]:   # evaluated before bcg-eval measured it
+        log(f"evaluating {path} for the legs' self-contact ({seeds} seeds x {duration:g} s, MuJoCo)")
+        again = evaluate(path, motion, seeds, duration, model=model, warp=False,
+                         log=lambda line: log(f"  {name}: {line}"))
+        result["summary"]["self_contact_mujoco_s"] = again["summary"]["self_contact_mujoco_s"]
+        result["runs"]["mujoco"] = again["runs"]["mujoco"]
+        write_text_atomic(cached, json.dumps(result, indent=2))
     starts = (("from_rest", 0.0, "--from-rest"), ("after_hold", HOLD_S, f"--from-rest --hold {HOLD_S:g}"))
     for start, hold_s, flags in starts:
         if f"falls_mujoco_{start}" not in result["summary"]:
@@ -104,6 +111,7 @@ def rows_of(folder: Path, motions: Sequence[str], kappas: Sequence[float], seeds
                            time_up_s=sum(r["duration_s"] for r in shac["runs"]["mujoco"]) / s["seeds"],
                            penetration_diff_mm=s["penetration_diff_mm"], tracking_cm=s["tracking_error_mujoco_cm"],
                            tracking_root_xy_cm=s["tracking_error_root_xy_mujoco_cm"],
+                           self_contact_s=s["self_contact_mujoco_s"],
                            falls_from_rest=s["falls_mujoco_from_rest"], falls_after_hold=s["falls_mujoco_after_hold"],
                            eval_command=shac["command"], train_command="`, then `".join(
                                c for c in [shac["provenance"].get("train_command", ""),
@@ -130,10 +138,13 @@ def markdown(rows: Sequence[Dict], folder: Path, command: str) -> str:
              "default pose where the reference starts, as the policy node starts it (`bcg-eval --from-rest`), "
              "instead of on the reference's first frame with its velocities. After a hold: the same, after "
              f"standing {HOLD_S:g} s unsupported under the policy's gains (`bcg-eval --from-rest --hold {HOLD_S:g}`), "
-             "leaning and sagging as when the DDS check's band lets the robot go.", "",
+             "leaning and sagging as when the DDS check's band lets the robot go. Legs touching: the time per "
+             "run in MuJoCo during which two of the robot's own bodies are in contact (the training simulator has "
+             "no self-collision; `env.leg_clearance_penalty` keeps the legs apart).", "",
              "| motion | kappa | falls | time up [s] | pen. diff [mm] | tracking SHAC+BCG [cm] | "
-             "without the drift [cm] | tracking PPO [cm] | falls in Warp | falls from rest | falls after a hold |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "without the drift [cm] | tracking PPO [cm] | falls in Warp | falls from rest | falls after a hold | "
+             "legs touching [s] |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     missing = []
     for r in rows:
         if not r["present"]:
@@ -146,7 +157,7 @@ def markdown(rows: Sequence[Dict], folder: Path, command: str) -> str:
                      f"{r['tracking_root_xy_cm']:.1f} | "
                      f"{_num(r.get('ppo_tracking_cm'), '.1f')} / {_num(r['paper_tracking_ppo_cm'], '.1f')} | "
                      f"{r['falls_warp']}/{r['seeds']} | {r['falls_from_rest']}/{r['seeds']} | "
-                     f"{r['falls_after_hold']}/{r['seeds']} |")
+                     f"{r['falls_after_hold']}/{r['seeds']} | {r['self_contact_s']:.2f} |")
     lines += ["", "## How each cell was produced", ""]
     for r in rows:
         if r["present"]:
