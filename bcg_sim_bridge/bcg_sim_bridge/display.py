@@ -17,6 +17,26 @@ import numpy as np
 
 RENDER_NICENESS = 10
 """Nice increment of the render thread (Linux: per thread), so physics and DDS keep their CPU."""
+GIF_COLOURS = 64
+"""Colours of a recorded GIF's one palette (GIF allows 256 per frame)."""
+GIF_PALETTE_FRAMES = 8
+"""Frames, spread over the run, from which the GIF's palette is chosen."""
+
+
+def write_gif(frames: List[np.ndarray], path: Path, fps: float) -> None:
+    """Write `frames` ((height, width, 3) uint8 each) as a looping GIF at `fps` frames per second,
+    every frame in one palette of GIF_COLOURS chosen from GIF_PALETTE_FRAMES of them, without
+    dithering: the moving checker floor under a tracking camera, dithered frame by frame, compresses
+    about 2.4 times worse (a 15 s run at 240x180, 10 fps: 3.6 MB against 1.5 MB)."""
+    from PIL import Image
+    images = [Image.fromarray(f) for f in frames]
+    picks = [images[i] for i in sorted(set(np.linspace(0, len(images) - 1, GIF_PALETTE_FRAMES).round().astype(int)))]
+    strip = Image.new("RGB", (picks[0].width, picks[0].height * len(picks)))
+    for i, image in enumerate(picks):
+        strip.paste(image, (0, i * image.height))
+    palette = strip.quantize(colors=GIF_COLOURS, dither=Image.Dither.NONE)
+    indexed = [image.quantize(palette=palette, dither=Image.Dither.NONE) for image in images]
+    indexed[0].save(path, format="GIF", save_all=True, append_images=indexed[1:], duration=1000.0 / fps, loop=0)
 
 
 def choose_offscreen_backend() -> str:
@@ -53,7 +73,7 @@ class Recorder:
     waits for a frame and no frame is dropped: frames not rendered yet when the run ends are
     rendered by `close`, which then writes the file. The camera follows body `track_body` from 3 m.
 
-    `.gif` is written by Pillow; `.mp4` and other video formats need the `imageio-ffmpeg` package.
+    `.gif` is written by Pillow (`write_gif`); `.mp4` and other video formats need the `imageio-ffmpeg` package.
     Frames are kept in memory until `close` (width * height * 3 bytes each).
     """
 
@@ -138,7 +158,6 @@ class Recorder:
 
     def close(self) -> Optional[Path]:
         """Render what is still queued, write the file (atomically); returns the path, or None without frames."""
-        import imageio.v2 as imageio
         self._poses.put(None)
         self._thread.join()
         if self._error is not None:
@@ -148,8 +167,9 @@ class Recorder:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.path.with_name(self.path.name + ".tmp" + self.path.suffix)
         if self.path.suffix.lower() == ".gif":
-            imageio.mimsave(tmp, self._frames, duration=1000.0 / self.fps, loop=0)
+            write_gif(self._frames, tmp, self.fps)
         else:
+            import imageio.v2 as imageio
             imageio.mimsave(tmp, self._frames, fps=self.fps)
         os.replace(tmp, self.path)
         return self.path

@@ -18,7 +18,7 @@ from bcg.wire import crc_ok, encode_lowcmd, encode_lowstate, new_lowcmd
 from bcg_sim_bridge.bridge import SimBridge
 from bcg_sim_bridge.command_gate import CommandGate
 from bcg_sim_bridge.config import NODE_NAME, BridgeConfig, load_config
-from bcg_sim_bridge.display import Recorder
+from bcg_sim_bridge.display import GIF_COLOURS, Recorder, write_gif
 from bcg_sim_bridge.elastic_band import ElasticBand
 from bcg_sim_bridge.lowstate_fill import quat_to_rpy
 from bcg_sim_bridge.metrics import RunMetrics, write_json_atomic
@@ -292,6 +292,23 @@ def test_recording_never_waits_for_rendering(robot, tmp_path):
     assert bridge.recorder.frames == 7
     # the first LowState at or after each 1/30 s (states every 2 ms, the first one at 2 ms)
     np.testing.assert_allclose(times, [0.002, 0.034, 0.068, 0.1, 0.134, 0.168, 0.2], atol=1e-9)
+
+
+def test_gif_frames_share_one_palette_of_few_colours(tmp_path):
+    """A recorded GIF: every frame, at the recording's rate, in the one palette; a colour that only
+    the last frames hold is in it (the palette is chosen from frames spread over the whole run)."""
+    from PIL import Image, ImageSequence
+    rng = np.random.default_rng(0)
+    frames = [rng.integers(0, 256, (24, 32, 3), dtype=np.uint8) for _ in range(20)]
+    for f in frames[15:]:
+        f[:12] = (255, 0, 0)
+    write_gif(frames, tmp_path / "run.gif", fps=10.0)
+    with Image.open(tmp_path / "run.gif") as gif:
+        assert gif.n_frames == 20 and gif.size == (32, 24) and gif.info["duration"] == 100 and gif.info["loop"] == 0
+        decoded = [np.asarray(f.convert("RGB")) for f in ImageSequence.Iterator(gif)]
+    colours = {tuple(c) for f in decoded for c in f.reshape(-1, 3)}
+    assert len(colours) <= GIF_COLOURS
+    assert (decoded[19][:12] == (255, 0, 0)).all()
 
 
 def test_metrics_penetration_and_tracking(robot, tmp_path):
