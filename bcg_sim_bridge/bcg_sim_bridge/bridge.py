@@ -120,14 +120,15 @@ class SimBridge:
 
     def wait_for_first_command(self, stop: threading.Event, timeout_s: float) -> bool:
         """Publish LowState at the state rate (wall clock, time frozen) until a LowCmd arrives or
-        `timeout_s` wall seconds pass; the LowCmd is offered to the gate. True when one arrived."""
+        `timeout_s` wall seconds pass; every LowCmd that arrived is offered to the gate. True when one did."""
         deadline = time.perf_counter() + timeout_s
         period = 1.0 / self.config.state_hz
         while self.commands is not None and not stop.is_set() and time.perf_counter() < deadline:
             self.publish_state()
-            rec = self.commands.wait(period)
-            if rec is not None:
+            recs = self.commands.wait_all(period)   # every sample: each is validated and counted
+            for rec in recs:
                 self.gate.offer(rec, self.core.time)
+            if recs:
                 return True
         return False
 

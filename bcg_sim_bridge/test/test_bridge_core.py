@@ -14,7 +14,8 @@ from bcg.motion import MotionFileError, load_motion
 from bcg.mujoco_plant import JointCommand, PhysicsCore
 from bcg.robot import SDK_JOINT_NAMES, RobotDescription, resolve_model_path
 from bcg.ros_params import read_ros_parameters
-from bcg.wire import crc_ok, encode_lowcmd, encode_lowstate, new_lowcmd
+from bcg.transport.latest import LatestSampleReader
+from bcg.wire import LOWCMD, crc_ok, encode_lowcmd, encode_lowstate, new_lowcmd
 from bcg_sim_bridge.bridge import SimBridge
 from bcg_sim_bridge.command_gate import CommandGate
 from bcg_sim_bridge.config import NODE_NAME, BridgeConfig, load_config
@@ -118,6 +119,21 @@ def test_bridge_steps_pd_and_falls_back_to_damping(robot):
     bridge.physics_step()
     np.testing.assert_allclose(bridge.core.joint_torque, np.clip(-3.0 * dq, -robot.tau_limit, robot.tau_limit))
     assert np.any(dq != 0) and bridge.gate.timeouts == 1
+
+
+def test_commands_arriving_together_before_the_start_are_each_validated_and_counted(robot):
+    """Several LowCmds queued while the bridge holds time at 0 (a client repeating its first command
+    until time moves) are all offered to the gate, so accepted + rejected == received."""
+    reader = LatestSampleReader(LOWCMD, check_crc=False, depth=8)
+    bridge = SimBridge(BridgeConfig(fast=True), robot, commands=reader)
+    bad = valid_lowcmd(robot)
+    bad["crc"] ^= 1
+    for rec in (valid_lowcmd(robot), bad, valid_lowcmd(robot, tau=1.0)):
+        reader.offer(rec)
+    assert bridge.wait_for_first_command(threading.Event(), timeout_s=1.0)
+    assert (bridge.gate.accepted, bridge.gate.rejected["crc"], reader.received) == (2, 1, 3)
+    assert bridge.gate.command(0.0).tau[0] == 1.0          # the newest valid one is in force
+    assert not bridge.wait_for_first_command(threading.Event(), timeout_s=0.05)   # nothing new
 
 
 def test_lowstate_from_sensors(robot):

@@ -109,6 +109,10 @@ class Reader(abc.ABC):
     def wait(self, timeout_s: float) -> Optional[np.void]:
         """Like `take`, but blocks up to `timeout_s` seconds for a new sample."""
 
+    @abc.abstractmethod
+    def wait_all(self, timeout_s: float) -> List[np.void]:
+        """Like `take_all`, but blocks up to `timeout_s` seconds for a new sample (empty: none came)."""
+
 
 class Transport(abc.ABC):
     """A connection to one DDS domain / ROS 2 graph; a context manager that closes itself."""

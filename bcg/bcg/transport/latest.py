@@ -59,12 +59,16 @@ class LatestSampleReader(Reader):
         return recs
 
     def wait(self, timeout_s: float) -> Optional[np.void]:
+        recs = self.wait_all(timeout_s)
+        return recs[-1] if recs else None
+
+    def wait_all(self, timeout_s: float) -> List[np.void]:
         deadline = time.monotonic() + timeout_s
         while True:
-            rec = self.take()
+            recs = self.take_all()
             remaining = deadline - time.monotonic()
-            if rec is not None or remaining <= 0:
-                return rec
+            if recs or remaining <= 0:
+                return recs
             self._block(remaining)
 
     def _poll(self) -> None:
