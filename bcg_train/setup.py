@@ -25,5 +25,6 @@ setup(
         "bcg-eval = bcg_train.evaluation.cli:main",
         "bcg-table = bcg_train.evaluation.table:main",
         "bcg-ship = bcg_train.evaluation.ship:main",
+        "bcg-screen = bcg_train.evaluation.screen:main",
     ]},
 )

@@ -2,14 +2,17 @@
 or Ctrl-C while writing leaves the previous file intact; read onto the CPU."""
 import re
 from pathlib import Path
-from typing import Union
+from typing import List, Union
 
 import torch
 
 from bcg.atomic_file import write_atomic
 
 PathLike = Union[str, Path]
+CHECKPOINT_DIR = "checkpoints"
+"""A run folder's subfolder of checkpoints."""
 CHECKPOINT_GLOB = "iter_*.pt"
+_CHECKPOINT_NAME = re.compile(r"iter_(\d+)\.pt")
 CHECKPOINT_FORMAT = 3
 """Layout of the checkpoint dict. 3: `world_size` and the states of ranks 1, 2, ... under
 `other_ranks`; fused optimisers, SHAC's `grad_stats` (2: the simulator's settings under `env.sim` of
@@ -23,6 +26,18 @@ class CheckpointError(ValueError):
 
 def checkpoint_name(iteration: int) -> str:
     return f"iter_{iteration:06d}.pt"
+
+
+def checkpoint_iteration(path: PathLike) -> int:
+    """The iteration in a checkpoint's file name (`iter_000250.pt` -> 250)."""
+    return int(_CHECKPOINT_NAME.fullmatch(Path(path).name).group(1))
+
+
+def checkpoints_in(folder: PathLike) -> List[Path]:
+    """The checkpoint files (iter_<digits>.pt) in `folder`, oldest first (none when it does not exist)."""
+    folder = Path(folder)
+    return sorted(p for p in folder.glob(CHECKPOINT_GLOB) if _CHECKPOINT_NAME.fullmatch(p.name)) \
+        if folder.is_dir() else []
 
 
 def save_atomic(state: dict, path: PathLike) -> Path:
@@ -61,6 +76,5 @@ def load_checkpoint(path: PathLike) -> dict:
 
 def prune_checkpoints(folder: PathLike, keep: int) -> None:
     """Delete all but the newest `keep` iter_*.pt files in `folder`."""
-    found = sorted(p for p in Path(folder).glob(CHECKPOINT_GLOB) if re.fullmatch(r"iter_\d+\.pt", p.name))
-    for old in found[:-keep]:
+    for old in checkpoints_in(folder)[:-keep]:
         old.unlink()

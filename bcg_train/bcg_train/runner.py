@@ -25,13 +25,19 @@ from bcg.contract import ObservationSpec
 from . import curves
 from .algo.data_parallel import Ranks
 from .algo.phases import phase
-from .checkpoint import CheckpointError, checkpoint_name, load_checkpoint, prune_checkpoints, save_atomic
+from .checkpoint import (
+    CHECKPOINT_DIR,
+    CheckpointError,
+    checkpoint_name,
+    load_checkpoint,
+    prune_checkpoints,
+    save_atomic,
+)
 from .env_api import DiffEnv
 from .policy_weights import read_policy_weights
 from .train_config import ALGORITHMS, TrainConfig
 from .train_log import ITERATION, MetricsLog, Progress
 
-CHECKPOINT_DIR = "checkpoints"
 CURVES_DIR = "curves"
 
 

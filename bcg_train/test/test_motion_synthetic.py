@@ -50,6 +50,10 @@ def test_builtin_motions_are_deterministic(kinematics):
     with pytest.raises(ValueError, match=r"no built-in motion 'run'; built-in: \['synthetic_run', 'synthetic_jump', "
                                          r"'synthetic_fight', 'synthetic_dance'\]"):
         synthesize_builtin("run", kinematics)
+    for name, shortest in (("synthetic_run", "2.67"), ("synthetic_jump", "2.96")):    # too short: said so
+        with pytest.raises(ValueError, match=rf"duration_s: 1.0 s is too short .*\({shortest} s\)"):
+            synthesize_builtin(name, kinematics, duration_s=1.0)
+    assert synthesize_builtin("synthetic_run", kinematics, duration_s=2.67).motion.num_frames == 81
 
 
 def test_written_csv_is_labelled_and_loads_unchanged(kinematics, tmp_path):

@@ -121,3 +121,34 @@ def test_shac_with_bundling_resumes_on_the_device(device, tmp_path):
         for key in a:
             x, y = float(a[key] or "nan"), float(b[key] or "nan")
             assert x == pytest.approx(y, rel=1e-5, abs=1e-8, nan_ok=True), (a["iteration"], key, x, y)
+
+
+def test_screen_runs_every_checkpoint_in_mujoco_keeps_its_rows_and_picks_one_that_stood(tmp_path, monkeypatch):
+    """bcg-screen on a 2-iteration G1 run: a row per checkpoint from both starts, written to
+    screen.json / screen.md; a second screen evaluates nothing again; the pick is the standing row
+    with the lowest world tracking error; a folder without checkpoints is refused by name."""
+    import json
+
+    from bcg_train.evaluation import screen as scr
+    cfg = g1_config(iterations=2)
+    run = tmp_path / "run"
+    Runner(make_algorithm(build_env(cfg, "synthetic_run", "cpu"), cfg), cfg, run, {"motion": "synthetic_run"}).train()
+    settings = scr.ScreenSettings(motion=None, seeds=1, duration_s=3.0)
+    report = scr.screen(run, settings, tmp_path / "screen")
+    assert [r["iteration"] for r in report["rows"]] == [1, 2]
+    for r in report["rows"]:
+        assert r["falls_reference"] in (0, 1) and r["falls_hold"] in (0, 1) and r["tracking_cm"] > 0
+    assert json.loads((tmp_path / "screen" / "screen.json").read_text())["rows"] == report["rows"]
+    assert "| 1" in (tmp_path / "screen" / "screen.md").read_text()
+    assert (tmp_path / "screen" / "iter_000002.onnx").is_file()
+
+    monkeypatch.setattr(scr, "evaluate", lambda *a, **k: pytest.fail("evaluated again"))
+    assert scr.screen(run, settings, tmp_path / "screen")["rows"] == report["rows"]
+
+    rows = [{"iteration": 1, "falls_reference": 0, "falls_hold": 0, "tracking_cm": 80.0},
+            {"iteration": 2, "falls_reference": 0, "falls_hold": 1, "tracking_cm": 40.0},
+            {"iteration": 3, "falls_reference": 0, "falls_hold": 0, "tracking_cm": 60.0}]
+    assert scr.pick(rows)["iteration"] == 3 and scr.pick(rows[1:2]) is None
+    assert scr.main([str(tmp_path / "empty"), "--seeds", "1"]) == 2
+    with pytest.raises(scr.CheckpointError, match="no checkpoint iter_"):
+        scr.run_checkpoints(tmp_path / "empty")

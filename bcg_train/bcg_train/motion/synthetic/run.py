@@ -49,6 +49,9 @@ def choreography(config: RunConfig, rng: np.random.Generator) -> Choreography:
     c = config
     period = 1.0 / c.cadence
     steps = int(np.floor((c.duration_s - 2 * c.stand_s) / period + 1e-9))
+    if steps < 2:                                              # a step of each foot between the two stands
+        raise ValueError(f"duration_s: {c.duration_s} s is too short for a run: at least two steps between "
+                         f"two stands of {c.stand_s:g} s ({2 * c.stand_s + 2 * period:.2f} s)")
     touchdown = c.stand_s + np.arange(steps + 1) * period      # step k's foot lands at touchdown[k]; 0: start
     ramp_steps = c.ramp_s * c.cadence
     k = np.arange(steps + 1)
