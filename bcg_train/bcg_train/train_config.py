@@ -13,7 +13,7 @@ import dataclasses
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Mapping, Union
+from typing import Any, Callable, Dict, List, Mapping, Tuple, Union
 
 import yaml
 from torch import nn
@@ -127,16 +127,37 @@ def preset_dir() -> Path:
     return config_dir() / "train"
 
 
+EXTENDS_KEY = "extends"
+"""A preset file's key naming the preset it is written on top of (its other keys override that one's)."""
+
+
 def load_preset(name: Union[str, Path]) -> TrainConfig:
-    """The preset `name` (a file stem in config/train/, or a path to a YAML file), validated."""
+    """The preset `name` (a file stem in config/train/, or a path to a YAML file), validated. A
+    preset with `extends: OTHER` is OTHER (a stem in config/train/) with its own keys applied on top."""
+    cfg, path = _preset(name, ())
+    try:
+        cfg.validate()
+    except ConfigError as e:
+        raise ConfigError(f"{e} (in {path})") from None
+    return cfg
+
+
+def _preset(name: Union[str, Path], chain: Tuple[Path, ...]) -> Tuple[TrainConfig, Path]:
+    """(the preset `name`, not yet validated, its file); `chain` the files that extend it."""
     path = Path(name)
     if path.suffix not in (".yaml", ".yml"):
         path = preset_dir() / f"{name}.yaml"
     if not path.is_file():
         known = sorted(p.stem for p in preset_dir().glob("*.yaml")) if preset_dir().is_dir() else []
         raise ConfigError(f"preset: {name!r} not found ({path}); known presets: {', '.join(known) or 'none'}")
+    if path.resolve() in chain:
+        raise ConfigError(f"{EXTENDS_KEY}: presets extend each other in a loop: "
+                          f"{' -> '.join(p.stem for p in chain + (path.resolve(),))}")
+    data = dict(yaml.safe_load(path.read_text()) or {})
+    base = data.pop(EXTENDS_KEY, None)
+    start = _preset(str(base), chain + (path.resolve(),))[0] if base is not None else TrainConfig()
     try:
-        return config_from_dict(yaml.safe_load(path.read_text()) or {})
+        return apply_overrides(start, data), path
     except ConfigError as e:
         raise ConfigError(f"{e} (in {path})") from None
 

@@ -1,9 +1,13 @@
 """Presets: the paper's defaults, size-only presets, and errors that name the key."""
 import dataclasses
+import json
+from pathlib import Path
 
 import pytest
 
 from bcg_train.train_config import ConfigError, TrainConfig, apply_overrides, config_from_dict, load_preset
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 def test_paper_preset_is_the_paper():
@@ -52,6 +56,34 @@ def test_errors_name_the_key(tmp_path):
     bad.write_text("ppo:\n  actor_hidden: [64, 0]\n")
     with pytest.raises(ConfigError, match=r"^ppo\.actor_hidden: must be a non-empty list .*bad\.yaml"):
         load_preset(bad)
+
+
+def test_a_preset_extends_another(tmp_path):
+    """finetune-cpu is transfer-cpu with its recipe on top; a loop of presets, or a base that does
+    not exist, is refused by name."""
+    fine, base = load_preset("finetune-cpu"), load_preset("transfer-cpu")
+    assert (fine.shac.num_envs, fine.shac.critic_hidden, fine.add.hidden) == (32, (128, 128), (512, 256))
+    assert fine.env.randomization == base.env.randomization and fine.env.randomization.enabled
+    assert (fine.shac.actor_lr, fine.shac.actor_warmup_iterations, fine.env.root_velocity_sigma) == (5e-4, 50, 0.25)
+    assert dataclasses.replace(fine.env, **{k: getattr(base.env, k) for k in (
+        "reference_root_velocity", "root_velocity_reward", "root_velocity_sigma", "termination_body_error",
+        "alive_reward", "leg_clearance_penalty", "rest_start_fraction", "rest_start_tilt_deg",
+        "rest_start_tip_rate", "rest_start_joint_noise_rad")}) == base.env
+    shipped = json.loads((REPO / "policies" / "shac_dance_k300.json").read_text())["config"]
+    assert config_from_dict(shipped) == fine            # the recipe that trained the shipped dance, exactly
+    (tmp_path / "a.yaml").write_text(f"extends: {tmp_path / 'b.yaml'}\nshac:\n  horizon: 8\n")
+    (tmp_path / "b.yaml").write_text(f"extends: {tmp_path / 'a.yaml'}\n")
+    with pytest.raises(ConfigError, match=r"^extends: presets extend each other in a loop: a -> b -> a"):
+        load_preset(tmp_path / "a.yaml")
+    (tmp_path / "b.yaml").write_text("extends: cpu-tiny\nshac:\n  horizon: 16\n")
+    with pytest.raises(ConfigError, match=r"^preset: 'cpu-tiny' not found"):
+        load_preset(tmp_path / "a.yaml")
+    (tmp_path / "b.yaml").write_text("extends: cpu-small\nshac:\n  horizon: 16\n  iterations: 3\n")
+    cfg = load_preset(tmp_path / "a.yaml")
+    assert (cfg.shac.horizon, cfg.shac.iterations, cfg.shac.num_envs) == (8, 3, 32)   # a over b over cpu-small
+    (tmp_path / "b.yaml").write_text("extends: cpu-small\nshac:\n  horizn: 16\n")
+    with pytest.raises(ConfigError, match=r"^shac\.horizn: unknown key .*b\.yaml"):
+        load_preset(tmp_path / "a.yaml")
 
 
 def test_config_round_trips_through_a_checkpoint_dict():
