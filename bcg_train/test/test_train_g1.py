@@ -138,6 +138,7 @@ def test_screen_runs_every_checkpoint_in_mujoco_keeps_its_rows_and_picks_one_tha
     assert [r["iteration"] for r in report["rows"]] == [1, 2]
     for r in report["rows"]:
         assert r["falls_reference"] in (0, 1) and r["falls_hold"] in (0, 1) and r["tracking_cm"] > 0
+        assert 0 < r["time_up_s"] <= 3.0 and (r["time_up_s"] < 3.0) == bool(r["falls_reference"])
     assert json.loads((tmp_path / "screen" / "screen.json").read_text())["rows"] == report["rows"]
     assert "| 1" in (tmp_path / "screen" / "screen.md").read_text()
     assert (tmp_path / "screen" / "iter_000002.onnx").is_file()

@@ -9,9 +9,9 @@ standing. For each checkpoint in RUN_DIR/checkpoints (every N-th iteration with 
 exports the policy (OUT/iter_N.onnx) and runs it in MuJoCo as `bcg-eval --mujoco-only` does, `seeds`
 runs of `duration` s from two starts: on the reference's first frame, and from rest after a hold
 (`bcg-eval --from-rest --hold 0.4`, the DDS check's start). It writes OUT/screen.json and
-OUT/screen.md (one row per checkpoint: falls from each start, world tracking, tracking without the
-drift, legs touching) and names the *pick*: among the checkpoints that fell from neither start, the
-one with the lowest world tracking error, with the `bcg-ship` command that ships it.
+OUT/screen.md (one row per checkpoint: falls from each start; on the reference the time up, world
+tracking, tracking without the drift, legs touching) and names the *pick*: among the checkpoints that
+fell from neither start, the one with the lowest world tracking error, with its `bcg-ship` command.
 
 A checkpoint already in OUT/screen.json with the same settings is not evaluated again, so screening
 a run while it trains only evaluates its new checkpoints. The pick is the best of several on the very
@@ -36,6 +36,11 @@ from .table import HOLD_S
 STARTS = {"reference": {"from_rest": False, "hold_s": 0.0}, "hold": {"from_rest": True, "hold_s": HOLD_S}}
 """The starts each checkpoint is run from (`evaluate`'s arguments): the reference's first frame, and
 standing after a hold of HOLD_S s as the DDS check starts the robot."""
+
+
+ROW_KEYS = {"iteration", *(f"falls_{s}" for s in STARTS), "time_up_s", "tracking_cm", "tracking_root_xy_cm",
+            "self_contact_s"}
+"""What a row of `screen_row` holds."""
 
 
 @dataclass(frozen=True)
@@ -63,8 +68,9 @@ def run_checkpoints(run_dir: Path, every: int = 1) -> List[Path]:
 
 def screen_row(policy: Path, iteration: int, settings: ScreenSettings, motion_dir: Optional[str],
                model: Optional[str], log=None) -> Dict[str, object]:
-    """One checkpoint's row: {iteration, falls_<start>, tracking_cm, tracking_root_xy_cm,
-    self_contact_s} (tracking and legs touching on the reference start, means over seeds)."""
+    """One checkpoint's row: {iteration, falls_<start>, time_up_s, tracking_cm, tracking_root_xy_cm,
+    self_contact_s} (on the reference start, means over seeds: time up to the fall or the end, tracking
+    up to then, legs touching)."""
     row: Dict[str, object] = {"iteration": iteration}
     for start, kwargs in STARTS.items():
         result = evaluate(policy, settings.motion, settings.seeds, settings.duration_s, model=model, log=log,
@@ -72,7 +78,8 @@ def screen_row(policy: Path, iteration: int, settings: ScreenSettings, motion_di
         summary = result["summary"]
         row[f"falls_{start}"] = summary["falls_mujoco"]
         if start == "reference":
-            row.update(tracking_cm=summary["tracking_error_mujoco_cm"],
+            times = [r["fall_time_s"] if r["fell"] else settings.duration_s for r in result["runs"]["mujoco"]]
+            row.update(time_up_s=sum(times) / len(times), tracking_cm=summary["tracking_error_mujoco_cm"],
                        tracking_root_xy_cm=summary["tracking_error_root_xy_mujoco_cm"],
                        self_contact_s=summary["self_contact_mujoco_s"])
     return row
@@ -92,13 +99,14 @@ def markdown(run_dir: Path, settings: ScreenSettings, rows: Sequence[dict], best
              f"`--from-rest --hold {HOLD_S:g}`: after a hold); motion: "
              f"{settings.motion or 'the one in each contract'}.",
              "",
-             "| iteration | falls on the reference | falls after a hold | world tracking [cm] | "
+             "| iteration | falls on the reference | falls after a hold | time up [s] | world tracking [cm] | "
              "without the drift [cm] | legs touching [s] |",
-             "|---|---|---|---|---|---|"]
+             "|---|---|---|---|---|---|---|"]
     for r in rows:
         mark = " **pick**" if best is not None and r["iteration"] == best["iteration"] else ""
         lines.append(f"| {r['iteration']}{mark} | {r['falls_reference']}/{n} | {r['falls_hold']}/{n} | "
-                     f"{r['tracking_cm']:.1f} | {r['tracking_root_xy_cm']:.1f} | {r['self_contact_s']:.2f} |")
+                     f"{r['time_up_s']:.1f} | {r['tracking_cm']:.1f} | {r['tracking_root_xy_cm']:.1f} | "
+                     f"{r['self_contact_s']:.2f} |")
     lines.append("")
     lines.append(f"Pick: {pick_line(run_dir, best)}")
     return "\n".join(lines) + "\n"
@@ -121,8 +129,8 @@ def screen(run_dir: Path, settings: ScreenSettings, out: Path, every: int = 1, m
     known: Dict[int, dict] = {}
     if saved.is_file():
         old = json.loads(saved.read_text())
-        if old.get("settings") == asdict(settings):
-            known = {int(r["iteration"]): r for r in old["rows"]}
+        if old.get("settings") == asdict(settings):         # rows of an older layout are measured again
+            known = {int(r["iteration"]): r for r in old["rows"] if ROW_KEYS <= set(r)}
     rows = []
     for checkpoint in run_checkpoints(run_dir, every):
         iteration = checkpoint_iteration(checkpoint)
