@@ -159,3 +159,21 @@ def test_networks_trained_on_fewer_observation_entries_act_as_before_with_entrie
     torch.testing.assert_close(wide_critic(wide_norm(obs)), critic(norm(obs[:, :5])))
     torch.testing.assert_close(wide_norm.var[5:], torch.ones(2, dtype=torch.float64))
     assert wide_actor.net[0].weight.shape == (8, 7) and not wide_actor.net[0].weight[:, 5:].any()
+
+
+def test_the_actor_is_held_then_ramps_up_to_its_schedule(toy_env_class, tiny_config_factory):
+    """Warm-up 2, ramp 3: the actor's rate is 0, 0, then 1/4, 2/4, 3/4 of the schedule, then the
+    schedule itself; the critics follow theirs throughout. Without a ramp it starts at full rate."""
+    import dataclasses
+
+    from bcg_train.algo.shac import linear_decay
+    shac, _ = make_shac(toy_env_class, tiny_config_factory)
+    cfg = shac.cfg = dataclasses.replace(shac.cfg, iterations=20, actor_warmup_iterations=2, actor_ramp_iterations=3)
+    schedule = [linear_decay(cfg.actor_lr, cfg.final_lr, it, cfg.iterations) for it in range(8)]
+    rates = [shac.set_learning_rates(it) for it in range(8)]
+    expected = [0, 0, 0.25, 0.5, 0.75, 1, 1, 1]
+    assert [r["lr/actor"] for r in rates] == pytest.approx([f * s for f, s in zip(expected, schedule)])
+    assert all(g["lr"] == rates[-1]["lr/actor"] for g in shac.actor_optimizer.param_groups)
+    assert rates[0]["lr/critic"] == pytest.approx(linear_decay(cfg.critic_lr, cfg.final_lr, 0, cfg.iterations))
+    shac.cfg = dataclasses.replace(cfg, actor_ramp_iterations=0)
+    assert [shac.set_learning_rates(it)["lr/actor"] for it in (1, 2)] == pytest.approx([0, schedule[2]])

@@ -92,13 +92,17 @@ class ShacConfig:
     """Iterations at the start in which the actor's learning rate is 0 while the critics and the ADD
     discriminator learn: for a run started from a policy file, whose critics and discriminator
     are new (`--init-from POLICY.onnx`); then the rate follows its schedule, as if never held."""
+    actor_ramp_iterations: int = 0
+    """Iterations after the warm-up over which the actor's learning rate rises linearly from 0 to its
+    schedule (0: at once). A fine-tuned actor meets critics that have only just learnt; its first full-rate
+    updates can undo its balance (a dance fine-tune fell at 0.9 s 50 iterations after its warm-up)."""
 
     def validate(self) -> None:
         require_positive(self, "num_envs", "num_envs_without_bundle", "horizon", "iterations", "actor_lr",
                          "critic_lr", "final_lr", "actor_grad_clip", "critic_grad_clip", "critic_iterations",
                          "critic_minibatches", "critic_ensemble", "init_action_std", "grad_stats_window")
         require_fraction(self, "gamma", "lam", "target_polyak")
-        require_non_negative(self, "actor_warmup_iterations")
+        require_non_negative(self, "actor_warmup_iterations", "actor_ramp_iterations")
         check(self.actor_warmup_iterations < self.iterations, "actor_warmup_iterations",
               f"{self.actor_warmup_iterations} leaves no actor update in {self.iterations} iterations")
         require_layers(self, "actor_hidden", "critic_hidden")
@@ -240,8 +244,8 @@ class Shac:
 
     def set_learning_rates(self, it: int) -> Dict[str, float]:
         cfg = self.cfg
-        held = it < cfg.actor_warmup_iterations
-        rates = {"lr/actor": 0.0 if held else linear_decay(cfg.actor_lr, cfg.final_lr, it, cfg.iterations),
+        ramp = min(1.0, (it - cfg.actor_warmup_iterations + 1) / (cfg.actor_ramp_iterations + 1))
+        rates = {"lr/actor": max(0.0, ramp) * linear_decay(cfg.actor_lr, cfg.final_lr, it, cfg.iterations),
                  "lr/critic": linear_decay(cfg.critic_lr, cfg.final_lr, it, cfg.iterations)}
         for optimizer, name in ((self.actor_optimizer, "lr/actor"), (self.critic_optimizer, "lr/critic")):
             for group in optimizer.param_groups:
