@@ -145,6 +145,14 @@ def test_screen_runs_every_checkpoint_in_mujoco_keeps_its_rows_and_picks_one_tha
 
     monkeypatch.setattr(scr, "evaluate", lambda *a, **k: pytest.fail("evaluated again"))
     assert scr.screen(run, settings, tmp_path / "screen")["rows"] == report["rows"]
+    monkeypatch.undo()
+    ckpt = run / "checkpoints" / "iter_000001.pt"
+    os.utime(ckpt, ns=(ckpt.stat().st_atime_ns, ckpt.stat().st_mtime_ns + 1))    # written again: measured again
+    measured = []
+    monkeypatch.setattr(scr, "screen_row", lambda policy, iteration, *a, **k: measured.append(iteration) or
+                        {**report["rows"][iteration - 1], "iteration": iteration})
+    scr.screen(run, settings, tmp_path / "screen")
+    assert measured == [1]
 
     rows = [{"iteration": 1, "falls_reference": 0, "falls_hold": 0, "tracking_cm": 80.0},
             {"iteration": 2, "falls_reference": 0, "falls_hold": 1, "tracking_cm": 40.0},

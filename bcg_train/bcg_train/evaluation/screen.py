@@ -13,8 +13,9 @@ OUT/screen.md (one row per checkpoint: falls from each start; on the reference t
 tracking, tracking without the drift, legs touching) and names the *pick*: among the checkpoints that
 fell from neither start, the one with the lowest world tracking error, with its `bcg-ship` command.
 
-A checkpoint already in OUT/screen.json with the same settings is not evaluated again, so screening
-a run while it trains only evaluates its new checkpoints. The pick is the best of several on the very
+A checkpoint already in OUT/screen.json with the same settings (and the same file: size and
+modification time) is not evaluated again, so screening a run while it trains only evaluates its new
+checkpoints. The pick is the best of several on the very
 metric it is chosen by, from one training seed: say so when quoting it.
 """
 import argparse
@@ -38,11 +39,6 @@ STARTS = {"reference": {"from_rest": False, "hold_s": 0.0}, "hold": {"from_rest"
 standing after a hold of HOLD_S s as the DDS check starts the robot."""
 
 
-ROW_KEYS = {"iteration", *(f"falls_{s}" for s in STARTS), "time_up_s", "tracking_cm", "tracking_root_xy_cm",
-            "self_contact_s"}
-"""What a row of `screen_row` holds."""
-
-
 @dataclass(frozen=True)
 class ScreenSettings:
     """What a screen's rows depend on (rows evaluated under other settings are redone)."""
@@ -64,6 +60,12 @@ def run_checkpoints(run_dir: Path, every: int = 1) -> List[Path]:
         raise CheckpointError(f"run {run_dir}: no checkpoint iter_*.pt in {folder}"
                               + (f" at a multiple of {every} iterations" if every > 1 else ""))
     return found
+
+
+def file_stamp(path: Path) -> str:
+    """'<bytes>:<modification time in ns>' of `path`: a checkpoint written again gets a new one."""
+    st = Path(path).stat()
+    return f"{st.st_size}:{st.st_mtime_ns}"
 
 
 def screen_row(policy: Path, iteration: int, settings: ScreenSettings, motion_dir: Optional[str],
@@ -129,16 +131,17 @@ def screen(run_dir: Path, settings: ScreenSettings, out: Path, every: int = 1, m
     known: Dict[int, dict] = {}
     if saved.is_file():
         old = json.loads(saved.read_text())
-        if old.get("settings") == asdict(settings):         # rows of an older layout are measured again
-            known = {int(r["iteration"]): r for r in old["rows"] if ROW_KEYS <= set(r)}
+        if old.get("settings") == asdict(settings):
+            known = {int(r["iteration"]): r for r in old["rows"]}
     rows = []
     for checkpoint in run_checkpoints(run_dir, every):
-        iteration = checkpoint_iteration(checkpoint)
-        if iteration not in known:
+        iteration, stamp = checkpoint_iteration(checkpoint), file_stamp(checkpoint)
+        if known.get(iteration, {}).get("checkpoint_stamp") != stamp:     # new, or the file was written again
             policy, _ = export_checkpoint(checkpoint, out / checkpoint_name(iteration).replace(".pt", ".onnx"))
             if log:
                 log(f"iteration {iteration}: {policy}")
-            known[iteration] = screen_row(policy, iteration, settings, motion_dir, model, log)
+            known[iteration] = {**screen_row(policy, iteration, settings, motion_dir, model, log),
+                                "checkpoint_stamp": stamp}
         rows.append(known[iteration])
         report = {"run": str(run_dir), "settings": asdict(settings), "rows": rows}
         write_text_atomic(saved, json.dumps(report, indent=2))      # each row kept as soon as it is measured
