@@ -244,8 +244,8 @@ class Shac:
 
     def set_learning_rates(self, it: int) -> Dict[str, float]:
         cfg = self.cfg
-        ramp = min(1.0, (it - cfg.actor_warmup_iterations + 1) / (cfg.actor_ramp_iterations + 1))
-        rates = {"lr/actor": max(0.0, ramp) * linear_decay(cfg.actor_lr, cfg.final_lr, it, cfg.iterations),
+        ramp = min(max((it - cfg.actor_warmup_iterations + 1) / (cfg.actor_ramp_iterations + 1), 0.0), 1.0)
+        rates = {"lr/actor": ramp * linear_decay(cfg.actor_lr, cfg.final_lr, it, cfg.iterations),
                  "lr/critic": linear_decay(cfg.critic_lr, cfg.final_lr, it, cfg.iterations)}
         for optimizer, name in ((self.actor_optimizer, "lr/actor"), (self.critic_optimizer, "lr/critic")):
             for group in optimizer.param_groups:

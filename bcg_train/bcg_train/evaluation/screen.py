@@ -133,7 +133,7 @@ def screen(run_dir: Path, settings: ScreenSettings, out: Path, every: int = 1, m
         old = json.loads(saved.read_text())
         if old.get("settings") == asdict(settings):
             known = {int(r["iteration"]): r for r in old["rows"]}
-    rows = []
+    report = {"run": str(run_dir), "settings": asdict(settings), "rows": []}
     for checkpoint in run_checkpoints(run_dir, every):
         iteration, stamp = checkpoint_iteration(checkpoint), file_stamp(checkpoint)
         if known.get(iteration, {}).get("checkpoint_stamp") != stamp:     # new, or the file was written again
@@ -142,11 +142,12 @@ def screen(run_dir: Path, settings: ScreenSettings, out: Path, every: int = 1, m
                 log(f"iteration {iteration}: {policy}")
             known[iteration] = {**screen_row(policy, iteration, settings, motion_dir, model, log),
                                 "checkpoint_stamp": stamp}
-        rows.append(known[iteration])
-        report = {"run": str(run_dir), "settings": asdict(settings), "rows": rows}
-        write_text_atomic(saved, json.dumps(report, indent=2))      # each row kept as soon as it is measured
-    best = pick(rows)
-    report = {"run": str(run_dir), "settings": asdict(settings), "rows": rows, "pick": best}
+            report["rows"].append(known[iteration])
+            write_text_atomic(saved, json.dumps(report, indent=2))  # each row kept as soon as it is measured
+        else:
+            report["rows"].append(known[iteration])
+    rows = report["rows"]
+    best = report["pick"] = pick(rows)
     write_text_atomic(saved, json.dumps(report, indent=2))
     write_text_atomic(out / "screen.md", markdown(run_dir, settings, rows, best))
     return report
