@@ -373,3 +373,88 @@ def test_a_bundled_substep_copies_to_the_host_once(monkeypatch):
     old["stats"] = {**old["stats"], "clamped_perturbations": old.pop("clamped_perturbations")}
     restored.load_state_dict(old)
     assert restored.bundler.clamped_perturbations == clamped and restored.bundle_stats == stats
+
+
+def test_branch_gradient_spread_is_the_squared_standard_error_and_mean_of_each_bundle():
+    """The kernel against numpy: 3 bundles of B = 4 rows after 2 other rows; the middle bundle has no
+    gradient and is left out."""
+    b, first = 4, 2
+    grads = RNG.normal(size=(first + 3 * b, MODEL.nq + MODEL.nv))
+    grads[first + b:first + 2 * b] = 0.0
+    q_grad = wp.array(grads[:, :MODEL.nq], dtype=wp.float64)
+    qd_grad = wp.array(grads[:, MODEL.nq:], dtype=wp.float64)
+    spread = wp.zeros(3, dtype=wp.float64)
+    wp.launch(bk.branch_gradient_spread, 3, inputs=[q_grad, qd_grad, first, b, spread])
+    samples = b * grads[first:].reshape(3, b, -1)[[0, 2]]          # each branch's own gradient sample
+    squared_error = (samples.var(axis=1, ddof=1) / b).sum()
+    squared_mean = np.square(samples.mean(axis=1)).sum()
+    np.testing.assert_allclose(spread.numpy(), [squared_error, squared_mean, 2.0], rtol=1e-12)
+
+
+def _late_landing_start():
+    """Three environments: one dropped (lands in the first window of 4 steps), one dropped from 4 cm
+    higher (lands in the second, while the first's bundle is open), one standing."""
+    import torch
+    q0, qd0 = initial_state(MODEL, 3, dropped=[True, True, False])
+    q0[1, 2] += 0.04
+    return torch.tensor(q0), torch.tensor(qd0)
+
+
+def test_branches_that_agree_have_no_spread_and_bundles_of_different_sizes_average_right():
+    """Without noise every branch repeats the same computation: the measured spread is 0 (rounding) and
+    auto_branches takes B from 3 to its minimum 2 at the first cut; the second bundle opens with B = 2
+    while the first (B = 3) is open. States and gradients of both windows are the plain simulator's."""
+    import torch
+
+    from bcg_train.diffsim.torch_bridge import step
+    r = MODEL.robot
+    kp, kd = torch.tensor(r.kp * 10), torch.tensor(r.kd * 3)
+    actions = torch.tensor(np.tile(r.default_q, (2, 4, 3, 1)))
+    quiet = sim_config(enabled=True, branches=3, sigma_p=0.0, sigma_v=0.0, auto_branches=True, min_branches=2)
+    runs = []
+    for config in (quiet, sim_config()):
+        sim = Simulator(MODEL, 3, config, requires_grad=True)
+        q, qd = _late_landing_start()
+        out, counts = [], []
+        for window in range(2):
+            a = actions[window].clone().requires_grad_(True)
+            for t in range(len(a)):
+                q, qd = step(sim, q, qd, a[t], DT, kp, kd)
+                counts.append(list(sim.bundler.counts) if sim.bundler else [])
+            ((q * torch.arange(q.shape[1])).sum() + qd.square().sum()).backward()
+            sim.segment.cut()
+            q, qd = q.detach(), qd.detach()
+            out += [q, qd, a.grad]
+            if config.bundle.enabled and window == 0:
+                assert sim.bundle_stats.branch_rse < 1e-12 and sim.bundle_stats.branches == 2   # rounding only
+        if config.bundle.enabled:
+            assert [3] in counts[:4] and [3, 2] in counts[4:]
+        runs.append(out)
+    for a, b in zip(*runs):
+        torch.testing.assert_close(a, b, rtol=1e-9, atol=1e-12)
+
+
+def test_auto_branches_follows_the_measured_spread_of_noisy_branches():
+    """With the perturbations on, branches disagree (spread > 0): a target far below the measured error
+    sends B to max_branches, one far above to min_branches; without auto_branches B stays and the spread
+    is still measured. The chosen B and the spread survive state_dict."""
+    import torch
+    r = MODEL.robot
+    kp, kd = torch.tensor(r.kp * 10), torch.tensor(r.kd * 3)
+    actions = torch.tensor(np.tile(r.default_q, (4, 3, 1)))
+    for auto, target, expected in ((True, 1e-6, 6), (True, 1e6, 2), (False, 1e-6, 3)):
+        config = sim_config(enabled=True, branches=3, auto_branches=auto, branch_rse_target=target, max_branches=6)
+        sim = Simulator(MODEL, 3, config, requires_grad=True)
+        q, qd = _late_landing_start()
+        _window(sim, q, qd, actions, kp, kd)
+        stats = sim.bundle_stats
+        assert stats.bundles >= 1 and 0.0 < stats.branch_rse < np.inf
+        assert stats.branches == expected
+        restored = Simulator(MODEL, 3, config, requires_grad=True)
+        restored.load_state_dict(sim.state_dict())
+        assert restored.bundle_stats == stats
+
+
+def test_auto_branches_needs_a_range_that_holds_the_first_b():
+    with pytest.raises(ConfigError, match="auto_branches: needs 2 <= min_branches <= branches <= max_branches"):
+        BundleConfig(enabled=True, branches=40, auto_branches=True).validate()

@@ -42,11 +42,26 @@ class BundleConfig:
     """Ablation: the environment follows the unperturbed trajectory; only gradients come from the branches."""
     seed: int = 0
     """Seed of the perturbation noise (a constant: no gradient flows through sampling)."""
+    auto_branches: bool = False
+    """B tunes itself: after each segment's backward pass the bundler measures the relative standard
+    error of its bundles' mean gradient (the spread of the branches' own gradients, see
+    `Bundler.branch_rse`) and bundles opened later get the B that would bring it to
+    `branch_rse_target`, within [min_branches, max_branches]; `branches` is the first B."""
+    branch_rse_target: float = 0.25
+    """Relative standard error of a bundle's mean gradient that `auto_branches` aims at [-]."""
+    min_branches: int = 2
+    """Smallest B `auto_branches` chooses (2 at least: one branch has no spread to measure)."""
+    max_branches: int = 32
+    """Largest B `auto_branches` chooses."""
 
     def validate(self) -> None:
-        require_count(self, "branches", "span_steps")
-        require_positive(self, "threshold", "damping")
+        require_count(self, "branches", "span_steps", "min_branches", "max_branches")
+        require_positive(self, "threshold", "damping", "branch_rse_target")
         require_non_negative(self, "sigma_p", "sigma_v", "max_dq", "max_dqd")
+        if self.auto_branches:
+            check(2 <= self.min_branches <= self.branches <= self.max_branches, "auto_branches",
+                  f"needs 2 <= min_branches <= branches <= max_branches, got {self.min_branches}, {self.branches}, "
+                  f"{self.max_branches}")
 
 
 @dataclass

@@ -15,7 +15,7 @@ It owns what the simulator must keep or defer between `step` calls, so that no c
   open bundles the simulator closes at the next substep, recorded on that substep's tape (closing
   them at once would cut the other bundles' gradients).
 """
-from typing import List, Tuple
+from typing import Callable, List, Tuple
 
 import numpy as np
 
@@ -33,6 +33,7 @@ class Segment:
         self._taped: List[Tuple[Scratch, State, LaunchSites]] = []
         self._cursor = 0
         self._restarted: List[int] = []
+        self._before_cut: List[Callable[[], None]] = []
         self.pool = BufferPool(physics, requires_grad)
         """The buffers all substeps share (see diffsim.pool)."""
         if not requires_grad:
@@ -42,9 +43,16 @@ class Segment:
             self._substeps = 0
 
     def cut(self) -> None:
-        """The segment's backward pass is done (or will never run): its buffers serve the next one."""
+        """The segment's backward pass is done (or will never run): whatever reads its adjoints runs
+        (`before_cut`), then its buffers serve the next one."""
+        for read_adjoints in self._before_cut:
+            read_adjoints()
         self._cursor = 0
         self.pool.release()
+
+    def before_cut(self, read_adjoints: Callable[[], None]) -> None:
+        """Call `read_adjoints` at every `cut`, while the segment's buffers still hold their adjoints."""
+        self._before_cut.append(read_adjoints)
 
     def restart(self, env_ids) -> None:
         """The states of `env_ids` (host indices: an int, a sequence, a numpy array or a CPU tensor)

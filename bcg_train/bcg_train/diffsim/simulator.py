@@ -60,6 +60,8 @@ class Simulator:
         self.bundler = (Bundler(self.physics, self.config.bundle, requires_grad, self.segment.pool)
                         if self.config.bundle.enabled else None)
         self._nominal = None if requires_grad or self.bundler is None else State.zeros(model, num_envs)
+        if self.bundler is not None and requires_grad:
+            self.segment.before_cut(self.bundler.measure_spread)
         self._flags = wp.zeros(num_envs, dtype=int, device=model.device)
         self._nonfinite = CachedLaunch(ik.nonfinite_flags, model.device)
 

@@ -335,7 +335,8 @@ class G1ImitationEnv:
             last_action=last_action, default_joint_pos=self.default_q, reference=reference))
 
     def _counters(self) -> Dict[str, float]:
-        """Running totals, and this step's fraction of environment-substeps inside a bundle."""
+        """Running totals, this step's fraction of environment-substeps inside a bundle, the B of the
+        bundles opened next and the last measured relative standard error of a bundle's gradient."""
         out = {"env_steps": float(self.env_steps)}
         st = self.sim.bundle_stats
         if st is not None:
@@ -343,7 +344,8 @@ class G1ImitationEnv:
             self._bundled_seen = (st.env_substeps, st.bundled_env_substeps)
             stepped = st.env_substeps - seen_env
             out.update(branch_substeps=float(st.branch_substeps), bundles=float(st.bundles),
-                       triggered_fraction=(st.bundled_env_substeps - seen_bundled) / stepped if stepped else 0.0)
+                       triggered_fraction=(st.bundled_env_substeps - seen_bundled) / stepped if stepped else 0.0,
+                       branches=float(st.branches), branch_rse=st.branch_rse)
         if self.randomizer:
             out.update(self.randomizer.counters())
         return out

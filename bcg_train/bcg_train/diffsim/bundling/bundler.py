@@ -17,10 +17,18 @@ open bundles tracked per environment:
 5. a bundle lasts H control steps (H x substeps substeps, counted from its triggering substep);
    then its branches are dropped and the environment continues from the mean.
 
+Each bundle keeps the B it was opened with. With gradients, the backward pass also measures how
+much each new bundle's branches disagree (a kernel recorded on the tape reads the adjoints of the
+branches' entry states as they are complete), and at the segment's cut (`measure_spread`) the
+bundler turns it into the relative standard error of a bundle's mean gradient
+(`stats.branch_rse`); with `auto_branches` the bundles opened next get the B that moves it halfway
+(in log B) towards `branch_rse_target`.
+
 Branches exist only for environments in a bundle, so memory and compute grow with the number of
 triggered environments, not with N x B. Bundle bookkeeping is on the host: one small copy to the
-host per substep (the leg events of the environments and of the branches together); the counter of
-clamped perturbations stays on the device (`clamped_perturbations` reads it). The states, perturbations and
+host per substep (the leg events of the environments and of the branches together), and one per
+segment for the spread; the counter of clamped perturbations stays on the device
+(`clamped_perturbations` reads it). The states, perturbations and
 means are Warp kernels on the simulator's device. The bundler runs substeps only through the
 `Substep` seam it is given.
 """
@@ -32,7 +40,7 @@ import numpy as np
 import warp as wp
 
 from ..config import BundleConfig
-from ..kernels.launch import LaunchSites
+from ..kernels.launch import CachedLaunch, LaunchSites
 from ..pool import BufferPool
 from ..precision import scalar_types
 from ..state import Control, State
@@ -49,7 +57,8 @@ a prime, so that the streams of neighbouring seeds do not overlap within the fir
 
 @dataclass
 class BundleStats:
-    """Counters since the simulator was built (or `reset`), for training logs."""
+    """Counters since the simulator was built (or `reset`), the B in use and the last measured spread,
+    for training logs."""
 
     env_substeps: int = 0
     """Environment-substeps simulated (N per substep)."""
@@ -61,6 +70,11 @@ class BundleStats:
     """Bundles opened."""
     reperturbations: int = 0
     """Branch legs perturbed again on a new contact inside a bundle."""
+    branches: int = 0
+    """B of the bundles opened next (the configured B, or the one `auto_branches` chose)."""
+    branch_rse: float = float("nan")
+    """Relative standard error of the bundles' mean gradient in the last segment that measured one
+    (sqrt(sum of squared standard errors / sum of squared means) over its bundles) [-]."""
 
     @property
     def triggered_fraction(self) -> float:
@@ -79,8 +93,10 @@ class Bundler:
         self._sites: Optional[LaunchSites] = None   # the current substep's
         self.model = physics.model
         self._substeps_per_bundle = cfg.span_steps * physics.config.substeps
-        self.stats = BundleStats()
+        self.stats = BundleStats(branches=cfg.branches)
         self._clamped = wp.zeros(1, dtype=wp.int32, device=physics.model.device)
+        self._spread = wp.zeros(3, dtype=wp.float64, device=physics.model.device)
+        self._spread_launch = CachedLaunch(bk.branch_gradient_spread, physics.model.device)
         self._events = 0
         self.recorded: Optional[List[Tuple[np.ndarray, np.ndarray]]] = None
         """When a list: every perturbation (dq, dqd), (rows, nv) each, is appended in order."""
@@ -91,7 +107,9 @@ class Bundler:
 
     def _clear(self) -> None:
         self.bundle_env: List[int] = []        # environment of each open bundle, in branch-row order
+        self.counts = np.zeros(0, dtype=int)   # branches per bundle
         self.left = np.zeros(0, dtype=int)     # substeps left per bundle
+        self._spread_recorded = False          # a bundle opened on a tape since the last measure_spread
         self.flags = np.zeros((0, 2), dtype=np.int32)   # (M, 2) legs already perturbed per branch
         self.branch_in = None                  # State of the branches (M rows) entering the next substep
 
@@ -105,14 +123,15 @@ class Bundler:
         """Close every bundle and zero the counters and the noise stream: the simulator then bundles
         exactly as a new one."""
         self._clear()
-        self.stats = BundleStats()
+        self.stats = BundleStats(branches=self.cfg.branches)
         self._clamped.zero_()
         self._events = 0
 
     def state_dict(self) -> dict:
         """Open bundles, branch states, counters and the noise stream position (numpy arrays, numbers)."""
         bi = self.branch_in
-        return {"bundle_env": np.array(self.bundle_env, dtype=np.int64), "left": self.left.copy(),
+        return {"bundle_env": np.array(self.bundle_env, dtype=np.int64), "counts": self.counts.copy(),
+                "left": self.left.copy(),
                 "flags": self.flags.copy(), "events": self._events, "stats": dataclasses.asdict(self.stats),
                 "clamped_perturbations": self.clamped_perturbations,
                 "branch": {} if bi is None else {k: v.numpy().copy() for k, v in zip(_FIELDS, _fields(bi))}}
@@ -120,16 +139,18 @@ class Bundler:
     def load_state_dict(self, state: dict) -> None:
         """Restore `state_dict()` (same model and number of environments)."""
         self.bundle_env = [int(e) for e in np.asarray(state["bundle_env"])]
+        self.counts = np.asarray(state.get("counts", np.full(len(self.bundle_env), self.cfg.branches)), dtype=int)
         self.left = np.asarray(state["left"], dtype=int).copy()
         self.flags = np.asarray(state["flags"], dtype=np.int32).reshape(-1, 2).copy()
         self._events = int(state["events"])
         stats = dict(state["stats"])
         clamped = stats.pop("clamped_perturbations", state.get("clamped_perturbations", 0))  # older checkpoints
-        self.stats = BundleStats(**stats)
+        self.stats = BundleStats(**{"branches": self.cfg.branches, **stats})
         self._clamped.fill_(int(clamped))
+        self._spread_recorded = False
         self.branch_in = None
         if state["branch"]:
-            self.branch_in = State.zeros(self.model, len(self.bundle_env) * self.cfg.branches, self.requires_grad)
+            self.branch_in = State.zeros(self.model, int(self.counts.sum()), self.requires_grad)
             for name, arr in zip(_FIELDS, _fields(self.branch_in)):
                 arr.assign(np.asarray(state["branch"][name]))
 
@@ -149,13 +170,13 @@ class Bundler:
         """s_out <- one bundled substep of length h [s] from s_in; `nominal` and `sc_nominal` are the
         plain substep's output and scratch buffers, `sites` its launch sites; `tape` as in `Substep.run`."""
         self._sites, pool = sites, self.pool
-        cfg, b = self.cfg, self.cfg.branches
+        cfg, b = self.cfg, self.stats.branches
         n = s_in.q.shape[0]
         self.physics.run(s_in, nominal, control, h, sc_nominal, tape)
-        m0 = len(self.bundle_env) * b
+        m0 = int(self.counts.sum())
         b_out = sc_b = None
         if m0:
-            b_env = np.repeat(self.bundle_env, b)
+            b_env = np.repeat(self.bundle_env, self.counts)
             b_out = pool.state(m0)
             sc_b = pool.scratch(m0)
             self.physics.run(self.branch_in, b_out, self._gather_control(control, b_env, tape), h, sc_b, tape)
@@ -181,6 +202,7 @@ class Bundler:
             b_final = self._take(which, src, b_out if m0 else r_out, r_out, tape)
         self.flags = np.concatenate([self.flags | br_ev, env_ev[new_src]]).astype(np.int32)
         self.bundle_env = self.bundle_env + [int(e) for e in new_envs]
+        self.counts = np.concatenate([self.counts, np.full(len(new_envs), b)])
         self.left = np.concatenate([self.left, np.full(len(new_envs), self._substeps_per_bundle)])
         self._set_branches(b_final)
         self._assemble(nominal, s_out, n, tape)
@@ -200,6 +222,7 @@ class Bundler:
         """Re-run this substep for the re-perturbed branches (rows first) and the new bundles' branches."""
         m, cfg, pool, sites = self.model, self.cfg, self.pool, self._sites
         r = len(rerun) + len(new_src)
+        b = self.stats.branches
         dq = pool.array(r, (m.nv,), real, zero=True)
         dqd = pool.array(r, (m.nv,), real, zero=True)
         parts = [(self.branch_in, sc_b, rerun, rerun_legs, 0), (s_in, sc_nominal, new_src, new_legs, len(rerun))]
@@ -224,7 +247,9 @@ class Bundler:
         for source, _, src, count, _, first in parts:
             sites(bk.perturbed_rows, (count, m.nq), [source.q, source.qd, src, first, dq, dqd, r_in.q, r_in.qd],
                           tape)
-        r_env = np.concatenate([np.repeat(self.bundle_env, cfg.branches)[rerun], new_src]).astype(int)
+        if tape is not None and len(new_src) and b >= 2:
+            self._record_spread(r_in, len(rerun), len(new_src) // b, b, tape)
+        r_env = np.concatenate([np.repeat(self.bundle_env, self.counts)[rerun], new_src]).astype(int)
         r_out = pool.state(r)
         control_r = self._gather_control(control, r_env, tape)
         self.physics.run(r_in, r_out, control_r, h, pool.scratch(r), tape)
@@ -232,7 +257,7 @@ class Bundler:
 
     def _assemble(self, nominal: State, s_out: State, n: int, tape) -> None:
         """s_out <- nominal, or the branch mean (plus the nominal-forward offset) in a bundle."""
-        m, b, pool = self.model, self.cfg.branches, self.pool
+        m, pool = self.model, self.pool
         w = len(self.bundle_env)
         if not w:
             self._select(np.zeros(n, np.int32), np.arange(n), nominal, nominal, s_out, tape)
@@ -242,8 +267,9 @@ class Bundler:
         mean = pool.state(w, zero=True)
         q_sum = pool.array(w, (m.nq,), real, zero=True, requires_grad=self.requires_grad)
         bi = self.branch_in
-        self._sites(bk.branch_mean, w, [b, bi.q, bi.qd, bi.contact_impulse, bi.contact_height, q_sum,
-                                        mean.q, mean.qd, mean.contact_impulse, mean.contact_height], tape)
+        self._sites(bk.branch_mean, w, [pool.ints(self._first_rows()), pool.ints(self.counts), bi.q, bi.qd,
+                                        bi.contact_impulse, bi.contact_height, q_sum, mean.q, mean.qd,
+                                        mean.contact_impulse, mean.contact_height], tape)
         offset = None
         if self.cfg.nominal_forward:
             offset = pool.state(n, zero=True, requires_grad=False)
@@ -254,9 +280,11 @@ class Bundler:
 
     def _keep_bundles(self, keep: np.ndarray, tape) -> None:
         """Keep only the bundles `keep` (indices into the open ones), with their branch rows."""
-        b = self.cfg.branches
-        rows = (keep[:, None] * b + np.arange(b)).ravel().astype(np.int32)
+        first = self._first_rows()
+        rows = np.concatenate([np.arange(first[w], first[w] + self.counts[w]) for w in keep]
+                              + [np.zeros(0, int)]).astype(np.int32)
         self.bundle_env = [self.bundle_env[w] for w in keep]
+        self.counts = self.counts[keep]
         self.left = self.left[keep]
         self.flags = self.flags[rows]
         branches = None
@@ -264,7 +292,41 @@ class Bundler:
             branches = self._take(np.zeros(len(rows), np.int32), rows, self.branch_in, self.branch_in, tape)
         self._set_branches(branches)
 
+    # -- the spread of the branches' gradients ----------------------------------------------------
+    def _record_spread(self, entry: State, first: int, bundles: int, b: int, tape: wp.Tape) -> None:
+        """On `tape`: once the backward pass has brought the adjoints of the new bundles' entry states
+        (`bundles` bundles of `b` rows from row `first` of `entry`; recorded after their perturbation,
+        before their substep, so it runs in between), add their spread to the segment's sums."""
+        def accumulate():
+            self._spread_launch(bundles, [entry.q.grad, entry.qd.grad, first, b, self._spread])
+        tape.record_func(backward=accumulate, arrays=[])
+        self._spread_recorded = True
+
+    def measure_spread(self) -> None:
+        """After a segment's backward pass (the segment calls it at its cut): the relative standard error
+        of the mean gradient of the bundles opened in it, pooled (sqrt(sum of squared standard errors /
+        sum of squared means), bundles with a zero gradient left out) -> stats.branch_rse; with
+        `auto_branches`, stats.branches <- B x rse / target (clamped), halfway in log B to the B that
+        would reach the target (B x (rse / target)^2). One copy to the host; none when no bundle opened."""
+        if not self._spread_recorded:
+            return
+        self._spread_recorded = False
+        squared_error, squared_mean, measured = self._spread.numpy()
+        self._spread.zero_()
+        if not measured:
+            return
+        rse = float(np.sqrt(squared_error / squared_mean))
+        self.stats.branch_rse = rse
+        cfg = self.cfg
+        if cfg.auto_branches:
+            wanted = self.stats.branches * rse / cfg.branch_rse_target
+            self.stats.branches = int(np.clip(round(wanted), cfg.min_branches, cfg.max_branches))
+
     # -- helpers -------------------------------------------------------------------------------------
+    def _first_rows(self) -> np.ndarray:
+        """First branch row of each open bundle."""
+        return (np.cumsum(self.counts) - self.counts).astype(int)
+
     def _set_branches(self, branches: Optional[State]) -> None:
         """branch_in <- `branches` (from the pool, which keeps them until the next substep has read them)."""
         self.branch_in = branches

@@ -191,14 +191,16 @@ def select_rows(which: wp.array(dtype=int), src: wp.array(dtype=int), add_offset
 
 
 @wp.kernel
-def branch_mean(branches: int, q: wp.array2d(dtype=real), qd: wp.array2d(dtype=real), imp: wp.array2d(dtype=vec3),
-                height: wp.array2d(dtype=real), q_sum: wp.array2d(dtype=real),
-                q_mean: wp.array2d(dtype=real), qd_mean: wp.array2d(dtype=real), imp_mean: wp.array2d(dtype=vec3),
-                h_mean: wp.array2d(dtype=real)):
-    """Slot w: mean of its branches (rows w B .. w B + B - 1). The base quaternions are sign-aligned with
-    the first branch's, averaged and renormalised (one branch: copied as is). Accumulators zeroed."""
+def branch_mean(first: wp.array(dtype=int), count: wp.array(dtype=int), q: wp.array2d(dtype=real),
+                qd: wp.array2d(dtype=real), imp: wp.array2d(dtype=vec3), height: wp.array2d(dtype=real),
+                q_sum: wp.array2d(dtype=real), q_mean: wp.array2d(dtype=real), qd_mean: wp.array2d(dtype=real),
+                imp_mean: wp.array2d(dtype=vec3), h_mean: wp.array2d(dtype=real)):
+    """Slot w: mean of its branches (rows first[w] .. first[w] + count[w] - 1). The base quaternions are
+    sign-aligned with the first branch's, averaged and renormalised (one branch: copied as is).
+    Accumulators zeroed."""
     w = wp.tid()
-    b0 = w * branches
+    b0 = first[w]
+    branches = count[w]
     inv = real(1.0) / real(branches)
     for b in range(branches):
         i = b0 + b
@@ -225,6 +227,41 @@ def branch_mean(branches: int, q: wp.array2d(dtype=real), qd: wp.array2d(dtype=r
     q_mean[w, 4] = rot[0]
     q_mean[w, 5] = rot[1]
     q_mean[w, 6] = rot[2]
+
+
+@wp.func
+def _entry_adjoint(q_grad: wp.array2d(dtype=real), qd_grad: wp.array2d(dtype=real), i: int, j: int):
+    """Column j of row i of (q_grad | qd_grad), as float64."""
+    if j < q_grad.shape[1]:
+        return wp.float64(q_grad[i, j])
+    return wp.float64(qd_grad[i, j - q_grad.shape[1]])
+
+
+@wp.kernel(enable_backward=False)
+def branch_gradient_spread(q_grad: wp.array2d(dtype=real), qd_grad: wp.array2d(dtype=real), first: int,
+                           branches: int, spread: wp.array(dtype=wp.float64)):
+    """Bundle w of the B = `branches` rows first + w B ..: g_i = B x (adjoint of branch i's entry state,
+    q and qd together), the branch's own gradient sample (the bundle's gradient is their mean m).
+    Adds sum_i |g_i - m|^2 / (B (B - 1)) (the squared standard error of m) to spread[0], |m|^2 to
+    spread[1] and 1 to spread[2], for bundles whose m is not zero (B >= 2)."""
+    w = wp.tid()
+    b0 = first + w * branches
+    scale = wp.float64(branches)
+    mean_sq = wp.float64(0.0)
+    dev_sq = wp.float64(0.0)
+    for j in range(q_grad.shape[1] + qd_grad.shape[1]):
+        m = wp.float64(0.0)
+        for b in range(branches):
+            m += _entry_adjoint(q_grad, qd_grad, b0 + b, j) * scale
+        m = m / scale
+        mean_sq += m * m
+        for b in range(branches):
+            d = _entry_adjoint(q_grad, qd_grad, b0 + b, j) * scale - m
+            dev_sq += d * d
+    if mean_sq > wp.float64(0.0):
+        wp.atomic_add(spread, 0, dev_sq / (scale * (scale - wp.float64(1.0))))
+        wp.atomic_add(spread, 1, mean_sq)
+        wp.atomic_add(spread, 2, wp.float64(1.0))
 
 
 @wp.kernel(enable_backward=False)
