@@ -54,8 +54,10 @@ def rows(run_dir):
 
 
 def test_shac_run_with_bundling_resumes_exactly_and_exports(tmp_path):
-    """Ctrl-C during iteration 2 saves a checkpoint; resuming from it gives the uninterrupted run's numbers."""
-    cfg = g1_config(iterations=3)
+    """Ctrl-C during iteration 2 saves a checkpoint; resuming from it gives the uninterrupted run's numbers
+    (B chosen by auto_branches, which changes it after the first iteration)."""
+    cfg = apply_overrides(g1_config(iterations=3), {"env": {"sim": {"bundle": {"auto_branches": True,
+                                                                                "branch_rse_target": 0.01}}}})
     whole = tmp_path / "whole"
     Runner(make_algorithm(build_env(cfg, "synthetic_run", "cpu"), cfg), cfg, whole, {"motion": "synthetic_run"}).train()
     part = tmp_path / "part"
@@ -77,6 +79,7 @@ def test_shac_run_with_bundling_resumes_exactly_and_exports(tmp_path):
     assert rows(part) == rows(whole)
     assert float(rows(whole)[-1]["env/env_steps"]) == 3 * 4 * 8
     assert "env/branch_substeps" in rows(whole)[-1]
+    assert [r["env/branches"] for r in rows(whole)][-1] != "3.0" and rows(whole)[-1]["env/branch_rse"] != "nan"
 
     onnx_path, error = export_checkpoint(last, tmp_path / "policy.onnx")
     assert error < 1e-4
