@@ -458,3 +458,41 @@ def test_auto_branches_follows_the_measured_spread_of_noisy_branches():
 def test_auto_branches_needs_a_range_that_holds_the_first_b():
     with pytest.raises(ConfigError, match="auto_branches: needs 2 <= min_branches <= branches <= max_branches"):
         BundleConfig(enabled=True, branches=40, auto_branches=True).validate()
+
+
+@pytest.mark.parametrize("b", [4, 5])
+def test_clip_branch_adjoints_caps_each_row_at_c_times_its_bundles_median(b):
+    """The kernel against numpy: 2 bundles after 1 other row (untouched); one row per bundle made 50x
+    longer; rows longer than 2 x the (lower) median row length are scaled to it, the others kept."""
+    first, clip = 1, 2.0
+    grads = RNG.normal(size=(first + 2 * b, MODEL.nq + MODEL.nv))
+    grads[first] *= 50.0
+    grads[first + b + 2] *= 50.0
+    q_grad = wp.array(grads[:, :MODEL.nq], dtype=wp.float64)
+    qd_grad = wp.array(grads[:, MODEL.nq:], dtype=wp.float64)
+    wp.launch(bk.clip_branch_adjoints, 2, inputs=[q_grad, qd_grad, first, b, clip])
+    expected = grads.copy()
+    for w in range(2):
+        rows = slice(first + w * b, first + (w + 1) * b)
+        norms = np.linalg.norm(grads[rows], axis=1)
+        limit = clip * np.sort(norms)[(b - 1) // 2]
+        expected[rows] *= np.minimum(1.0, limit / norms)[:, None]
+    out = np.hstack([q_grad.numpy(), qd_grad.numpy()])
+    np.testing.assert_allclose(out, expected, rtol=1e-12)
+    assert np.linalg.norm(out[first]) < np.linalg.norm(grads[first]) / 10
+    np.testing.assert_array_equal(out[0], grads[0])
+
+
+def test_branch_clip_changes_gradients_only_and_a_loose_clip_changes_nothing():
+    """Forward values never change; a clip no branch reaches (1e9) gives the unclipped gradients bit for
+    bit; a tight one (1.0: every branch longer than the median is cut) changes them."""
+    q0, qd0 = initial_state(MODEL, 2, roll=np.radians(4.0))
+    a = np.tile(MODEL.robot.default_q, (2, 1))
+    w = RNG.normal(size=(2, MODEL.nq))
+    runs = {clip: rollout(sim_config(enabled=True, branches=5, branch_clip=clip), 6, q0, qd0, a, True, w)
+            for clip in (0.0, 1e9, 1.0)}
+    assert runs[0.0][3].bundles >= 2
+    for clip in (1e9, 1.0):
+        np.testing.assert_array_equal(runs[clip][0], runs[0.0][0])
+    np.testing.assert_array_equal(runs[1e9][2], runs[0.0][2])
+    assert np.abs(runs[1.0][2] - runs[0.0][2]).max() > 1e-6 * np.abs(runs[0.0][2]).max()

@@ -53,11 +53,15 @@ class BundleConfig:
     """Smallest B `auto_branches` chooses (2 at least: one branch has no spread to measure)."""
     max_branches: int = 32
     """Largest B `auto_branches` chooses."""
+    branch_clip: float = 0.0
+    """0: off. c > 0: in the backward pass, each new bundle's branch whose entry-state adjoint is longer
+    than c times the median of its bundle's is scaled down to that length, before they are summed: a
+    robust mean where one branch's stiff contact would dominate the bundle's gradient (biased) [-]."""
 
     def validate(self) -> None:
         require_count(self, "branches", "span_steps", "min_branches", "max_branches")
         require_positive(self, "threshold", "damping", "branch_rse_target")
-        require_non_negative(self, "sigma_p", "sigma_v", "max_dq", "max_dqd")
+        require_non_negative(self, "sigma_p", "sigma_v", "max_dq", "max_dqd", "branch_clip")
         if self.auto_branches:
             check(2 <= self.min_branches <= self.branches <= self.max_branches, "auto_branches",
                   f"needs 2 <= min_branches <= branches <= max_branches, got {self.min_branches}, {self.branches}, "

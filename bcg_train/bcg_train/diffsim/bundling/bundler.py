@@ -22,7 +22,9 @@ much each new bundle's branches disagree (a kernel recorded on the tape reads th
 branches' entry states as they are complete), and at the segment's cut (`measure_spread`) the
 bundler turns it into the relative standard error of a bundle's mean gradient
 (`stats.branch_rse`); with `auto_branches` the bundles opened next get the B that moves it halfway
-(in log B) towards `branch_rse_target`.
+(in log B) towards `branch_rse_target`. With `branch_clip`, the same pass first scales down each
+branch's entry adjoint to at most branch_clip times its bundle's median: in measured G1 bundles one
+branch often carries most of the gradient (a robust mean; off by default).
 
 Branches exist only for environments in a bundle, so memory and compute grow with the number of
 triggered environments, not with N x B. Bundle bookkeeping is on the host: one small copy to the
@@ -97,6 +99,7 @@ class Bundler:
         self._clamped = wp.zeros(1, dtype=wp.int32, device=physics.model.device)
         self._spread = wp.zeros(3, dtype=wp.float64, device=physics.model.device)
         self._spread_launch = CachedLaunch(bk.branch_gradient_spread, physics.model.device)
+        self._clip_launch = CachedLaunch(bk.clip_branch_adjoints, physics.model.device)
         self._events = 0
         self.recorded: Optional[List[Tuple[np.ndarray, np.ndarray]]] = None
         """When a list: every perturbation (dq, dqd), (rows, nv) each, is appended in order."""
@@ -248,7 +251,7 @@ class Bundler:
             sites(bk.perturbed_rows, (count, m.nq), [source.q, source.qd, src, first, dq, dqd, r_in.q, r_in.qd],
                           tape)
         if tape is not None and len(new_src) and b >= 2:
-            self._record_spread(r_in, len(rerun), len(new_src) // b, b, tape)
+            self._record_entry_adjoints(r_in, len(rerun), len(new_src) // b, b, tape)
         r_env = np.concatenate([np.repeat(self.bundle_env, self.counts)[rerun], new_src]).astype(int)
         r_out = pool.state(r)
         control_r = self._gather_control(control, r_env, tape)
@@ -293,13 +296,17 @@ class Bundler:
         self._set_branches(branches)
 
     # -- the spread of the branches' gradients ----------------------------------------------------
-    def _record_spread(self, entry: State, first: int, bundles: int, b: int, tape: wp.Tape) -> None:
+    def _record_entry_adjoints(self, entry: State, first: int, bundles: int, b: int, tape: wp.Tape) -> None:
         """On `tape`: once the backward pass has brought the adjoints of the new bundles' entry states
         (`bundles` bundles of `b` rows from row `first` of `entry`; recorded after their perturbation,
-        before their substep, so it runs in between), add their spread to the segment's sums."""
-        def accumulate():
-            self._spread_launch(bundles, [entry.q.grad, entry.qd.grad, first, b, self._spread])
-        tape.record_func(backward=accumulate, arrays=[])
+        before their substep, so it runs in between), clip them (`branch_clip`) and add their spread to
+        the segment's sums."""
+        def on_entry_adjoints():
+            grads = [entry.q.grad, entry.qd.grad, first, b]
+            if self.cfg.branch_clip > 0:
+                self._clip_launch(bundles, [*grads, real(self.cfg.branch_clip)])
+            self._spread_launch(bundles, [*grads, self._spread])
+        tape.record_func(backward=on_entry_adjoints, arrays=[])
         self._spread_recorded = True
 
     def measure_spread(self) -> None:

@@ -264,6 +264,45 @@ def branch_gradient_spread(q_grad: wp.array2d(dtype=real), qd_grad: wp.array2d(d
         wp.atomic_add(spread, 2, wp.float64(1.0))
 
 
+@wp.func
+def _entry_norm_sq(q_grad: wp.array2d(dtype=real), qd_grad: wp.array2d(dtype=real), i: int):
+    """|row i of (q_grad | qd_grad)|^2, as float64."""
+    total = wp.float64(0.0)
+    for j in range(q_grad.shape[1] + qd_grad.shape[1]):
+        v = _entry_adjoint(q_grad, qd_grad, i, j)
+        total += v * v
+    return total
+
+
+@wp.kernel(enable_backward=False)
+def clip_branch_adjoints(q_grad: wp.array2d(dtype=real), qd_grad: wp.array2d(dtype=real), first: int,
+                         branches: int, clip: real):
+    """Bundle w of the B = `branches` rows first + w B ..: each row of (q_grad | qd_grad) longer than
+    `clip` times the median row length of its bundle (the lower median for even B) is scaled down to
+    that length, in place."""
+    w = wp.tid()
+    b0 = first + w * branches
+    median_sq = wp.float64(0.0)
+    for i in range(branches):
+        n_i = _entry_norm_sq(q_grad, qd_grad, b0 + i)
+        rank = int(0)
+        for k in range(branches):
+            n_k = _entry_norm_sq(q_grad, qd_grad, b0 + k)
+            if n_k < n_i or (n_k == n_i and k < i):
+                rank += 1
+        if rank == (branches - 1) // 2:
+            median_sq = n_i
+    limit = wp.float64(clip) * wp.sqrt(median_sq)
+    for i in range(branches):
+        norm = wp.sqrt(_entry_norm_sq(q_grad, qd_grad, b0 + i))
+        if norm > limit:
+            scale = real(limit / norm)
+            for j in range(q_grad.shape[1]):
+                q_grad[b0 + i, j] = q_grad[b0 + i, j] * scale
+            for j in range(qd_grad.shape[1]):
+                qd_grad[b0 + i, j] = qd_grad[b0 + i, j] * scale
+
+
 @wp.kernel(enable_backward=False)
 def nominal_offset(slot: wp.array(dtype=int), q_nom: wp.array2d(dtype=real), qd_nom: wp.array2d(dtype=real),
                    imp_nom: wp.array2d(dtype=vec3), h_nom: wp.array2d(dtype=real),
