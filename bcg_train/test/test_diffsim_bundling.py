@@ -383,12 +383,14 @@ def test_branch_gradient_spread_is_the_squared_standard_error_and_mean_of_each_b
     grads[first + b:first + 2 * b] = 0.0
     q_grad = wp.array(grads[:, :MODEL.nq], dtype=wp.float64)
     qd_grad = wp.array(grads[:, MODEL.nq:], dtype=wp.float64)
-    spread = wp.zeros(3, dtype=wp.float64)
+    spread = wp.zeros(4, dtype=wp.float64)
     wp.launch(bk.branch_gradient_spread, 3, inputs=[q_grad, qd_grad, first, b, spread])
     samples = b * grads[first:].reshape(3, b, -1)[[0, 2]]          # each branch's own gradient sample
     squared_error = (samples.var(axis=1, ddof=1) / b).sum()
     squared_mean = np.square(samples.mean(axis=1)).sum()
-    np.testing.assert_allclose(spread.numpy(), [squared_error, squared_mean, 2.0], rtol=1e-12)
+    norms = np.square(samples).sum(axis=2)
+    top_share = (norms.max(axis=1) / norms.sum(axis=1)).sum()
+    np.testing.assert_allclose(spread.numpy(), [squared_error, squared_mean, 2.0, top_share], rtol=1e-12)
 
 
 def _late_landing_start():
@@ -426,7 +428,9 @@ def test_branches_that_agree_have_no_spread_and_bundles_of_different_sizes_avera
             q, qd = q.detach(), qd.detach()
             out += [q, qd, a.grad]
             if config.bundle.enabled and window == 0:
-                assert sim.bundle_stats.branch_rse < 1e-12 and sim.bundle_stats.branches == 2   # rounding only
+                stats = sim.bundle_stats
+                assert stats.branch_rse < 1e-12 and stats.branches == 2                  # rounding only
+                assert stats.branch_top_share == pytest.approx(1 / 3)                    # 3 equal branches
         if config.bundle.enabled:
             assert [3] in counts[:4] and [3, 2] in counts[4:]
         runs.append(out)
@@ -449,6 +453,7 @@ def test_auto_branches_follows_the_measured_spread_of_noisy_branches():
         _window(sim, q, qd, actions, kp, kd)
         stats = sim.bundle_stats
         assert stats.bundles >= 1 and 0.0 < stats.branch_rse < np.inf
+        assert 1 / 3 < stats.branch_top_share <= 1.0
         assert stats.branches == expected
         restored = Simulator(MODEL, 3, config, requires_grad=True)
         restored.load_state_dict(sim.state_dict())

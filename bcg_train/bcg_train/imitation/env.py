@@ -336,7 +336,7 @@ class G1ImitationEnv:
 
     def _counters(self) -> Dict[str, float]:
         """Running totals, this step's fraction of environment-substeps inside a bundle, the B of the
-        bundles opened next and the last measured relative standard error of a bundle's gradient."""
+        bundles opened next and the last measured spread of a bundle's branch gradients."""
         out = {"env_steps": float(self.env_steps)}
         st = self.sim.bundle_stats
         if st is not None:
@@ -345,7 +345,8 @@ class G1ImitationEnv:
             stepped = st.env_substeps - seen_env
             out.update(branch_substeps=float(st.branch_substeps), bundles=float(st.bundles),
                        triggered_fraction=(st.bundled_env_substeps - seen_bundled) / stepped if stepped else 0.0,
-                       branches=float(st.branches), branch_rse=st.branch_rse)
+                       branches=float(st.branches), branch_rse=st.branch_rse,
+                       branch_top_share=st.branch_top_share)
         if self.randomizer:
             out.update(self.randomizer.counters())
         return out

@@ -77,6 +77,9 @@ class BundleStats:
     branch_rse: float = float("nan")
     """Relative standard error of the bundles' mean gradient in the last segment that measured one
     (sqrt(sum of squared standard errors / sum of squared means) over its bundles) [-]."""
+    branch_top_share: float = float("nan")
+    """In the same segment, the mean over bundles of the largest branch's share of sum_i |g_i|^2 (g_i
+    a branch's gradient: 1/B when the branches agree, 1 when one carries it all) [-]."""
 
     @property
     def triggered_fraction(self) -> float:
@@ -97,7 +100,7 @@ class Bundler:
         self._substeps_per_bundle = cfg.span_steps * physics.config.substeps
         self.stats = BundleStats(branches=cfg.branches)
         self._clamped = wp.zeros(1, dtype=wp.int32, device=physics.model.device)
-        self._spread = wp.zeros(3, dtype=wp.float64, device=physics.model.device)
+        self._spread = wp.zeros(4, dtype=wp.float64, device=physics.model.device)
         self._spread_launch = CachedLaunch(bk.branch_gradient_spread, physics.model.device)
         self._clip_launch = CachedLaunch(bk.clip_branch_adjoints, physics.model.device)
         self._events = 0
@@ -318,12 +321,13 @@ class Bundler:
         if not self._spread_recorded:
             return
         self._spread_recorded = False
-        squared_error, squared_mean, measured = self._spread.numpy()
+        squared_error, squared_mean, measured, top_share = self._spread.numpy()
         self._spread.zero_()
         if not measured:
             return
         rse = float(np.sqrt(squared_error / squared_mean))
         self.stats.branch_rse = rse
+        self.stats.branch_top_share = float(top_share / measured)
         cfg = self.cfg
         if cfg.auto_branches:
             wanted = self.stats.branches * rse / cfg.branch_rse_target

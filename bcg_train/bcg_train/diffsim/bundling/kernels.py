@@ -237,18 +237,35 @@ def _entry_adjoint(q_grad: wp.array2d(dtype=real), qd_grad: wp.array2d(dtype=rea
     return wp.float64(qd_grad[i, j - q_grad.shape[1]])
 
 
+@wp.func
+def _entry_norm_sq(q_grad: wp.array2d(dtype=real), qd_grad: wp.array2d(dtype=real), i: int):
+    """|row i of (q_grad | qd_grad)|^2, as float64."""
+    total = wp.float64(0.0)
+    for j in range(q_grad.shape[1] + qd_grad.shape[1]):
+        v = _entry_adjoint(q_grad, qd_grad, i, j)
+        total += v * v
+    return total
+
+
 @wp.kernel(enable_backward=False)
 def branch_gradient_spread(q_grad: wp.array2d(dtype=real), qd_grad: wp.array2d(dtype=real), first: int,
                            branches: int, spread: wp.array(dtype=wp.float64)):
     """Bundle w of the B = `branches` rows first + w B ..: g_i = B x (adjoint of branch i's entry state,
     q and qd together), the branch's own gradient sample (the bundle's gradient is their mean m).
     Adds sum_i |g_i - m|^2 / (B (B - 1)) (the squared standard error of m) to spread[0], |m|^2 to
-    spread[1] and 1 to spread[2], for bundles whose m is not zero (B >= 2)."""
+    spread[1], 1 to spread[2] and max_i |g_i|^2 / sum_i |g_i|^2 (the largest branch's share) to
+    spread[3], for bundles whose m is not zero (B >= 2)."""
     w = wp.tid()
     b0 = first + w * branches
     scale = wp.float64(branches)
     mean_sq = wp.float64(0.0)
     dev_sq = wp.float64(0.0)
+    largest = wp.float64(0.0)
+    total = wp.float64(0.0)
+    for b in range(branches):
+        n = _entry_norm_sq(q_grad, qd_grad, b0 + b)
+        largest = wp.max(largest, n)
+        total += n
     for j in range(q_grad.shape[1] + qd_grad.shape[1]):
         m = wp.float64(0.0)
         for b in range(branches):
@@ -262,16 +279,7 @@ def branch_gradient_spread(q_grad: wp.array2d(dtype=real), qd_grad: wp.array2d(d
         wp.atomic_add(spread, 0, dev_sq / (scale * (scale - wp.float64(1.0))))
         wp.atomic_add(spread, 1, mean_sq)
         wp.atomic_add(spread, 2, wp.float64(1.0))
-
-
-@wp.func
-def _entry_norm_sq(q_grad: wp.array2d(dtype=real), qd_grad: wp.array2d(dtype=real), i: int):
-    """|row i of (q_grad | qd_grad)|^2, as float64."""
-    total = wp.float64(0.0)
-    for j in range(q_grad.shape[1] + qd_grad.shape[1]):
-        v = _entry_adjoint(q_grad, qd_grad, i, j)
-        total += v * v
-    return total
+        wp.atomic_add(spread, 3, largest / total)
 
 
 @wp.kernel(enable_backward=False)
