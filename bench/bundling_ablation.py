@@ -66,6 +66,11 @@ QUICK = Budget("cpu-smoke", 40, 3.0, 1)
 FULL = Budget("cpu-small", 300, 5.0, 3)
 
 
+STATISTICS = ("grad_norm/actor", "grad/actor_clipped_fraction", "grad/actor_cosine", "grad/actor_window_variance",
+              "env/triggered_fraction", "env/branch_rse", "env/branch_top_share")
+"""The runs' logged gradient statistics reported per arm (final means; absent ones left out)."""
+
+
 def arm_config(arm: Arm, budget: Budget, seed: int) -> TrainConfig:
     """The preset with this arm's algorithm, contact stiffness and bundling, at the SHAC arms'
     environment-step budget (PPO's iterations chosen to match it)."""
@@ -105,8 +110,7 @@ def run_arm(arm: Arm, budget: Budget, motion: str, seed: int, out: Path, log) ->
            "final_episode_length": final_mean(m["episode/length"]),
            "falls_mujoco": s["falls_mujoco"], "eval_seeds": s["seeds"],
            "tracking_mujoco_cm": s["tracking_error_mujoco_cm"]}
-    for key in ("grad_norm/actor", "grad/clipped_fraction", "grad/cosine_previous", "grad/window_variance",
-                "env/triggered_fraction"):
+    for key in STATISTICS:
         if key in m:
             row[key] = final_mean(m[key])
     return row
@@ -121,8 +125,7 @@ def gain(rows: Sequence[Dict], kappa: float) -> float:
 
 
 def markdown(rows: Sequence[Dict], command: str) -> str:
-    keys = [k for k in ("grad_norm/actor", "grad/clipped_fraction", "grad/cosine_previous", "env/triggered_fraction")
-            if any(k in r for r in rows)]
+    keys = [k for k in STATISTICS if any(k in r for r in rows)]
     lines = ["# Bundling ablation", "", f"`{command}`", "",
              "Equal environment-step budget per arm; final = mean over the last 10 % of iterations; MuJoCo "
              "evaluation of the exported policy (bcg-eval's rollout).", "",
