@@ -131,6 +131,7 @@ class Bundler:
         self._clear()
         self.stats = BundleStats(branches=self.cfg.branches)
         self._clamped.zero_()
+        self._spread.zero_()
         self._events = 0
 
     def state_dict(self) -> dict:
@@ -154,6 +155,7 @@ class Bundler:
         self.stats = BundleStats(**{"branches": self.cfg.branches, **stats})
         self._clamped.fill_(int(clamped))
         self._spread_recorded = False
+        self._spread.zero_()
         self.branch_in = None
         if state["branch"]:
             self.branch_in = State.zeros(self.model, int(self.counts.sum()), self.requires_grad)
