@@ -76,9 +76,15 @@ def test_one_unperturbed_branch_is_bit_identical_to_the_plain_simulator(plain):
     np.testing.assert_allclose(g_b, g_p, rtol=1e-10, atol=1e-12)
 
 
-def test_bundled_gradient_equals_finite_differences_of_the_bundled_map(frozen_noise):
-    """Perturbations are constants of the bundled map: recorded once, replayed in the FD runs."""
-    config = sim_config(enabled=True, branches=4)
+IMPACT_ONLY = {"onset_fraction": 0.25, "end_when_released": True}
+"""Bundle settings that bundle only the impact: bundles open at an onset and end once released."""
+
+
+@pytest.mark.parametrize("impact_only", [False, True])
+def test_bundled_gradient_equals_finite_differences_of_the_bundled_map(frozen_noise, impact_only):
+    """Perturbations are constants of the bundled map: recorded once, replayed in the FD runs. Bundles
+    that end early (released) are part of the map too."""
+    config = sim_config(enabled=True, branches=4, **(IMPACT_ONLY if impact_only else {}))
     q0, qd0 = initial_state(MODEL, 2)
     a0 = np.tile(MODEL.robot.default_q, (2, 1)) + RNG.normal(0, 0.02, (2, MODEL.nj))
     w = RNG.normal(size=(2, MODEL.nq))
@@ -91,7 +97,11 @@ def test_bundled_gradient_equals_finite_differences_of_the_bundled_map(frozen_no
         frozen_noise(sim, log, False)
 
     _, _, grad, stats = rollout(config, 6, q0, qd0, a0, True, w, setup=record)
-    assert stats.bundles == 2 and stats.bundled_env_substeps == 2 * 8
+    assert stats.bundles == 2
+    if impact_only:
+        assert stats.released == 2 and stats.bundled_env_substeps < 2 * 8
+    else:
+        assert stats.bundled_env_substeps == 2 * 8 and stats.released == 0
     eps = 1e-6
     for _ in range(2):
         u = RNG.normal(size=a0.shape)
@@ -114,6 +124,76 @@ def test_branches_exist_only_for_triggered_environments():
     assert stats.branch_substeps == 2 * 8 * 5 + stats.reperturbations
     assert stats.triggered_fraction == pytest.approx(16 / (6 * substeps))
     assert np.isfinite(q).all()
+
+
+def test_a_released_bundle_ends_before_its_h_steps_and_runs_b_branches_while_open():
+    """Dropped robots: the landing's force is above 400 N for fewer than a bundle's 8 substeps; with
+    end_when_released each bundle ends at the first substep in which no branch's foot is above it,
+    and every substep inside a bundle still runs its B branches."""
+    q0, qd0 = initial_state(MODEL, 4, dropped=[True, True, False, True], roll=np.radians(2.0))
+    a = np.tile(MODEL.robot.default_q, (4, 1))
+    full = rollout(sim_config(enabled=True, branches=5), 10, q0, qd0, a)[3]
+    short = rollout(sim_config(enabled=True, branches=5, end_when_released=True), 10, q0, qd0, a)[3]
+    assert full.bundles == short.bundles == 4 and full.released == 0     # the standing one's feet too
+    assert full.bundled_env_substeps == 4 * 8
+    assert short.released == 4 and short.bundled_env_substeps < full.bundled_env_substeps
+    for stats in (full, short):
+        assert stats.branch_substeps == 5 * stats.bundled_env_substeps + stats.reperturbations
+
+
+def test_onset_trigger_opens_one_bundle_per_crossing_of_the_threshold():
+    """Standing robots at a 20 N threshold: every foot sphere stays above it, so the paper's trigger
+    opens a bundle again each time one ends (5 of 8 substeps in 40), the onset trigger only at the
+    first substep (nothing was above before it)."""
+    q0, qd0 = initial_state(MODEL, 2, dropped=[False, False])
+    a = np.tile(MODEL.robot.default_q, (2, 1))
+    level = rollout(sim_config(enabled=True, branches=3, threshold=20.0), 10, q0, qd0, a)[3]
+    onset = rollout(sim_config(enabled=True, branches=3, threshold=20.0, onset_fraction=1.0), 10, q0, qd0, a)[3]
+    assert level.bundles == 2 * 5 and level.bundled_env_substeps == 2 * 40
+    assert onset.bundles == 2 and onset.bundled_env_substeps == 2 * 8
+
+
+def test_leg_loads_rank_each_leg_by_its_largest_sphere_impulse():
+    """The kernel against numpy: 2 above the threshold, 1 above the onset level, else 0, per leg."""
+    rows, nc = 50, MODEL.nc
+    impulse = np.zeros((rows, nc, 3))
+    impulse[:, :, 0] = RNG.uniform(0.0, 3.0, (rows, nc)) * (RNG.random((rows, nc)) < 0.3)
+    loads = wp.zeros((rows, 2), dtype=int)
+    wp.launch(bk.leg_loads, (rows, 2), inputs=[Simulator(MODEL, 1).physics.kernel_model,
+                                                wp.array(impulse, dtype=wp.vec3d), 2.0, 0.5, loads])
+    leg = MODEL.sphere_leg.numpy()
+    top = np.stack([np.where(leg == k, impulse[:, :, 0], 0.0).max(axis=1) for k in (0, 1)], axis=1)
+    expected = np.where(top > 2.0, 2, np.where(top > 0.5, 1, 0))
+    assert set(np.unique(expected)) == {0, 1, 2}
+    np.testing.assert_array_equal(loads.numpy(), expected)
+
+
+def test_a_restored_simulator_knows_which_legs_were_above_the_threshold():
+    """Standing robots at a 20 N threshold with the onset trigger: after the first bundle (steps 1-2) no
+    other opens, also in a simulator restored from state_dict at step 3, which then steps exactly as
+    the original (without the legs' last state it would open bundles at once)."""
+    config = sim_config(enabled=True, branches=3, threshold=20.0, onset_fraction=1.0)
+    q0, qd0 = initial_state(MODEL, 2, dropped=[False, False])
+    original = Simulator(MODEL, 2, config)
+    ctrl = original.control().set_pd(q_target=np.tile(MODEL.robot.default_q, (2, 1)),
+                                     kp=MODEL.robot.kp * 10, kd=MODEL.robot.kd * 3)
+    s = original.state().assign(q0, qd0)
+    for _ in range(3):
+        s1 = original.state()
+        original.step(s, s1, ctrl, DT)
+        s = s1
+    restored = Simulator(MODEL, 2, config)
+    restored.load_state_dict(original.state_dict())
+    ends = []
+    for sim in (original, restored):
+        a = sim.state().assign(s.q.numpy(), s.qd.numpy())
+        for _ in range(3):
+            b = sim.state()
+            sim.step(a, b, ctrl, DT)
+            a = b
+        ends.append(a.q.numpy())
+        assert sim.bundle_stats.bundles == 2
+    np.testing.assert_array_equal(*ends)
 
 
 def test_new_contact_inside_a_bundle_reperturbs_that_leg():
@@ -220,7 +300,7 @@ def test_restarting_one_env_keeps_the_other_bundles_gradients(frozen_noise):
 
 
 @pytest.mark.parametrize("field, value", [("branches", 0), ("span_steps", 1.5), ("threshold", -1.0),
-                                          ("sigma_p", -0.01), ("damping", 0.0)])
+                                          ("sigma_p", -0.01), ("damping", 0.0), ("onset_fraction", 1.5)])
 def test_bad_bundle_config_names_the_field(field, value):
     with pytest.raises(ConfigError, match=f"^bundle.{field}: "):
         Simulator(MODEL, 1, sim_config(enabled=True, **{field: value}))
@@ -290,12 +370,13 @@ def _window(sim, q, qd, actions, kp, kd):
     return q.detach(), qd.detach(), a.grad
 
 
-def test_reused_buffers_give_the_values_and_gradients_of_fresh_ones():
+@pytest.mark.parametrize("impact_only", [False, True])
+def test_reused_buffers_give_the_values_and_gradients_of_fresh_ones(impact_only):
     """A window on a simulator whose buffers served earlier windows (bundles open across the cut; the
     second time with every row count as before, so every buffer is reused) equals, bit for bit, the
     same window on a new simulator given the same bundles (state_dict)."""
     import torch
-    config = sim_config(enabled=True, branches=3)
+    config = sim_config(enabled=True, branches=3, **(IMPACT_ONLY if impact_only else {}))
     r = MODEL.robot
     kp, kd = torch.tensor(r.kp * 10), torch.tensor(r.kd * 3)
     q0, qd0 = (torch.tensor(x) for x in initial_state(MODEL, 3, dropped=[True, True, False]))

@@ -115,14 +115,17 @@ def markdown(results: StudyResults, command: str) -> str:
         out.append(f"| {r['kappa']:g} | {r['envs']} | {r['var_raw']:.4g} | {r['var_bundled']:.4g} | "
                    f"{r['var_smoothed']:.4g} | {r['ratio']:.3g} | {r['ratio_limit']:.3g} |")
     out += ["", "## Cost of a 32-step SHAC window (kappa 300, B = 10)", "",
+            "'impact only': bundles open where a leg's force rises above the threshold from below a quarter of "
+            "it and end once no branch's is above it (`onset_fraction` 0.25, `end_when_released`).", "",
             "Taped forward through the torch bridge + backward, same policy and scenario, runs interleaved after a "
             "warm-up; median wall-clock.", "",
             "'row floor' = 1 + branch substeps / env substeps, the ratio if the cost were proportional to the rows "
             "simulated.", "",
-            "| scenario | envs | repeats | plain [s] | bundled [s] | ratio (goal <= 1.5) | row floor | triggered | "
-            "bundles | branch substeps | env substeps |", "|---" * 11 + "|"]
+            "| scenario | bundling | envs | repeats | plain [s] | bundled [s] | ratio (goal <= 1.5) | row floor | "
+            "triggered | bundles | branch substeps | env substeps |", "|---" * 12 + "|"]
     for c in results.cost:
-        out.append(f"| {c.scenario} | {c.envs} | {c.repeats} | {c.plain_median_s:.3f} | {c.bundle_median_s:.3f} | "
+        out.append(f"| {c.scenario} | {c.bundling} | {c.envs} | {c.repeats} | {c.plain_median_s:.3f} | "
+                   f"{c.bundle_median_s:.3f} | "
                    f"{c.ratio:.2f} | {c.row_floor:.2f} | {c.triggered_fraction:.3f} | {c.bundles} | "
                    f"{c.branch_substeps} | {c.env_substeps} |")
     return "\n".join(out) + "\n"

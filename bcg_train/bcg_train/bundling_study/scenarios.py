@@ -1,7 +1,7 @@
 """Scenarios of the bundling study (see `bcg_train.bundling_study`): the stand and jump batches, the
 G1 model they share and the simulator settings of each run. Joint arrays in the description's order."""
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Dict, Optional, Tuple
 
 import numpy as np
@@ -24,7 +24,13 @@ DEFAULT_BUNDLE = BundleConfig(enabled=True, branches=10, span_steps=2, sigma_p=0
 ABLATIONS = (("B=1", {"branches": 1}), ("B=4", {"branches": 4}), ("B=10 (default)", {}),
              ("B=20", {"branches": 20}), ("H=1", {"span_steps": 1}), ("H=4", {"span_steps": 4}),
              ("sigma_p=0.5cm", {"sigma_p": 0.005}), ("sigma_p=2cm", {"sigma_p": 0.02}),
-             ("nominal-forward", {"nominal_forward": True}))
+             ("nominal-forward", {"nominal_forward": True}), ("onset trigger", {"onset_fraction": 0.25}),
+             ("end when released", {"end_when_released": True}),
+             ("impact only", {"onset_fraction": 0.25, "end_when_released": True}))
+
+IMPACT_ONLY_BUNDLE = replace(DEFAULT_BUNDLE, onset_fraction=0.25, end_when_released=True)
+"""Bundling of the impact only: a bundle opens where a leg's force rises above the threshold from
+below a quarter of it, and ends once no branch's is above it."""
 
 
 @dataclass

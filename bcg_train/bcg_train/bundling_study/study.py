@@ -9,7 +9,16 @@ import numpy as np
 from bcg_train.diffsim import BundleConfig
 
 from . import pointmass as pm
-from .scenarios import ABLATIONS, DEFAULT_BUNDLE, KAPPAS, Scenario, ScenarioFactory, scenario_factories, study_config
+from .scenarios import (
+    ABLATIONS,
+    DEFAULT_BUNDLE,
+    IMPACT_ONLY_BUNDLE,
+    KAPPAS,
+    Scenario,
+    ScenarioFactory,
+    scenario_factories,
+    study_config,
+)
 from .statistics import StepProfile, VarianceRow, resample_counts, step_profile, variance_row
 from .window import StudyWindow
 
@@ -40,6 +49,7 @@ class CostRow:
     """Median wall-clock [s] of the taped 32-step window plus its backward, with and without bundling."""
 
     scenario: str
+    bundling: str           # "B = 10" (DEFAULT_BUNDLE) or "impact only" (IMPACT_ONLY_BUNDLE)
     kappa: float
     envs: int
     repeats: int
@@ -53,11 +63,11 @@ class CostRow:
     env_substeps: int
 
 
-def window_cost(scenario: Scenario, kappa: float, repeats: int) -> CostRow:
-    """Bundling (DEFAULT_BUNDLE) against none, runs interleaved after one warm-up of each; counters of
-    the last bundled run."""
+def window_cost(scenario: Scenario, kappa: float, repeats: int, label: str, bundle: BundleConfig) -> CostRow:
+    """Bundling (`bundle`, called `label`) against none, runs interleaved after one warm-up of each;
+    counters of the last bundled run."""
     plain = StudyWindow(study_config(kappa, None), scenario)
-    bundled = StudyWindow(study_config(kappa, DEFAULT_BUNDLE), scenario)
+    bundled = StudyWindow(study_config(kappa, bundle), scenario)
     plain.run(), bundled.run()
     times = {"plain": [], "bundle": []}
     for _ in range(repeats):
@@ -66,7 +76,7 @@ def window_cost(scenario: Scenario, kappa: float, repeats: int) -> CostRow:
         times["bundle"].append(last.seconds)
     p, b = float(np.median(times["plain"])), float(np.median(times["bundle"]))
     floor = 1 + last.branch_substeps / last.env_substeps
-    return CostRow(scenario.name, kappa, scenario.envs, repeats, p, b, b / p, floor, last.triggered_fraction,
+    return CostRow(scenario.name, label, kappa, scenario.envs, repeats, p, b, b / p, floor, last.triggered_fraction,
                    last.bundles, last.branch_substeps, last.env_substeps)
 
 
@@ -124,10 +134,12 @@ def run_study(settings: StudySettings, log: Callable[[str], None] = print) -> St
     log("window cost at kappa 300")
     cost_factories = scenario_factories(settings.cost_envs, settings.seed)
     plain = study_config(300.0, None)
-    cost = [window_cost(cost_factories[name](plain), 300.0, settings.cost_repeats) for name in ("jump", "stand")]
+    cost = [window_cost(cost_factories[name](plain), 300.0, settings.cost_repeats, label, bundle)
+            for name in ("jump", "stand") for label, bundle in (("B = 10", DEFAULT_BUNDLE),
+                                                                 ("impact only", IMPACT_ONLY_BUNDLE))]
     for c in cost:
-        log(f"  {c.scenario}: plain {c.plain_median_s:.2f} s, bundle {c.bundle_median_s:.2f} s, ratio {c.ratio:.2f}, "
-            f"triggered {c.triggered_fraction:.3f}, branch substeps {c.branch_substeps}")
+        log(f"  {c.scenario}, {c.bundling}: plain {c.plain_median_s:.2f} s, bundle {c.bundle_median_s:.2f} s, "
+            f"ratio {c.ratio:.2f}, triggered {c.triggered_fraction:.3f}, branch substeps {c.branch_substeps}")
     return StudyResults(settings, main, ablation, profiles, pointmass, cost, time.perf_counter() - start)
 
 

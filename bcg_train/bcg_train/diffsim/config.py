@@ -25,7 +25,18 @@ class BundleConfig:
     branches: int = 10
     """B: perturbed copies of a triggered environment."""
     span_steps: int = 2
-    """H: control steps a bundle lasts (H x substeps substeps, counted from the triggering substep)."""
+    """H: control steps a bundle lasts (H x substeps substeps, counted from the triggering substep); with
+    `end_when_released`, the most it lasts."""
+    onset_fraction: float = 0.0
+    """0: the paper's trigger: a bundle opens wherever a foot sphere's force is above `threshold`, so
+    also again each time one ends while a stance stays above it. f in (0, 1]: only at a contact's
+    onset, where in the environment's previous substep every sphere of that leg was below f x
+    threshold (f = 1: any crossing; smaller f: a stance whose force wavers around the threshold is
+    one event, not several) [-]."""
+    end_when_released: bool = False
+    """A bundle also ends at the first substep after its opening in which no branch has a foot sphere
+    above `threshold`: the branches re-run only the stiff part of the contact (the impact), not the rest
+    of the H steps, and the environment goes on alone from their mean (off: the paper's fixed H)."""
     sigma_p: float = 0.01
     """Std of the Cartesian foot position perturbation [m]."""
     sigma_v: float = 0.02
@@ -62,6 +73,7 @@ class BundleConfig:
         require_count(self, "branches", "span_steps", "min_branches", "max_branches")
         require_positive(self, "threshold", "damping", "branch_rse_target")
         require_non_negative(self, "sigma_p", "sigma_v", "max_dq", "max_dqd", "branch_clip")
+        check(0.0 <= self.onset_fraction <= 1.0, "onset_fraction", f"must be in [0, 1], got {self.onset_fraction}")
         if self.auto_branches:
             check(2 <= self.min_branches <= self.branches <= self.max_branches, "auto_branches",
                   f"needs 2 <= min_branches <= branches <= max_branches, got {self.min_branches}, {self.branches}, "

@@ -6,16 +6,20 @@ open bundles tracked per environment:
 1. every environment takes its plain ("nominal") substep;
 2. the branches of the open bundles (B per bundle) take theirs, each under its environment's control;
 3. events: an environment without a bundle whose foot sphere's normal impulse exceeds threshold x h
-   opens one; a branch whose other leg now exceeds it gets that leg perturbed. Either way the
-   substep is re-run, for just those rows, from its input state plus a constant perturbation of the
-   contacting leg (foot moved by dp ~ N(0, sigma_p^2), dv ~ N(0, sigma_v^2) through the damped
-   pseudo-inverse of the analytic foot Jacobian, clamped), so the contact event itself is bundled;
+   opens one (with `onset_fraction` f > 0, only if that leg's spheres were all below f x threshold x h
+   in the substep before: a contact's onset); a branch whose other leg now exceeds it gets that leg
+   perturbed. Either way the substep is re-run, for just those rows, from its input state plus a
+   constant perturbation of the contacting leg (foot moved by dp ~ N(0, sigma_p^2), dv ~ N(0,
+   sigma_v^2) through the damped pseudo-inverse of the analytic foot Jacobian, clamped), so the
+   contact event itself is bundled;
 4. an environment in a bundle gets the mean of its branches (sign-aligned, renormalised base
    quaternion) as its state, differentiably: the sensitivity after the bundle is the branch mean
    of the branch sensitivities. The nominal-forward ablation keeps the nominal value and takes only
    the gradient from the branches;
 5. a bundle lasts H control steps (H x substeps substeps, counted from its triggering substep);
-   then its branches are dropped and the environment continues from the mean.
+   then its branches are dropped and the environment continues from the mean. With
+   `end_when_released` it ends earlier, at the first later substep in which none of its branches has
+   a foot sphere above the threshold: only the impact is bundled.
 
 Each bundle keeps the B it was opened with. With gradients, the backward pass also measures how
 much each new bundle's branches disagree (a kernel recorded on the tape reads the adjoints of the
@@ -72,6 +76,9 @@ class BundleStats:
     """Bundles opened."""
     reperturbations: int = 0
     """Branch legs perturbed again on a new contact inside a bundle."""
+    released: int = 0
+    """Bundles ended before their H steps because no branch's foot was above the threshold any more
+    (`end_when_released`)."""
     branches: int = 0
     """B of the bundles opened next (the configured B, or the one `auto_branches` chose)."""
     branch_rse: float = float("nan")
@@ -118,6 +125,7 @@ class Bundler:
         self._spread_recorded = False          # a bundle opened on a tape since the last measure_spread
         self.flags = np.zeros((0, 2), dtype=np.int32)   # (M, 2) legs already perturbed per branch
         self.branch_in = None                  # State of the branches (M rows) entering the next substep
+        self.unloaded: Optional[np.ndarray] = None    # (N, 2) bool: legs below the onset level last substep
 
     @property
     def clamped_perturbations(self) -> int:
@@ -138,8 +146,9 @@ class Bundler:
         """Open bundles, branch states, counters and the noise stream position (numpy arrays, numbers)."""
         bi = self.branch_in
         return {"bundle_env": np.array(self.bundle_env, dtype=np.int64), "counts": self.counts.copy(),
-                "left": self.left.copy(),
-                "flags": self.flags.copy(), "events": self._events, "stats": dataclasses.asdict(self.stats),
+                "left": self.left.copy(), "flags": self.flags.copy(),
+                "unloaded": None if self.unloaded is None else self.unloaded.copy(),
+                "events": self._events, "stats": dataclasses.asdict(self.stats),
                 "clamped_perturbations": self.clamped_perturbations,
                 "branch": {} if bi is None else {k: v.numpy().copy() for k, v in zip(_FIELDS, _fields(bi))}}
 
@@ -149,6 +158,8 @@ class Bundler:
         self.counts = np.asarray(state.get("counts", np.full(len(self.bundle_env), self.cfg.branches)), dtype=int)
         self.left = np.asarray(state["left"], dtype=int).copy()
         self.flags = np.asarray(state["flags"], dtype=np.int32).reshape(-1, 2).copy()
+        unloaded = state.get("unloaded")                    # older checkpoints: none
+        self.unloaded = None if unloaded is None else np.asarray(unloaded, dtype=bool).copy()
         self._events = int(state["events"])
         stats = dict(state["stats"])
         clamped = stats.pop("clamped_perturbations", state.get("clamped_perturbations", 0))  # older checkpoints
@@ -168,6 +179,8 @@ class Bundler:
         a restart, so the other bundles keep their gradients); `sites` are the substep's launch sites."""
         self._sites = sites
         closing = set(env_ids)
+        if self.unloaded is not None:
+            self.unloaded[list(closing)] = True
         keep = [w for w, e in enumerate(self.bundle_env) if e not in closing]
         if len(keep) != len(self.bundle_env):
             self._keep_bundles(np.array(keep, dtype=int), tape)
@@ -188,12 +201,22 @@ class Bundler:
             b_out = pool.state(m0)
             sc_b = pool.scratch(m0)
             self.physics.run(self.branch_in, b_out, self._gather_control(control, b_env, tape), h, sc_b, tape)
-        in_bundle = np.zeros((n, 2), dtype=np.int32)
-        in_bundle[self.bundle_env] = 1
-        events = self._leg_events([(nominal.contact_impulse, in_bundle)]
-                                  + ([(b_out.contact_impulse, self.flags)] if m0 else []), cfg.threshold * h)
-        env_ev, br_ev = events[:n], events[n:]
+        loads = self._leg_loads([nominal.contact_impulse] + ([b_out.contact_impulse] if m0 else []),
+                                cfg.threshold * h, cfg.onset_fraction * cfg.threshold * h)
+        above = (loads == 2).astype(np.int32)
+        in_bundle = np.zeros((n, 1), dtype=bool)
+        in_bundle[self.bundle_env] = True
+        onset = above[:n]
+        if cfg.onset_fraction > 0:
+            if self.unloaded is not None:
+                onset = np.where(self.unloaded, onset, 0)
+            self.unloaded = loads[:n] == 0
+        env_ev = np.where(in_bundle, 0, onset)
+        br_ev = np.where(self.flags == 0, above[n:], 0)
         new_envs = np.flatnonzero(env_ev.any(axis=1))
+        released = np.zeros(len(self.bundle_env) + len(new_envs), dtype=bool)   # bundles opened now: never
+        if cfg.end_when_released and m0:
+            released[:len(self.bundle_env)] = np.add.reduceat(above[n:].any(axis=1), self._first_rows()) == 0
         rerun = np.flatnonzero(br_ev.any(axis=1))
 
         new_src = np.repeat(new_envs, b)
@@ -222,8 +245,10 @@ class Bundler:
         st.bundles += len(new_envs)
         st.reperturbations += int(br_ev.sum())
         self.left = self.left - 1
-        if (self.left <= 0).any():
-            self._keep_bundles(np.flatnonzero(self.left > 0), tape)
+        st.released += int((released & (self.left > 0)).sum())
+        ending = (self.left <= 0) | released
+        if ending.any():
+            self._keep_bundles(np.flatnonzero(~ending), tape)
 
     def _rerun(self, s_in, sc_nominal, new_src, new_legs, sc_b, rerun, rerun_legs, control, h, tape
                ) -> State:
@@ -345,17 +370,16 @@ class Bundler:
         self.branch_in = branches
         self.pool.carry(branches)
 
-    def _leg_events(self, batches: List[Tuple[wp.array, np.ndarray]], threshold: float) -> np.ndarray:
-        """(sum of rows, 2) int32 on the host: bk.leg_events of each (contact impulse (rows, nc),
-        flags (rows, 2)) batch at `threshold` [N s], the batches' rows one after another, brought
-        to the host in one copy."""
-        total = sum(impulse.shape[0] for impulse, _ in batches)
+    def _leg_loads(self, impulses: List[wp.array], threshold: float, onset_level: float) -> np.ndarray:
+        """(sum of rows, 2) int32 on the host: bk.leg_loads of each contact impulse batch (rows, nc) at
+        `threshold` and `onset_level` [N s], the batches' rows one after another, in one copy."""
+        total = sum(impulse.shape[0] for impulse in impulses)
         out = self.pool.array(total, (2,), wp.int32)
         first = 0
-        for impulse, flags in batches:
+        for impulse in impulses:
             rows = impulse.shape[0]
-            self._sites(bk.leg_events, (rows, 2), [self.physics.kernel_model, impulse, real(threshold),
-                                                   self.pool.ints(flags), out[first:first + rows]])
+            self._sites(bk.leg_loads, (rows, 2), [self.physics.kernel_model, impulse, real(threshold),
+                                                  real(onset_level), out[first:first + rows]])
             first += rows
         return out.numpy().copy()
 

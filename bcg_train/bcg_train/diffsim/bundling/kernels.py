@@ -15,17 +15,21 @@ real, vec3, quat, spatial_vector, spatial_matrix = T.real, T.vec3, T.quat, T.spa
 
 
 @wp.kernel(enable_backward=False)
-def leg_events(mdl: DeviceModel, impulse: wp.array2d(dtype=vec3), threshold: real, flags: wp.array2d(dtype=int),
-               events: wp.array2d(dtype=int)):
-    """events[i, leg] = 1 where a sphere of `leg` carries a normal impulse above `threshold` [N s] and
-    flags[i, leg] == 0 (the leg was not perturbed yet in this window, or the row is not in a window)."""
+def leg_loads(mdl: DeviceModel, impulse: wp.array2d(dtype=vec3), threshold: real, onset_level: real,
+              loads: wp.array2d(dtype=int)):
+    """loads[i, leg] = 2 where a sphere of `leg` carries a normal impulse above `threshold` [N s] in row
+    i, else 1 where one carries more than `onset_level` [N s], else 0."""
     i, leg = wp.tid()
-    ev = int(0)
-    if flags[i, leg] == 0:
-        for k in range(mdl.nc):
-            if mdl.sphere_leg[k] == leg and impulse[i, k][0] > threshold:
-                ev = 1
-    events[i, leg] = ev
+    top = real(0.0)
+    for k in range(mdl.nc):
+        if mdl.sphere_leg[k] == leg:
+            top = wp.max(top, impulse[i, k][0])
+    load = int(0)
+    if top > threshold:
+        load = 2
+    elif top > onset_level:
+        load = 1
+    loads[i, leg] = load
 
 
 @wp.func
