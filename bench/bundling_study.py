@@ -6,8 +6,9 @@ ablations.png, pointmass_curves.png, pointmass_bias_variance.png.
 
     python bench/bundling_study.py [--quick] [--out out/bundling_study]
 
-Run time on 2 shared CPU cores: about 6 min in full (128 envs, 4 kappas, both ablation scenarios),
-about 1.5 min with --quick (24 envs, kappa 50 and 300, ablations on jump only; same code paths).
+Run time on 2 shared CPU cores: about 6 min in full (128 envs, 4 kappas, both ablation scenarios;
+measured before the impact-only rows were added), 2.6-3.6 min with --quick (24 envs, kappa 50 and
+300, ablations on jump only; same code paths).
 
 Last line: variance_ratio_k300=<no-bundle over bundle, jump, parameters> window_cost_ratio=<bundled
 over plain wall-clock of a 32-step window, jump, B = 10> window_cost_ratio_impact_only=<the same with

@@ -21,16 +21,19 @@ DEFAULT_BUNDLE = BundleConfig(enabled=True, branches=10, span_steps=2, sigma_p=0
                               threshold=400.0, nominal_forward=False, seed=0)
 
 
+IMPACT_ONLY = {"onset_fraction": 0.25, "end_when_released": True}
+"""Bundling of the impact only: a bundle opens where a leg's force rises above the threshold from
+below a quarter of it, and ends once no branch's is above it."""
+
+
 ABLATIONS = (("B=1", {"branches": 1}), ("B=4", {"branches": 4}), ("B=10 (default)", {}),
              ("B=20", {"branches": 20}), ("H=1", {"span_steps": 1}), ("H=4", {"span_steps": 4}),
              ("sigma_p=0.5cm", {"sigma_p": 0.005}), ("sigma_p=2cm", {"sigma_p": 0.02}),
              ("nominal-forward", {"nominal_forward": True}), ("onset trigger", {"onset_fraction": 0.25}),
              ("end when released", {"end_when_released": True}),
-             ("impact only", {"onset_fraction": 0.25, "end_when_released": True}))
+             ("impact only", IMPACT_ONLY))
 
-IMPACT_ONLY_BUNDLE = replace(DEFAULT_BUNDLE, onset_fraction=0.25, end_when_released=True)
-"""Bundling of the impact only: a bundle opens where a leg's force rises above the threshold from
-below a quarter of it, and ends once no branch's is above it."""
+IMPACT_ONLY_BUNDLE = replace(DEFAULT_BUNDLE, **IMPACT_ONLY)
 
 
 @dataclass
