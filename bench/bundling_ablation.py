@@ -15,7 +15,8 @@ the mean over the last 10 % of iterations.
     python bench/bundling_ablation.py [--quick] [--motion jump] [--seeds 1] [--out out/bundling_ablation]
 
 --quick: the cpu-smoke sizes (8 environments, horizon 16), 40 SHAC iterations (PPO at the same
-environment steps), 1 seed, 3 s evaluations: about 15 minutes on 2 cores. Full: cpu-small sizes,
+environment steps), 1 seed, 3 s evaluations: 5 m 42 s on 2 otherwise idle cores (2026-12-06, seven
+arms). Full: cpu-small sizes,
 300 iterations, 5 s x 3 seeds of evaluation per policy; hours per seed.
 Writes OUT/ablation.md, OUT/ablation.csv, OUT/curves_*.png and one run folder per configuration.
 Last line: learning_gain_k300=<final ADD feature error without bundling / with bundling, kappa 300>
@@ -152,7 +153,7 @@ def markdown(rows: Sequence[Dict], command: str) -> str:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--quick", action="store_true", help="smoke sizes, 40 iterations, 1 seed (about 15 min)")
+    p.add_argument("--quick", action="store_true", help="smoke sizes, 40 iterations, 1 seed (about 6 min)")
     p.add_argument("--motion", default="jump",
                    help="reference motion (default: the real jump segment, whose landings are the stiff events; "
                         "synthetic_jump needs no data)")
