@@ -1,11 +1,11 @@
 """Does bundling help SHAC learn? The ablation of issue 15: the same motion, seed, sizes and
 environment-step budget for every configuration, trained by the suite's own runner.
 
-Configurations: SHAC at kappa 300 with and without bundling (the paper's, and bundling of the
-impact only: `bundle.onset_fraction` 0.25, `bundle.end_when_released`), at kappa 50 without (soft
-contact), at kappa 1000 with and without, and PPO (kappa 300, no gradients through the simulator). SHAC without
-bundling keeps the same number of environments as with it (the paper doubles them; here equal
-environment steps per iteration keep the curves comparable). Per run: the learning curves (ADD
+Configurations: SHAC at kappa 300 with and without bundling (the paper's, and bundling of the impact
+only: `bundle.onset_fraction` 0.25, `bundle.end_when_released`), at kappa 50 without (soft contact),
+at kappa 1000 with and without, and PPO (kappa 300, no gradients through the simulator). SHAC
+without bundling keeps the same number of environments as with it (the paper doubles them; here
+equal environment steps per iteration keep the curves comparable). Per run: the learning curves (ADD
 feature error `add/delta_abs_mean`, i.e. the mean |phi_ref - phi_sim|, and the episode length)
 against environment steps (branch steps reported separately) and wall-clock, the actor-gradient
 statistics SHAC logs (`grad_norm/actor`, `grad/*` where the runner has them), and, for the exported
@@ -16,8 +16,7 @@ the mean over the last 10 % of iterations.
 
 --quick: the cpu-smoke sizes (8 environments, horizon 16), 40 SHAC iterations (PPO at the same
 environment steps), 1 seed, 3 s evaluations: 5 m 42 s on 2 otherwise idle cores (2026-12-06, seven
-arms). Full: cpu-small sizes,
-300 iterations, 5 s x 3 seeds of evaluation per policy; hours per seed.
+arms). Full: cpu-small sizes, 300 iterations, 5 s x 3 seeds of evaluation per policy; hours per seed.
 Writes OUT/ablation.md, OUT/ablation.csv, OUT/curves_*.png and one run folder per configuration.
 Last line: learning_gain_k300=<final ADD feature error without bundling / with bundling, kappa 300>
 learning_gain_k1000=<same at kappa 1000> learning_gain_k300_impact_only=<same, kappa 300, impact only>.

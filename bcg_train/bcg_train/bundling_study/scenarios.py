@@ -29,8 +29,9 @@ below a quarter of it, and ends once no branch's is above it."""
 ABLATIONS = (("B=1", {"branches": 1}), ("B=4", {"branches": 4}), ("B=10 (default)", {}),
              ("B=20", {"branches": 20}), ("H=1", {"span_steps": 1}), ("H=4", {"span_steps": 4}),
              ("sigma_p=0.5cm", {"sigma_p": 0.005}), ("sigma_p=2cm", {"sigma_p": 0.02}),
-             ("nominal-forward", {"nominal_forward": True}), ("onset trigger", {"onset_fraction": 0.25}),
-             ("end when released", {"end_when_released": True}),
+             ("nominal-forward", {"nominal_forward": True}),
+             ("onset trigger", {"onset_fraction": IMPACT_ONLY["onset_fraction"]}),
+             ("end when released", {"end_when_released": IMPACT_ONLY["end_when_released"]}),
              ("impact only", IMPACT_ONLY))
 
 IMPACT_ONLY_BUNDLE = replace(DEFAULT_BUNDLE, **IMPACT_ONLY)
