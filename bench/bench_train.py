@@ -6,7 +6,9 @@ For SHAC with bundling, SHAC without bundling (the preset's `num_envs_without_bu
 included, in a temporary folder) with a `PhaseTimer` recording (bcg_train.algo.phases: the
 algorithms mark their phases; this script adds the simulator's own phases by wrapping `sim.step`,
 the torch bridge's step and forward kinematics). Per phase: milliseconds per iteration (exclusive:
-nested phases are subtracted), share of the iteration, host synchronisations per iteration
+nested phases are subtracted), share of the iteration ("beside" for the updates that run in the
+update thread while the loop backpropagates, `concurrent_updates`: their time overlaps the loop's
+and is not part of the iteration's), host synchronisations per iteration
 (explicit device-to-host conversions; a lower bound on the CPU, see bcg_train.algo.phases) and Warp
 kernel launches per iteration (forward and adjoint; what sets a GPU's time at small batches).
 Checkpoints and curves are billed per iteration as their cost per call over `checkpoint_every` /
@@ -32,7 +34,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Dict, Iterator, List, Tuple
+from typing import Dict, Iterator, List, Set, Tuple
 
 import torch
 
@@ -64,6 +66,8 @@ class Measurement:
     """Phase -> Warp kernel launches per iteration."""
     sim_alone: Dict[str, float]
     """Milliseconds per window of "sim forward" and "sim backward" when nothing else runs (`simulator_alone`)."""
+    parallel: Set[str]
+    """Phases that ran in the update thread, beside the loop's own (not part of the iteration's sum)."""
 
     @property
     def sim_alone_ms(self) -> float:
@@ -71,7 +75,7 @@ class Measurement:
 
     @property
     def iteration_ms(self) -> float:
-        return sum(self.ms.values())
+        return sum(ms for p, ms in self.ms.items() if p not in self.parallel)
 
     @property
     def sim_ms(self) -> float:
@@ -150,7 +154,8 @@ def measure(cfg: TrainConfig, variant: str, motion: str, device: str, warmup: in
         ms[name] = 1e3 * seconds / calls / every
         syncs[name] = timer.syncs.get(name, 0) / calls / every
         launches[name] = timer.launches.get(name, 0) / calls / every
-    return Measurement(variant, alg.env.num_envs, alg.env_steps_per_iteration, ms, syncs, launches, sim_alone)
+    return Measurement(variant, alg.env.num_envs, alg.env_steps_per_iteration, ms, syncs, launches, sim_alone,
+                       set(timer.parallel))
 
 
 def drawing_time(run_dir: Path) -> float:
@@ -212,8 +217,8 @@ def table(results: List[Measurement]) -> str:
                                      for r in results) + " |"
     lines = [head, "|---|" + "---|" * len(results)]
     for p in phases:
-        cells = [f"{r.ms[p]:.1f}, {100 * r.ms[p] / r.iteration_ms:.1f}%, {r.syncs[p]:.0f}, {r.launches[p]:.0f}"
-                 if p in r.ms else "-" for r in results]
+        cells = [f"{r.ms[p]:.1f}, {'beside' if p in r.parallel else f'{100 * r.ms[p] / r.iteration_ms:.1f}%'}, "
+                 f"{r.syncs[p]:.0f}, {r.launches[p]:.0f}" if p in r.ms else "-" for r in results]
         lines.append(f"| {p} | " + " | ".join(cells) + " |")
     lines.append("| **iteration** | " + " | ".join(
         f"{r.iteration_ms:.0f}, 100%, {sum(r.syncs.values()):.0f}, {sum(r.launches.values()):.0f}"

@@ -1,4 +1,7 @@
-"""The phase timer: off unless recording, exclusive times that add up, host syncs counted per phase."""
+"""The phase timer: off unless recording, exclusive times that add up, host syncs counted per phase,
+phases of other threads kept apart."""
+import threading
+
 import pytest
 import torch
 import warp as wp
@@ -90,3 +93,23 @@ def test_kernel_launches_are_counted_forward_replayed_and_adjoint_and_functions_
     assert dict(timer.launches) == {"plain": 1, "cached": 2, "backward": 2}
     assert wp.launch is launch and wp.Launch.launch is replay
     assert z.numpy().tolist() == [4.0] * 4 and x.grad.numpy().tolist() == [4.0] * 4
+
+
+def test_phases_of_another_thread_are_timed_there_and_named_parallel(clock):
+    with PhaseTimer() as timer:
+        with phase("backward"):
+            clock(1.0)
+
+            def update():
+                with phase("critic update"):
+                    clock(2.0)
+                    with phase("target update"):
+                        clock(0.5)
+            worker = threading.Thread(target=update)
+            worker.start()
+            worker.join()
+            clock(3.0)
+    assert timer.parallel == {"critic update", "target update"}
+    assert timer.seconds["critic update"] == 2.0 and timer.seconds["target update"] == 0.5
+    assert timer.seconds["backward"] == 6.5    # the other thread's phases overlap it, not nested in it
+    assert sum(v for k, v in timer.seconds.items() if k not in timer.parallel) == 6.5

@@ -9,9 +9,9 @@ gradient. `Ranks` is the one place an algorithm talks to the other processes; wi
 torch.distributed (or with a world of one process) each of its operations returns at once and
 changes nothing, so one code path serves both.
 
-Collectives must be issued in the same order on every rank: the algorithms issue them from one
-thread, at points every rank reaches (e.g. every minibatch of an update has the same count on
-every rank).
+Collectives must be issued in the same order on every rank: the algorithms issue them at points
+every rank reaches (e.g. every minibatch of an update has the same count on every rank), each
+thread through its own process group (`Ranks.for_another_thread`).
 """
 from dataclasses import dataclass
 from typing import Dict, Iterable, List, Optional, Sequence, Union
@@ -54,6 +54,13 @@ class Ranks:
         self.group = group
         self.world_size = dist.get_world_size(group) if is_distributed() else 1
         self.rank = dist.get_rank() if is_distributed() else 0
+
+    def for_another_thread(self) -> "Ranks":
+        """The same processes with a process group of their own, for collectives issued from a second
+        thread while this one issues its own (every rank must call this at the same point)."""
+        if self.world_size == 1:
+            return Ranks()
+        return Ranks(dist.new_group(list(range(self.world_size))))
 
     def broadcast_(self, tensors: Iterable[Tensor]) -> None:
         """Overwrite `tensors` with rank 0's."""

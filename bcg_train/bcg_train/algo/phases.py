@@ -7,6 +7,11 @@ microsecond). While recording, each phase accumulates its *exclusive* wall time 
 opened inside it is subtracted, so the phases of an iteration add up to the iteration), its number
 of entries, and the host synchronisations `count_host_syncs` attributes to it.
 
+Phases entered from another thread than the one that started the timer (updates that run beside the
+actor's backward pass, see `concurrent_updates`) are timed in that thread, exclusive of the phases
+nested in them there, and named in `PhaseTimer.parallel`: they overlap the recording thread's
+phases, so they are not part of the sum that makes up the iteration.
+
 Host synchronisations are counted as the explicit device-to-host conversions a phase makes: torch's
 `item`, `bool`, `int`, `float`, `tolist`, `numpy`, `cpu` on a tensor and Warp's `array.numpy`. On a
 GPU each of them waits for the device; on the CPU they cost nothing, and implicit synchronisations
@@ -20,9 +25,10 @@ each launch costs a few microseconds of host time whatever its size, so at small
 launch count, not the arithmetic, sets the time of a phase.
 """
 import contextlib
+import threading
 import time
 from collections import defaultdict
-from typing import Callable, Dict, Iterator, List, Optional
+from typing import Callable, Dict, Iterator, List, Optional, Set
 
 _NO_PHASE = contextlib.nullcontext()
 _recording: Optional["PhaseTimer"] = None
@@ -52,7 +58,9 @@ class PhaseTimer:
     Time outside every phase goes to the phase "other", so the phases add up to the wall time the
     timer recorded. `synchronize`, when given, is called at every phase boundary (e.g.
     `torch.cuda.synchronize` on a GPU, where work is asynchronous and would otherwise be billed to
-    whichever phase waits for it). One timer records at a time, phases are entered from one thread.
+    whichever phase waits for it). One timer records at a time. Each thread has its own stack of
+    open phases; `parallel` names the phases entered from threads other than the recording one
+    (their time overlaps the recording thread's, see the module docstring).
     """
 
     OUTSIDE = "other"
@@ -63,61 +71,84 @@ class PhaseTimer:
         self.calls: Dict[str, int] = defaultdict(int)
         self.syncs: Dict[str, int] = defaultdict(int)
         self.launches: Dict[str, int] = defaultdict(int)
-        self._stack: List[list] = []   # [name, start, seconds spent in phases nested in it]
+        self.parallel: Set[str] = set()
+        self._stacks: Dict[int, List[list]] = {}   # thread -> [name, start, seconds in phases nested in it]
+        self._recording_thread = threading.get_ident()
+        self._lock = threading.Lock()
 
     def __enter__(self) -> "PhaseTimer":
         global _recording
         if _recording is not None:
             raise RuntimeError("PhaseTimer: another timer is already recording")
         _recording = self
-        self._stack = [[self.OUTSIDE, time.perf_counter(), 0.0]]
+        self._recording_thread = threading.get_ident()
+        self._stacks = {self._recording_thread: [[self.OUTSIDE, time.perf_counter(), 0.0]]}
         return self
 
     def __exit__(self, *exc):
         global _recording
-        while self._stack:
+        while self._stacks[self._recording_thread]:
             self.close()
+        self._stacks = {}
         _recording = None
 
     def span(self, name: str) -> _Span:
         return _Span(self, name)
 
+    def _stack(self) -> List[list]:
+        """The calling thread's open phases (created empty for a thread other than the recording one)."""
+        return self._stacks.setdefault(threading.get_ident(), [])
+
     def open(self, name: str) -> None:
         if self.synchronize is not None:
             self.synchronize()
-        self._stack.append([name, time.perf_counter(), 0.0])
+        stack = self._stack()
+        stack.append([name, time.perf_counter(), 0.0])
+        if threading.get_ident() != self._recording_thread:
+            with self._lock:
+                self.parallel.add(name)
 
     def close(self) -> None:
         if self.synchronize is not None:
             self.synchronize()
-        name, start, nested = self._stack.pop()
+        stack = self._stack()
+        name, start, nested = stack.pop()
         elapsed = time.perf_counter() - start
-        self.seconds[name] += elapsed - nested
-        self.calls[name] += 1
-        if self._stack:
-            self._stack[-1][2] += elapsed
+        with self._lock:
+            self.seconds[name] += elapsed - nested
+            self.calls[name] += 1
+        if stack:
+            stack[-1][2] += elapsed
 
     def _innermost(self) -> str:
-        """The innermost open phase's name (OUTSIDE when none is open)."""
-        return self._stack[-1][0] if self._stack else self.OUTSIDE
+        """The calling thread's innermost open phase's name (OUTSIDE when none is open)."""
+        stack = self._stack()
+        return stack[-1][0] if stack else self.OUTSIDE
 
     def count_sync(self) -> None:
-        """One host synchronisation in the innermost open phase."""
-        self.syncs[self._innermost()] += 1
+        """One host synchronisation in the calling thread's innermost open phase."""
+        name = self._innermost()
+        with self._lock:
+            self.syncs[name] += 1
 
     def count_launch(self) -> None:
-        """One Warp kernel launch in the innermost open phase."""
-        self.launches[self._innermost()] += 1
+        """One Warp kernel launch in the calling thread's innermost open phase."""
+        name = self._innermost()
+        with self._lock:
+            self.launches[name] += 1
 
     def reset(self) -> None:
-        """Forget what was measured so far (open phases restart now)."""
-        self.seconds.clear()
-        self.calls.clear()
-        self.syncs.clear()
-        self.launches.clear()
-        now = time.perf_counter()
-        for entry in self._stack:
-            entry[1], entry[2] = now, 0.0
+        """Forget what was measured so far (open phases restart now, in every thread)."""
+        with self._lock:
+            self.seconds.clear()
+            self.calls.clear()
+            self.syncs.clear()
+            self.launches.clear()
+            self.parallel.clear()
+            now = time.perf_counter()
+            for stack in self._stacks.values():
+                for entry in stack:
+                    entry[1], entry[2] = now, 0.0
 
 
 _TORCH_CONVERSIONS = ("item", "__bool__", "__int__", "__float__", "tolist", "numpy", "cpu")

@@ -21,6 +21,7 @@ from bcg.config_check import check, require_fraction, require_layers, require_no
 
 from ..env_api import DiffEnv
 from .add import AddConfig
+from .concurrent_updates import UpdateThread
 from .data_parallel import Ranks
 from .imitation_context import ImitationContext
 from .phases import phase
@@ -160,7 +161,8 @@ class Ppo:
     def __init__(self, env: DiffEnv, cfg: PpoConfig, add: AddConfig, seed: int):
         self.env, self.cfg = env, cfg
         self.ranks = Ranks()
-        self.context = ImitationContext(env, add, seed, self.ranks)
+        self.update_thread = UpdateThread()
+        self.context = ImitationContext(env, add, seed, self.ranks.for_another_thread())   # its update: a thread
         self.vec_env = RslRlVecEnv(env, self.context)
         self.alg = PPO.construct_algorithm(self.vec_env.get_observations(), self.vec_env,
                                            rsl_rl_config(self.cfg, self.ranks), str(env.device))
@@ -196,13 +198,18 @@ class Ppo:
             with phase("returns"):
                 self.alg.compute_returns(obs)
                 self._normalize_advantages_over_ranks()
-        with phase("PPO update"):
-            losses = self.alg.update()
-        metrics = self.context.update_discriminator(torch.cat(deltas))
+        deltas = torch.cat(deltas)
+        metrics, losses = self.update_thread.run_beside(lambda: self.context.update_discriminator(deltas),
+                                                        self._update_policy)
         metrics.update({f"loss/{k}": float(v) for k, v in losses.items()})
         metrics.update({"lr/actor": float(self.alg.learning_rate),
                         "policy/std": self.alg.get_policy().output_std.detach().mean()})
         return self.context.iteration_metrics(metrics)
+
+    def _update_policy(self) -> Dict[str, float]:
+        """rsl_rl's PPO update on the rollout (beside the discriminator's, `concurrent_updates`)."""
+        with phase("PPO update"):
+            return self.alg.update()
 
     def _normalize_advantages_over_ranks(self) -> None:
         """rsl_rl normalises the rollout's advantages to zero mean and unit std within each process;

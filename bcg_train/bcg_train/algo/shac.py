@@ -11,6 +11,9 @@ One iteration:
    minibatches are skipped. Then target <- polyak * target + (1 - polyak) * critic.
 3. Observation normaliser and ADD discriminator updates on the window's data.
 The env's graph is cut after the actor update: no gradient flows between windows.
+Steps 2 and 3's critic, target and discriminator updates run in a second thread while the actor's
+loss is backpropagated through the simulator (`concurrent_updates`: same result as one after the
+other); the normaliser is updated after both, as the backward pass reads its statistics.
 Learning rates decay linearly from their initial values to `final_lr` over the run.
 
 How it runs: the rewards and target values of a window are computed once for all its steps after
@@ -30,6 +33,7 @@ from bcg.config_check import check, require_fraction, require_layers, require_no
 
 from ..env_api import DiffEnv, EnvStep
 from .add import AddConfig
+from .concurrent_updates import UpdateThread
 from .data_parallel import Metric, Ranks
 from .gradient_stats import GradientStats
 from .imitation_context import ImitationContext
@@ -208,11 +212,14 @@ class Shac:
         self.env, self.cfg = env, cfg
         device = env.device
         self.ranks = Ranks()
+        self.update_ranks = self.ranks.for_another_thread()
+        """The critic's and the discriminator's collectives: they are issued from the update thread."""
+        self.update_thread = UpdateThread()
         actor, critic, normalizer = build_networks(cfg, env.obs_dim, env.act_dim)
         self.actor, self.critic, self.obs_normalizer = actor.to(device), critic.to(device), normalizer.to(device)
         self.ranks.broadcast_([*self.actor.parameters(), *self.critic.parameters()])
         self.target_critic = copy.deepcopy(self.critic).requires_grad_(False)
-        self.context = ImitationContext(env, add, seed, self.ranks)
+        self.context = ImitationContext(env, add, seed, self.update_ranks)
         self.actor_optimizer = fused_adam(self.actor.parameters(), self.cfg.actor_lr, self.cfg.betas)
         self.critic_optimizer = fused_adam(self.critic.parameters(), self.cfg.critic_lr, self.cfg.betas)
         self.grad_stats = GradientStats(sum(p.numel() for p in self.actor.parameters()), cfg.grad_stats_window,
@@ -233,14 +240,22 @@ class Shac:
         metrics: Dict[str, Metric] = self.set_learning_rates(it)
         with phase("rollout"):
             loss, window = self.rollout()
-        metrics.update(self.update_actor(loss))
-        metrics.update(self._train_critic(window))
-        with phase("target update"):
-            self._update_target()
+        updates, actor = self.update_thread.run_beside(lambda: self.update_critic_and_discriminator(window),
+                                                       lambda: self.update_actor(loss))
+        metrics.update(actor)
+        metrics.update(updates)
         with phase("obs normaliser"):
             self.obs_normalizer.update(window.raw_obs, self.ranks)
-        metrics.update(self.context.update_discriminator(window.deltas))
         return self.context.iteration_metrics(metrics)
+
+    def update_critic_and_discriminator(self, window: "Window") -> Dict[str, Tensor]:
+        """The critic ensemble, the target critic and the ADD discriminator learn from `window` (run in
+        the update thread, beside `update_actor`). Metrics as tensors."""
+        metrics = self._train_critic(window)
+        with phase("target update"):
+            self._update_target()
+        metrics.update(self.context.update_discriminator(window.deltas))
+        return metrics
 
     def set_learning_rates(self, it: int) -> Dict[str, float]:
         cfg = self.cfg
@@ -313,7 +328,7 @@ class Shac:
                     loss = (self.critic(obs[idx]) - targets[idx]).square().mean()
                     self.critic_optimizer.zero_grad()
                     loss.backward()
-                    loss = self.ranks.average_gradients(params, loss)
+                    loss = self.update_ranks.average_gradients(params, loss)
                     norm = gradient_norm(params)
                     finite = step_if_finite(loss, params, norm, cfg.critic_grad_clip, self.critic_optimizer)
                     taken += finite.float()
