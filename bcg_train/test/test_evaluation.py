@@ -193,7 +193,12 @@ def test_table_reports_the_cells_present_cites_their_commands_and_lists_the_rest
     folder = tmp_path / "policies"
     folder.mkdir()
     shutil.copy(stand_policy_path(robot, tmp_path), folder / "shac_dance_k300.onnx")
-    (folder / "shac_dance_k300.json").write_text(json.dumps({"train_command": "bcg-train --preset x --motion dance"}))
+    (folder / "shac_dance_k300.json").write_text(json.dumps({
+        "train_command": "bcg-train --preset x --motion dance", "env_steps": 256000,
+        "init_from": {"policy": "shac_dance_k300.onnx", "motion": "dance"}}))
+    shutil.copy(folder / "shac_dance_k300.onnx", folder / "ppo_dance_k300.onnx")     # a stand-in baseline
+    (folder / "ppo_dance_k300.json").write_text(json.dumps({
+        "train_command": "bcg-train --preset x --algo ppo --motion dance", "env_steps": 1228800}))
     out = tmp_path / "table"
     args = [str(folder), "--motions", "dance,jump", "--kappas", "300", "--seeds", "1", "--duration", "1", "--out",
             str(out)]
@@ -203,7 +208,11 @@ def test_table_reports_the_cells_present_cites_their_commands_and_lists_the_rest
     assert "/1 / 0 |" in row                                     # falls out of 1 seed, the paper's 0 beside it
     assert row.count("|") == 13 and "without the drift" in text  # 12 columns
     assert row.endswith("| 0/1 | 0/1 | 0.00 |")    # up from rest too, and after a hold; its legs never touch
-    assert "bcg-train --preset x --motion dance" in text and "bcg-eval" in text
+    assert "bcg-train --preset x --motion dance` (256,000 environment steps, started from the policy " \
+        "shac_dance_k300.onnx)" in text and "bcg-eval" in text
+    cols = row.split(" | ")          # the stand-in baseline is the same file: its falls and tracking, the paper's
+    assert cols[7] == f"{cols[2].split(' / ')[0]}, {cols[5].split(' / ')[0]} / 19.0"
+    assert "## The PPO baseline" in text and "--algo ppo --motion dance` (1,228,800 environment steps)" in text
     assert "no `shac_jump_k300.onnx`" in text
     cached = json.loads((folder / "shac_dance_k300.eval.json").read_text())
     assert cached["seeds"] == 1 and cached["duration_s"] == 1.0 and len(cached["runs"]["mujoco_from_rest"]) == 1

@@ -113,14 +113,40 @@ def rows_of(folder: Path, motions: Sequence[str], kappas: Sequence[float], seeds
                            tracking_root_xy_cm=s["tracking_error_root_xy_mujoco_cm"],
                            self_contact_s=s["self_contact_mujoco_s"],
                            falls_from_rest=s["falls_mujoco_from_rest"], falls_after_hold=s["falls_mujoco_after_hold"],
-                           eval_command=shac["command"], train_command="`, then `".join(
-                               c for c in [shac["provenance"].get("train_command", ""),
-                                           *shac["provenance"].get("resume_commands", [])] if c))
+                           eval_command=shac["command"])
+                row.update(training=training_of(shac["provenance"]))
             if ppo is not None:
-                row.update(ppo_falls=ppo["summary"]["falls_mujoco"],
-                           ppo_tracking_cm=ppo["summary"]["tracking_error_mujoco_cm"])
+                row.update(ppo_falls=ppo["summary"]["falls_mujoco"], ppo_seeds=ppo["summary"]["seeds"],
+                           ppo_tracking_cm=ppo["summary"]["tracking_error_mujoco_cm"],
+                           ppo_time_up_s=sum(r["duration_s"] for r in ppo["runs"]["mujoco"]) / ppo["summary"]["seeds"],
+                           ppo_eval_command=ppo["command"], ppo_training=training_of(ppo["provenance"]))
             rows.append(row)
     return rows
+
+
+def training_of(provenance: Dict) -> str:
+    """How a policy was trained, from its sidecar: its commands, the environment steps of its own run
+    and where that run started (the start policy's own steps are not counted)."""
+    commands = "`, then `".join(c for c in [provenance.get("train_command", ""),
+                                            *provenance.get("resume_commands", [])] if c)
+    text = f"`{commands}`" if commands else "not recorded"
+    if provenance.get("env_steps"):
+        text += f" ({provenance['env_steps']:,} environment steps"
+        start = provenance.get("init_from") or {}
+        if start.get("run"):
+            text += f", started from run {start['run']} at iteration {start['iteration']}"
+        elif start.get("policy"):
+            text += f", started from the policy {start['policy']}"
+        text += ")"
+    return text
+
+
+def _ppo_cell(r: Dict) -> str:
+    """PPO's falls out of its seeds and tracking error, the paper's tracking after the slash."""
+    if r.get("ppo_falls") is None:
+        return f"- / {_num(r['paper_tracking_ppo_cm'], '.1f')}"
+    return (f"{r['ppo_falls']}/{r['ppo_seeds']}, {r['ppo_tracking_cm']:.1f} / "
+            f"{_num(r['paper_tracking_ppo_cm'], '.1f')}")
 
 
 def _num(value, fmt: str) -> str:
@@ -140,9 +166,11 @@ def markdown(rows: Sequence[Dict], folder: Path, command: str) -> str:
              f"standing {HOLD_S:g} s unsupported under the policy's gains (`bcg-eval --from-rest --hold {HOLD_S:g}`), "
              "leaning and sagging as when the DDS check's band lets the robot go. Legs touching: the time per "
              "run in MuJoCo during which two of the robot's own bodies are in contact (the training simulator has "
-             "no self-collision; `env.leg_clearance_penalty` keeps the legs apart).", "",
+             "no self-collision; `env.leg_clearance_penalty` keeps the legs apart). PPO: the PPO baseline's "
+             "falls in MuJoCo and its tracking error (averaged up to its falls), where a `ppo_<motion>_k<kappa>.onnx` "
+             "is present; how many environment steps each policy's own run took is listed below.", "",
              "| motion | kappa | falls | time up [s] | pen. diff [mm] | tracking SHAC+BCG [cm] | "
-             "without the drift [cm] | tracking PPO [cm] | falls in Warp | falls from rest | falls after a hold | "
+             "without the drift [cm] | PPO: falls, tracking [cm] | falls in Warp | falls from rest | falls after a hold | "
              "legs touching [s] |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     missing = []
@@ -155,14 +183,20 @@ def markdown(rows: Sequence[Dict], folder: Path, command: str) -> str:
                      f"{r['penetration_diff_mm']:.2f} / {_num(r['paper_penetration_mm'], '.1f')} | "
                      f"{r['tracking_cm']:.1f} / {_num(r['paper_tracking_shac_cm'], '.1f')} | "
                      f"{r['tracking_root_xy_cm']:.1f} | "
-                     f"{_num(r.get('ppo_tracking_cm'), '.1f')} / {_num(r['paper_tracking_ppo_cm'], '.1f')} | "
+                     f"{_ppo_cell(r)} | "
                      f"{r['falls_warp']}/{r['seeds']} | {r['falls_from_rest']}/{r['seeds']} | "
                      f"{r['falls_after_hold']}/{r['seeds']} | {r['self_contact_s']:.2f} |")
     lines += ["", "## How each cell was produced", ""]
     for r in rows:
         if r["present"]:
-            lines.append(f"- {r['motion']}, kappa {r['kappa']:g}: trained by `{r['train_command'] or 'not recorded'}`; "
+            lines.append(f"- {r['motion']}, kappa {r['kappa']:g}: trained by {r['training']}; "
                          f"evaluated by `{r['eval_command']}`")
+    ppo = [r for r in rows if r.get("ppo_falls") is not None]
+    if ppo:
+        lines += ["", "## The PPO baseline", ""]
+        for r in ppo:
+            lines.append(f"- {r['motion']}, kappa {r['kappa']:g}: up {r['ppo_time_up_s']:.1f} s on average; trained by "
+                         f"{r['ppo_training']}; evaluated by `{r['ppo_eval_command']}`")
     if missing:
         lines += ["", "## Cells not run", ""]
         for r in missing:
@@ -185,7 +219,10 @@ def plot(rows: Sequence[Dict], path: Path) -> None:
     axes[0].plot(x, [(r["paper_falls"] or 0) / 5 for r in present], "k_", markersize=20, label="paper")
     axes[0].set(xticks=list(x), xticklabels=labels, ylabel="fall rate in MuJoCo", ylim=(0, 1.05))
     axes[0].legend()
-    axes[1].bar(x, [r["tracking_cm"] for r in present], label="SHAC + BCG")
+    width = 0.4
+    axes[1].bar([i - width / 2 for i in x], [r["tracking_cm"] for r in present], width, label="SHAC + BCG")
+    axes[1].bar([i + width / 2 for i in x], [r.get("ppo_tracking_cm") or float("nan") for r in present], width,
+                label="PPO (up to its falls)")
     axes[1].plot(x, [r["paper_tracking_shac_cm"] or float("nan") for r in present], "k_", markersize=20,
                  label="paper")
     axes[1].set(xticks=list(x), xticklabels=labels, ylabel="tracking error in MuJoCo [cm]")
