@@ -170,8 +170,8 @@ def markdown(rows: Sequence[Dict], folder: Path, command: str) -> str:
              "falls in MuJoCo and its tracking error (averaged up to its falls), where a `ppo_<motion>_k<kappa>.onnx` "
              "is present; how many environment steps each policy's own run took is listed below.", "",
              "| motion | kappa | falls | time up [s] | pen. diff [mm] | tracking SHAC+BCG [cm] | "
-             "without the drift [cm] | PPO: falls, tracking [cm] | falls in Warp | falls from rest | falls after a hold | "
-             "legs touching [s] |",
+             "without the drift [cm] | PPO: falls, tracking [cm] | falls in Warp | falls from rest | "
+             "falls after a hold | legs touching [s] |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     missing = []
     for r in rows:
