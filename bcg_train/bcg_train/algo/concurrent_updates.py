@@ -10,7 +10,8 @@ second core while the main thread backpropagates through the simulator; on a GPU
 both (launches, Python) overlaps.
 
 With several ranks (`data_parallel`) the two threads must not share a process group (collectives
-are matched by the order they are issued in): the updates use `Ranks.for_another_thread`.
+are matched by the order they are issued in): the updates use `Ranks.for_another_thread`. The
+two-process gloo test fails when they share one; with NCCL on several GPUs this is untested here.
 """
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Tuple, TypeVar
