@@ -1,8 +1,10 @@
 """Running an iteration's updates beside the actor's backward pass, in a second thread.
 
-SHAC's critic, target-critic and ADD discriminator updates (and PPO's discriminator update) read only
-the finished window's detached data, and the actor's update reads none of what they write: so the
-two can run at the same time, and the result is the one the sequential order gives, bit for bit.
+SHAC's critic and ADD discriminator updates (and PPO's discriminator update) read only the finished
+window's detached data, and the actor's update reads none of what they write (the rewards read a
+frozen copy of the discriminator; the target critic, which the actor's bootstraps read, is updated
+after the backward pass): so the two can run at the same time, and the result is the one the
+sequential order gives, bit for bit, whichever finishes first.
 The trainer's random generator is drawn from by the updates alone while they run (the rollout
 that draws action noise has finished), in the same order as before. On a CPU the simulator's
 adjoint kernels and torch's operations release the interpreter lock, so the updates take the

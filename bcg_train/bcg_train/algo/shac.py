@@ -11,9 +11,9 @@ One iteration:
    minibatches are skipped. Then target <- polyak * target + (1 - polyak) * critic.
 3. Observation normaliser and ADD discriminator updates on the window's data.
 The env's graph is cut after the actor update: no gradient flows between windows.
-Steps 2 and 3's critic, target and discriminator updates run in a second thread while the actor's
-loss is backpropagated through the simulator (`concurrent_updates`: same result as one after the
-other); the normaliser is updated after both, as the backward pass reads its statistics.
+Steps 2 and 3's critic and discriminator updates run in a second thread while the actor's loss is
+backpropagated through the simulator (`concurrent_updates`: same result as one after the other); the
+target critic and the normaliser are updated after both, as the backward pass reads them.
 Learning rates decay linearly from their initial values to `final_lr` over the run.
 
 How it runs: the rewards and target values of a window are computed once for all its steps after
@@ -244,16 +244,17 @@ class Shac:
                                                        lambda: self.update_actor(loss))
         metrics.update(actor)
         metrics.update(updates)
+        with phase("target update"):       # after the actor's backward pass: its bootstraps read the target
+            self._update_target()
         with phase("obs normaliser"):
             self.obs_normalizer.update(window.raw_obs, self.ranks)
         return self.context.iteration_metrics(metrics)
 
     def update_critic_and_discriminator(self, window: "Window") -> Dict[str, Tensor]:
-        """The critic ensemble, the target critic and the ADD discriminator learn from `window` (run in
-        the update thread, beside `update_actor`). Metrics as tensors."""
+        """The critic ensemble and the ADD discriminator learn from `window` (run in the update thread,
+        beside `update_actor`: neither is read by the actor's loss, whose rewards read the
+        discriminator's frozen copy and whose bootstraps read the target critic). Metrics as tensors."""
         metrics = self._train_critic(window)
-        with phase("target update"):
-            self._update_target()
         metrics.update(self.context.update_discriminator(window.deltas))
         return metrics
 
