@@ -108,7 +108,7 @@ def rows_of(folder: Path, motions: Sequence[str], kappas: Sequence[float], seeds
             if shac is not None:
                 s = shac["summary"]
                 row.update(falls=s["falls_mujoco"], seeds=s["seeds"], falls_warp=s["falls_warp"],
-                           time_up_s=sum(r["duration_s"] for r in shac["runs"]["mujoco"]) / s["seeds"],
+                           time_up_s=mean_time_up(shac),
                            penetration_diff_mm=s["penetration_diff_mm"], tracking_cm=s["tracking_error_mujoco_cm"],
                            tracking_root_xy_cm=s["tracking_error_root_xy_mujoco_cm"],
                            self_contact_s=s["self_contact_mujoco_s"],
@@ -118,10 +118,15 @@ def rows_of(folder: Path, motions: Sequence[str], kappas: Sequence[float], seeds
             if ppo is not None:
                 row.update(ppo_falls=ppo["summary"]["falls_mujoco"], ppo_seeds=ppo["summary"]["seeds"],
                            ppo_tracking_cm=ppo["summary"]["tracking_error_mujoco_cm"],
-                           ppo_time_up_s=sum(r["duration_s"] for r in ppo["runs"]["mujoco"]) / ppo["summary"]["seeds"],
+                           ppo_time_up_s=mean_time_up(ppo),
                            ppo_eval_command=ppo["command"], ppo_training=training_of(ppo["provenance"]))
             rows.append(row)
     return rows
+
+
+def mean_time_up(evaluation: Dict) -> float:
+    """s: the mean simulated time of an evaluation's MuJoCo runs on the reference (to the fall, or the run's length)."""
+    return sum(r["duration_s"] for r in evaluation["runs"]["mujoco"]) / evaluation["summary"]["seeds"]
 
 
 def training_of(provenance: Dict) -> str:
