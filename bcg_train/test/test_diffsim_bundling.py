@@ -300,44 +300,47 @@ def test_restarting_one_env_keeps_the_other_bundles_gradients(frozen_noise):
 
 
 @pytest.mark.parametrize("field, value", [("branches", 0), ("span_steps", 1.5), ("threshold", -1.0),
-                                          ("sigma_p", -0.01), ("damping", 0.0), ("onset_fraction", 1.5)])
+                                          ("sigma_p", -0.01), ("damping", 0.0), ("onset_fraction", 1.5),
+                                          ("sigma_p_widths", -0.5), ("sigma_v_per_speed", -0.1)])
 def test_bad_bundle_config_names_the_field(field, value):
     with pytest.raises(ConfigError, match=f"^bundle.{field}: "):
         Simulator(MODEL, 1, sim_config(enabled=True, **{field: value}))
 
 
-def test_foot_perturbation_moves_the_foot_by_the_sampled_cartesian_noise():
-    """Through the analytic 6-D foot Jacobian's damped pseudo-inverse, the foot point (mean of the
-    leg's sphere bottoms, by MuJoCo's forward kinematics) moves by dp ~ N(0, sigma_p^2 I): its sample
-    covariance over 600 draws is sigma_p^2 I; the sole keeps its orientation (well under a tenth of a
-    degree), and only the leg's hinge joints move."""
-    import mujoco
-
-    rows, sigma_p = 600, 0.005
+def _perturb_left_foot(rows, sigma_p, sigma_v, sigma_v_per_speed, base_velocity):
+    """foot_perturbation on `rows` copies of a generic bent pose moving at `base_velocity` (m/s, world;
+    joints at rest): (q (nq,), qd (nv,), dq, dqd (rows, nv) of the left leg, clamped count, the kernel's
+    (sum of approach speeds, legs))."""
     q = np.tile(MODEL.default_qpos(STANDING), (rows, 1))
     q[:, 7:] += 0.1 * np.sin(np.arange(MODEL.nq - 7))      # a generic bent pose, same for every row
+    qd = np.zeros((rows, MODEL.nv))
+    qd[:, :3] = base_velocity
     sim = Simulator(MODEL, rows)
     sc = sim.physics.scratch(rows, False)
-    s = sim.state().assign(q)
+    s = sim.state().assign(q, qd)
     sim.physics.run(s, sim.state(), sim.control(), 0.005, sc, None)   # fills the kinematics in sc
     legs = np.zeros((rows, 2), np.int32)
     legs[:, 0] = 1
     dq = wp.zeros((rows, MODEL.nv), dtype=wp.float64)
     dqd = wp.zeros_like(dq)
     clamped = wp.zeros(1, dtype=int)
+    approach = wp.zeros(2, dtype=wp.float64)
     wp.launch(bk.foot_perturbation, dim=(rows, 2), inputs=[
-        sim.physics.kernel_model, s.q, sc.xrot, sc.xpos, sc.s_ang, sc.s_lin,
+        sim.physics.kernel_model, s.q, sc.xrot, sc.xpos, sc.s_ang, sc.s_lin, sc.vel_ang, sc.vel_lin,
         wp.array(np.arange(rows, dtype=np.int32), dtype=int), wp.array(legs, dtype=int), 11,
-        wp.float64(sigma_p), wp.float64(0.02), wp.float64(1e-4), wp.float64(1.0), wp.float64(5.0)],
-        outputs=[dq, dqd, clamped])
-    assert clamped.numpy()[0] == 0
-    dq = dq.numpy()
-    left = MODEL.leg_dof.numpy()[:6]
-    assert np.abs(np.delete(dq, left, axis=1)).max() == 0.0
+        wp.float64(sigma_p), wp.float64(sigma_v), wp.float64(sigma_v_per_speed), wp.float64(1e-4),
+        wp.float64(1.0), wp.float64(5.0)], outputs=[dq, dqd, clamped, approach])
+    return q[0], qd[0], dq.numpy(), dqd.numpy(), clamped.numpy()[0], approach.numpy()
+
+
+def _left_foot_kinematics():
+    """foot(q (nq,)) -> (the left foot point (mean of its sphere bottoms) [m], the foot's rotation
+    matrix), by MuJoCo's forward kinematics."""
+    import mujoco
+
     m = mujoco.MjModel.from_xml_path(str(MODEL.robot.model_path))
     d = mujoco.MjData(m)
     spheres = MODEL.robot.foot_geoms["left"]
-
     foot_body = m.geom_bodyid[spheres[0]]
 
     def foot(qv):
@@ -345,16 +348,86 @@ def test_foot_perturbation_moves_the_foot_by_the_sampled_cartesian_noise():
         mujoco.mj_kinematics(m, d)
         return (np.mean([d.geom_xpos[g] - [0, 0, m.geom_size[g, 0]] for g in spheres], axis=0),
                 d.xmat[foot_body].reshape(3, 3).copy())
+    return foot
 
-    base, base_rot = foot(q[0])
-    moved = [foot(np.r_[q[0, :7], q[0, 7:] + dq[i, 6:]]) for i in range(rows)]
+
+def _assert_isotropic(samples, sigma):
+    """samples (rows, 3): zero mean, covariance sigma^2 I, within sampling error."""
+    cov = np.cov(samples.T)
+    np.testing.assert_allclose(np.diag(cov), sigma ** 2, rtol=0.2)
+    assert np.abs(cov - np.diag(np.diag(cov))).max() < 0.2 * sigma ** 2
+    assert np.abs(samples.mean(axis=0)).max() < 4 * sigma / np.sqrt(len(samples))
+
+
+def test_foot_perturbation_moves_the_foot_by_the_sampled_cartesian_noise():
+    """Through the analytic 6-D foot Jacobian's damped pseudo-inverse, the foot point (mean of the
+    leg's sphere bottoms, by MuJoCo's forward kinematics) moves by dp ~ N(0, sigma_p^2 I): its sample
+    covariance over 600 draws is sigma_p^2 I; the sole keeps its orientation (well under a tenth of a
+    degree), and only the leg's hinge joints move."""
+    rows, sigma_p = 600, 0.005
+    q, _, dq, _, clamped, _ = _perturb_left_foot(rows, sigma_p, 0.02, 0.0, [0.0, 0.0, 0.0])
+    assert clamped == 0
+    left = MODEL.leg_dof.numpy()[:6]
+    assert np.abs(np.delete(dq, left, axis=1)).max() == 0.0
+    foot = _left_foot_kinematics()
+    base, base_rot = foot(q)
+    moved = [foot(np.r_[q[:7], q[7:] + dq[i, 6:]]) for i in range(rows)]
     disp = np.array([p - base for p, _ in moved])
     tilt = np.array([np.degrees(np.arccos(np.clip((np.trace(base_rot.T @ r) - 1) / 2, -1, 1))) for _, r in moved])
     assert tilt.max() < 0.1, tilt.max()
-    cov = np.cov(disp.T)
-    np.testing.assert_allclose(np.diag(cov), sigma_p ** 2, rtol=0.2)
-    assert np.abs(cov - np.diag(np.diag(cov))).max() < 0.2 * sigma_p ** 2
-    assert np.abs(disp.mean(axis=0)).max() < 4 * sigma_p / np.sqrt(rows)
+    _assert_isotropic(disp, sigma_p)
+
+
+def test_foot_velocity_perturbation_grows_with_the_feet_approach_speed():
+    """With sigma_v_per_speed c, the foot point's velocity changes by dv ~ N(0, (sigma_v + c u)^2 I), u the
+    foot's approach speed towards the floor: the robot moves down at 0.8 m/s and sideways at 0.3 m/s
+    (joints at rest), so u = 0.8 m/s, which the kernel also adds up; the foot's velocity change J dqd is
+    measured by MuJoCo's kinematics (central differences along dqd)."""
+    rows, sigma_v, per_speed = 600, 0.005, 0.1
+    q, _, _, dqd, clamped, approach = _perturb_left_foot(rows, 0.0, sigma_v, per_speed, [0.3, 0.0, -0.8])
+    assert clamped == 0
+    np.testing.assert_allclose(approach, [rows * 0.8, rows], rtol=1e-9)
+    foot = _left_foot_kinematics()
+    eps = 1e-6
+    dv = np.array([(foot(np.r_[q[:7], q[7:] + eps * dqd[i, 6:]])[0] - foot(np.r_[q[:7], q[7:] - eps * dqd[i, 6:]])[0])
+                   / (2 * eps) for i in range(rows)])
+    _assert_isotropic(dv, sigma_v + per_speed * 0.8)
+
+
+def test_auto_sigma_takes_the_position_noise_from_the_contact_transition_width():
+    """The width is where the smoothing s_k(c) = 1 / (1 + exp(kappa c)) goes from 90 % to 10 %; the default
+    0.68 widths is the paper's 1 cm at kappa 300 and shrinks with stiffer contact; without auto_sigma the
+    fixed stds hold at any kappa."""
+    from bcg_train.diffsim.config import CONTACT_TRANSITION_WIDTH
+    kappa = 300.0
+    smooth = lambda c: 1.0 / (1.0 + np.exp(kappa * c))                          # noqa: E731
+    half = CONTACT_TRANSITION_WIDTH / kappa / 2
+    np.testing.assert_allclose([smooth(-half), smooth(half)], [0.9, 0.1], rtol=1e-12)
+    auto = BundleConfig(auto_sigma=True, sigma_v_per_speed=0.3)
+    p300, v300, c300 = auto.perturbation_scales(300.0)
+    assert p300 == pytest.approx(0.01, rel=0.01) and (v300, c300) == (0.0, 0.3)
+    assert auto.perturbation_scales(1000.0)[0] == pytest.approx(0.3 * p300)
+    assert BundleConfig(sigma_p=0.02, sigma_v=0.05).perturbation_scales(1000.0) == (0.02, 0.05, 0.0)
+
+
+def test_auto_sigma_measures_the_approach_speed_of_landing_feet():
+    """The dropped robot lands at about its fall speed (1.2 m/s, plus 10 cm of free fall): the feet
+    perturbed when bundles open approach the floor at 1-2 m/s; the speed is measured with auto_sigma or
+    without, and survives state_dict."""
+    import torch
+    r = MODEL.robot
+    kp, kd = torch.tensor(r.kp * 10), torch.tensor(r.kd * 3)
+    actions = torch.tensor(np.tile(r.default_q, (4, 3, 1)))
+    speeds = []
+    for auto in (False, True):
+        sim = Simulator(MODEL, 3, sim_config(enabled=True, branches=3, auto_sigma=auto), requires_grad=True)
+        q, qd = _late_landing_start()
+        _window(sim, q, qd, actions, kp, kd)
+        speeds.append(sim.bundle_stats.approach_speed)
+        restored = Simulator(MODEL, 3, sim.config, requires_grad=True)
+        restored.load_state_dict(sim.state_dict())
+        assert restored.bundle_stats.approach_speed == speeds[-1]
+    assert 1.0 < speeds[0] < 2.0 and 1.0 < speeds[1] < 2.0, speeds
 
 
 def _window(sim, q, qd, actions, kp, kd):

@@ -1,11 +1,16 @@
 """Typed configuration of the differentiable simulator."""
+import math
 from dataclasses import dataclass, field, fields
-from typing import Dict, Mapping
+from typing import Dict, Mapping, Tuple
 
 from bcg.config_check import ConfigError, check, require_count, require_non_negative, require_positive, validate_section
 
 PRECISIONS = ("float64", "float32")
 """The simulator's floating-point precisions (`precision`)."""
+
+CONTACT_TRANSITION_WIDTH = 2.0 * math.log(9.0)
+"""Height span [m], times 1/kappa, over which the contact smoothing s_k(c) = 1 / (1 + exp(kappa c)) goes
+from 10 % to 90 % (4.39 / kappa: 14.6 mm at kappa 300, 4.4 mm at kappa 1000) [-]."""
 
 NOT_IN_CONTRACT = ("kappa", "bundle", "precision")
 """`SimConfig` settings a policy contract's `simulator` does not record (`SimConfig.contract_settings`)."""
@@ -38,9 +43,21 @@ class BundleConfig:
     above `threshold`: the branches re-run only the stiff part of the contact (the impact), not the rest
     of the H steps, and the environment goes on alone from their mean (off: the paper's fixed H)."""
     sigma_p: float = 0.01
-    """Std of the Cartesian foot position perturbation [m]."""
+    """Std of the Cartesian foot position perturbation [m] (without `auto_sigma`)."""
     sigma_v: float = 0.02
-    """Std of the Cartesian foot velocity perturbation [m/s]."""
+    """Std of the Cartesian foot velocity perturbation [m/s] (without `auto_sigma`)."""
+    auto_sigma: bool = False
+    """The perturbation's size follows the contact it bundles instead of `sigma_p`/`sigma_v`: the
+    position std is `sigma_p_widths` transition widths of the contact smoothing (its 10-90 % width
+    2 ln 9 / kappa [m], so it shrinks as contact stiffens), and each event's velocity std is
+    `sigma_v_per_speed` times the perturbed foot's approach speed towards the floor at that event
+    (a hard landing is perturbed more than a foot already resting; `BundleConfig.perturbation_scales`)."""
+    sigma_p_widths: float = 0.68
+    """With `auto_sigma`: position std in transition widths [-] (0.68: the paper's 1 cm at kappa 300)."""
+    sigma_v_per_speed: float = 0.025
+    """With `auto_sigma`: velocity std as a fraction of the foot's approach speed at the event [-] (0.025:
+    the paper's 2 cm/s at the mean approach speed measured in G1 training, 0.7-0.9 m/s on dance and jump,
+    `env/approach_speed`)."""
     threshold: float = 400.0
     """Trigger: a foot sphere's normal contact force above this [N] (impulse / substep length)."""
     damping: float = 1e-4
@@ -69,10 +86,19 @@ class BundleConfig:
     than c times the median of its bundle's is scaled down to that length, before they are summed: a
     robust mean where one branch's stiff contact would dominate the bundle's gradient (biased) [-]."""
 
+    def perturbation_scales(self, kappa: float) -> Tuple[float, float, float]:
+        """(position std [m], velocity std [m/s], velocity std per approach speed [-]) of the foot
+        perturbation at contact stiffness `kappa` [1/m]: the velocity std of an event is the second
+        plus the third times the foot's approach speed [m/s] (bundling.kernels.foot_perturbation)."""
+        if not self.auto_sigma:
+            return self.sigma_p, self.sigma_v, 0.0
+        return self.sigma_p_widths * CONTACT_TRANSITION_WIDTH / kappa, 0.0, self.sigma_v_per_speed
+
     def validate(self) -> None:
         require_count(self, "branches", "span_steps", "min_branches", "max_branches")
         require_positive(self, "threshold", "damping", "branch_rse_target")
-        require_non_negative(self, "sigma_p", "sigma_v", "max_dq", "max_dqd", "branch_clip")
+        require_non_negative(self, "sigma_p", "sigma_v", "sigma_p_widths", "sigma_v_per_speed", "max_dq", "max_dqd",
+                             "branch_clip")
         check(0.0 <= self.onset_fraction <= 1.0, "onset_fraction", f"must be in [0, 1], got {self.onset_fraction}")
         if self.auto_branches:
             check(2 <= self.min_branches <= self.branches <= self.max_branches, "auto_branches",

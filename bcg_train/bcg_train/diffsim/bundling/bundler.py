@@ -10,7 +10,8 @@ open bundles tracked per environment:
    in the substep before: a contact's onset); a branch whose other leg now exceeds it gets that leg
    perturbed. Either way the substep is re-run, for just those rows, from its input state plus a
    constant perturbation of the contacting leg (foot moved by dp ~ N(0, sigma_p^2), dv ~ N(0,
-   sigma_v^2) through the damped pseudo-inverse of the analytic foot Jacobian, clamped), so the
+   sigma_v^2), or with `auto_sigma` sizes that follow the contact's stiffness and the foot's approach
+   speed, through the damped pseudo-inverse of the analytic foot Jacobian, clamped), so the
    contact event itself is bundled;
 4. an environment in a bundle gets the mean of its branches (sign-aligned, renormalised base
    quaternion) as its state, differentiably: the sensitivity after the bundle is the branch mean
@@ -84,6 +85,9 @@ class BundleStats:
     branch_rse: float = float("nan")
     """Relative standard error of the bundles' mean gradient in the last segment that measured one
     (sqrt(sum of squared standard errors / sum of squared means) over its bundles) [-]."""
+    approach_speed: float = float("nan")
+    """Mean approach speed towards the floor of the feet perturbed since the segment before that measured
+    a spread, at their events (what `auto_sigma` scales the velocity std by) [m/s]."""
     branch_top_share: float = float("nan")
     """In the same segment, the mean over bundles of the largest branch's share of sum_i |g_i|^2 (g_i
     a branch's gradient: 1/B when the branches agree, 1 when one carries it all) [-]."""
@@ -107,7 +111,11 @@ class Bundler:
         self._substeps_per_bundle = cfg.span_steps * physics.config.substeps
         self.stats = BundleStats(branches=cfg.branches)
         self._clamped = wp.zeros(1, dtype=wp.int32, device=physics.model.device)
-        self._spread = wp.zeros(4, dtype=wp.float64, device=physics.model.device)
+        self._sums = wp.zeros(6, dtype=wp.float64, device=physics.model.device)
+        """On the device until `measure_spread` reads them: the branch-gradient spread sums (0-3,
+        bk.branch_gradient_spread) and the approach speeds of the perturbed feet (4: sum [m/s], 5: count)."""
+        self._spread, self._approach = self._sums[:4], self._sums[4:]
+        self._sigma_p, self._sigma_v, self._sigma_v_per_speed = cfg.perturbation_scales(physics.config.kappa)
         self._spread_launch = CachedLaunch(bk.branch_gradient_spread, physics.model.device)
         self._clip_launch = CachedLaunch(bk.clip_branch_adjoints, physics.model.device)
         self._events = 0
@@ -139,7 +147,7 @@ class Bundler:
         self._clear()
         self.stats = BundleStats(branches=self.cfg.branches)
         self._clamped.zero_()
-        self._spread.zero_()
+        self._sums.zero_()
         self._events = 0
 
     def state_dict(self) -> dict:
@@ -166,7 +174,7 @@ class Bundler:
         self.stats = BundleStats(**{"branches": self.cfg.branches, **stats})
         self._clamped.fill_(int(clamped))
         self._spread_recorded = False
-        self._spread.zero_()
+        self._sums.zero_()
         self.branch_in = None
         if state["branch"]:
             self.branch_in = State.zeros(self.model, int(self.counts.sum()), self.requires_grad)
@@ -271,9 +279,10 @@ class Bundler:
                 seed = (cfg.seed * SEED_STRIDE + self._events) & 0x7FFFFFFF
                 rows = slice(first, first + count)
                 sites(bk.foot_perturbation, (count, 2), [
-                    self.physics.kernel_model, source.q, sc.xrot, sc.xpos, sc.s_ang, sc.s_lin, src, pool.ints(legs),
-                    seed, real(cfg.sigma_p), real(cfg.sigma_v), real(cfg.damping),
-                    real(cfg.max_dq), real(cfg.max_dqd), dq[rows], dqd[rows], self._clamped])
+                    self.physics.kernel_model, source.q, sc.xrot, sc.xpos, sc.s_ang, sc.s_lin, sc.vel_ang, sc.vel_lin,
+                    src, pool.ints(legs), seed, real(self._sigma_p), real(self._sigma_v), real(self._sigma_v_per_speed),
+                    real(cfg.damping), real(cfg.max_dq), real(cfg.max_dqd), dq[rows], dqd[rows], self._clamped,
+                    self._approach])
         if self.recorded is not None:
             self.recorded.append((dq.numpy().copy(), dqd.numpy().copy()))
         r_in = pool.state(r)
@@ -344,12 +353,15 @@ class Bundler:
         of the mean gradient of the bundles opened in it, pooled (sqrt(sum of squared standard errors /
         sum of squared means), bundles with a zero gradient left out) -> stats.branch_rse; with
         `auto_branches`, stats.branches <- B x rse / target (clamped), halfway in log B to the B that
-        would reach the target (B x (rse / target)^2). One copy to the host; none when no bundle opened."""
+        would reach the target (B x (rse / target)^2); the mean approach speed of the feet perturbed
+        since the last reading -> stats.approach_speed. One copy to the host; none when no bundle opened."""
         if not self._spread_recorded:
             return
         self._spread_recorded = False
-        squared_error, squared_mean, measured, top_share = self._spread.numpy()
-        self._spread.zero_()
+        squared_error, squared_mean, measured, top_share, speed_sum, legs = self._sums.numpy()
+        self._sums.zero_()
+        if legs:
+            self.stats.approach_speed = float(speed_sum / legs)
         if not measured:
             return
         rse = float(np.sqrt(squared_error / squared_mean))

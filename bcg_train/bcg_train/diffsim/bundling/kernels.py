@@ -71,31 +71,41 @@ def foot_column(s_lin: vec3, s_ang: vec3, arm: vec3):
 @wp.kernel(enable_backward=False)
 def foot_perturbation(
     mdl: DeviceModel, q: wp.array2d(dtype=real), xrot: wp.array2d(dtype=quat), xpos: wp.array2d(dtype=vec3),
-    s_ang: wp.array2d(dtype=vec3), s_lin: wp.array2d(dtype=vec3), src: wp.array(dtype=int),
-    legs: wp.array2d(dtype=int), seed: int, sigma_p: real, sigma_v: real, damping: real,
-    max_dq: real, max_dqd: real, dq: wp.array2d(dtype=real), dqd: wp.array2d(dtype=real), clamped: wp.array(dtype=int),
+    s_ang: wp.array2d(dtype=vec3), s_lin: wp.array2d(dtype=vec3), vel_ang: wp.array2d(dtype=vec3),
+    vel_lin: wp.array2d(dtype=vec3), src: wp.array(dtype=int), legs: wp.array2d(dtype=int), seed: int,
+    sigma_p: real, sigma_v: real, sigma_v_per_speed: real, damping: real, max_dq: real, max_dqd: real,
+    dq: wp.array2d(dtype=real), dqd: wp.array2d(dtype=real), clamped: wp.array(dtype=int),
+    approach: wp.array(dtype=wp.float64),
 ):
     """Joint perturbation of output row i on `leg` (when legs[i, leg] == 1), from the kinematics of input
     row src[i]: the foot translates, its point p (mean of the leg's sphere bottoms) by dp ~ N(0, sigma_p^2 I)
-    and at dv ~ N(0, sigma_v^2 I), its orientation held (zero angular part), mapped to the leg's hinge
-    dofs by the damped pseudo-inverse J^T (J J^T + damping I)^-1 of the analytic 6-D foot Jacobian J
-    (6 x leg dofs), then clamped to +-max_dq [rad] / +-max_dqd [rad/s]; clamped[0] counts the perturbations
-    a clamp cut. dq, dqd: (rows, nv), zero elsewhere. `seed` differs per launch (the bundler mixes its
-    seed with an event counter)."""
+    and at dv ~ N(0, s_v^2 I), s_v = sigma_v + sigma_v_per_speed x u [m/s] with u = max(0, -v_z) the
+    foot point's approach speed towards the floor [m/s] (from the body velocities vel_ang/vel_lin,
+    spatial, referred to the base origin), its orientation held (zero angular part), mapped to the leg's
+    hinge dofs by the damped pseudo-inverse J^T (J J^T + damping I)^-1 of the analytic 6-D foot Jacobian
+    J (6 x leg dofs), then clamped to +-max_dq [rad] / +-max_dqd [rad/s]; clamped[0] counts the
+    perturbations a clamp cut; approach[0] adds u and approach[1] one per perturbed leg. dq, dqd: (rows,
+    nv), zero elsewhere. `seed` differs per launch (the bundler mixes its seed with an event counter)."""
     i, leg = wp.tid()
     if legs[i, leg] == 0:
         return
     r = src[i]
     o = vec3(q[r, 0], q[r, 1], q[r, 2])
     p = vec3()
+    v = vec3()
     count = real(0.0)
     for k in range(mdl.nc):
         if mdl.sphere_leg[k] == leg:
             b = mdl.sphere_body[k]
-            p += (xpos[r, b] + wp.quat_rotate(xrot[r, b], mdl.sphere_pos[k])
-                  - vec3(real(0.0), real(0.0), mdl.sphere_radius[k]))
+            bottom = (xpos[r, b] + wp.quat_rotate(xrot[r, b], mdl.sphere_pos[k])
+                      - vec3(real(0.0), real(0.0), mdl.sphere_radius[k]))
+            p += bottom
+            v += vel_lin[r, b] + wp.cross(vel_ang[r, b], bottom - o)
             count += real(1.0)
     arm = p / count - o
+    speed = wp.max(-v[2] / count, real(0.0))
+    wp.atomic_add(approach, 0, wp.float64(speed))
+    wp.atomic_add(approach, 1, wp.float64(1.0))
     jjt = spatial_matrix()
     for a in range(6):
         jjt[a, a] = damping
@@ -104,7 +114,7 @@ def foot_perturbation(
         jjt += wp.outer(foot_column(s_lin[r, d], s_ang[r, d], arm), foot_column(s_lin[r, d], s_ang[r, d], arm))
     rng = wp.rand_init(seed, i * 2 + leg)
     dp = vec3(real(wp.randn(rng)), real(wp.randn(rng)), real(wp.randn(rng))) * sigma_p
-    dv = vec3(real(wp.randn(rng)), real(wp.randn(rng)), real(wp.randn(rng))) * sigma_v
+    dv = vec3(real(wp.randn(rng)), real(wp.randn(rng)), real(wp.randn(rng))) * (sigma_v + sigma_v_per_speed * speed)
     zero = real(0.0)
     yp = solve_spd6(jjt, spatial_vector(dp[0], dp[1], dp[2], zero, zero, zero))
     yv = solve_spd6(jjt, spatial_vector(dv[0], dv[1], dv[2], zero, zero, zero))
