@@ -11,7 +11,9 @@ Loss f(z0) = v_T, the vertical velocity [m/s] after `steps` control steps of DT 
 falling at V0: a near-step from the free-fall speed to rest as the landing moves into the horizon,
 so the raw gradient df/dz0 is a spike that neighbouring heights disagree on. Bundled (first-order
 randomised-smoothing) estimate at z0: the mean of B raw gradients at z0 + w_i, w_i ~ N(0, sigma^2);
-its expectation is the gradient of the Gaussian-convolved loss, computed here densely on a grid.
+its expectation is the gradient of the Gaussian-convolved loss, computed here densely on a grid. The
+same samples also give the zero-order estimate of that gradient and Suh et al.'s alpha-order mix of
+the two (`gradient_orders`), which the study compares with the bundle's (`order_rows`).
 """
 from dataclasses import dataclass
 from typing import Dict, List, Sequence, Tuple
@@ -90,8 +92,66 @@ def dense_curves(kappa: float, z_range: Tuple[float, float] = (0.15, 0.6), point
 def bundled_estimates(z0: np.ndarray, kappa: float, branches: int, rng: np.random.Generator,
                       sigma: float = SIGMA) -> np.ndarray:
     """Bundled gradient at each of z0 (n,) [m]: mean of `branches` raw gradients at z0 + w, (n,) [1/s]."""
-    z = np.asarray(z0)[:, None] + rng.normal(0.0, sigma, (len(z0), branches))
-    return loss_and_gradient(z.ravel(), kappa)[1].reshape(z.shape).mean(axis=1)
+    return branch_samples(z0, kappa, branches, rng, sigma)[2].mean(axis=1)
+
+
+def branch_samples(z0: np.ndarray, kappa: float, branches: int, rng: np.random.Generator,
+                   sigma: float = SIGMA) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For each of z0 (n,) [m], `branches` perturbations w ~ N(0, sigma^2) [m] and f, f' at z0 + w
+    [m/s, 1/s]: (w, f, f'), each (n, branches)."""
+    w = rng.normal(0.0, sigma, (len(z0), branches))
+    f, g = loss_and_gradient((np.asarray(z0)[:, None] + w).ravel(), kappa)
+    return w, f.reshape(w.shape), g.reshape(w.shape)
+
+
+def gradient_orders(z0: np.ndarray, kappa: float, branches: int, rng: np.random.Generator,
+                    sigma: float = SIGMA) -> Dict[str, np.ndarray]:
+    """Three estimates of the smoothed gradient d/dz E[f(z + w)] at each of z0 (n,) [m] from the same
+    B = `branches` samples w_i ~ N(0, sigma^2), each (n,) [1/s]:
+    - "first": the bundle's, mean_i f'(z + w_i);
+    - "zero": the zero-order one, sum_i (f(z + w_i) - mean_j f(z + w_j)) w_i / ((B - 1) sigma^2) (the
+      branch mean as baseline; B / (B - 1) makes it unbiased);
+    - "alpha": Suh et al.'s alpha-order mix alpha first + (1 - alpha) zero with alpha = v0 / (v0 + v1),
+      v1 and v0 the sample variances of the two means (from the same B samples, so alpha is correlated
+      with them: a small bias; their bias check is left out, the first-order estimate here being
+      unbiased);
+    and "alpha_weight" (n,) [-]. Needs B >= 2."""
+    if branches < 2:
+        raise ValueError(f"gradient_orders needs at least 2 branches, got {branches}")
+    w, f, g = branch_samples(z0, kappa, branches, rng, sigma)
+    zero_samples = branches / (branches - 1) * (f - f.mean(axis=1, keepdims=True)) * w / sigma ** 2
+    first, zero = g.mean(axis=1), zero_samples.mean(axis=1)
+    v1, v0 = g.var(axis=1, ddof=1) / branches, zero_samples.var(axis=1, ddof=1) / branches
+    alpha = np.divide(v0, v0 + v1, out=np.ones_like(v0), where=v0 + v1 > 0)
+    return {"first": first, "zero": zero, "alpha": alpha * first + (1 - alpha) * zero, "alpha_weight": alpha}
+
+
+ORDERS = ("first", "zero", "alpha")
+"""The estimators `gradient_orders` compares, by name."""
+
+
+def order_rows(curves: DenseCurves, repeats: int, envs: int, rng: np.random.Generator, branches: int = 10,
+               z_range: Tuple[float, float] = (0.3, 0.5)) -> List[Dict]:
+    """Per estimator of `gradient_orders` (B = `branches`): at z* = argmax |smoothed gradient|, over
+    `repeats` estimates, the bias against the dense smoothed gradient (with its standard error) and the
+    variance [1/s^2]; across `envs` heights z0 ~ U(z_range) [m], the mean squared error against the
+    smoothed gradient there [1/s^2]; the median alpha."""
+    i = int(np.nanargmax(np.abs(curves.smoothed)))
+    at_star = gradient_orders(np.full(repeats, curves.z0[i]), curves.kappa, branches, rng)
+    z0 = rng.uniform(*z_range, envs)
+    across = gradient_orders(z0, curves.kappa, branches, rng)
+    smoothed = np.interp(z0, curves.z0, curves.smoothed)
+    if np.isnan(smoothed).any():
+        raise ValueError(f"order_rows: heights {z_range} m come within 5 sigma of the curves' ends "
+                         f"({curves.z0[0]:g}, {curves.z0[-1]:g}) m, where the smoothed gradient is not known")
+    rows = []
+    for name in ORDERS:
+        est = at_star[name]
+        rows.append({"kappa": curves.kappa, "estimator": name, "B": branches, "smoothed_grad": curves.smoothed[i],
+                     "bias": est.mean() - curves.smoothed[i], "bias_stderr": np.sqrt(est.var(ddof=1) / repeats),
+                     "variance": est.var(ddof=1), "mse_across": float(np.mean((across[name] - smoothed) ** 2)),
+                     "median_alpha": float(np.median(at_star["alpha_weight"]))})
+    return rows
 
 
 def bias_variance_rows(curves: DenseCurves, repeats: int, rng: np.random.Generator,

@@ -144,8 +144,10 @@ def run_study(settings: StudySettings, log: Callable[[str], None] = print) -> St
 
 
 def run_pointmass(settings: StudySettings, rng: np.random.Generator) -> Dict:
-    """Dense curves, bias / variance against B and the across-heights variance for kappa 50, 300, 1000."""
+    """Dense curves, bias / variance against B, the across-heights variance and the first-, zero- and
+    alpha-order estimators compared, for kappa 50, 300, 1000."""
     curves = [pm.dense_curves(k) for k in (50.0, 300.0, 1000.0)]
     rows = [r for c in curves for r in pm.bias_variance_rows(c, settings.pointmass_repeats, rng)]
     across = [pm.across_heights_variance(c, settings.pointmass_envs, rng) for c in curves]
-    return {"curves": curves, "bias_variance": rows, "across": across}
+    orders = [r for c in curves for r in pm.order_rows(c, settings.pointmass_repeats, settings.pointmass_envs, rng)]
+    return {"curves": curves, "bias_variance": rows, "across": across, "orders": orders}
