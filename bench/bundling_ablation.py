@@ -1,9 +1,10 @@
 """Does bundling help SHAC learn? The ablation of issue 15: the same motion, seed, sizes and
 environment-step budget for every configuration, trained by the suite's own runner.
 
-Configurations: SHAC at kappa 300 with and without bundling (the paper's, and bundling of the impact
-only: `bundle.onset_fraction` 0.25, `bundle.end_when_released`), at kappa 50 without (soft contact),
-at kappa 1000 with and without, and PPO (kappa 300, no gradients through the simulator). SHAC
+Configurations: SHAC at kappa 300 with and without bundling (the paper's, bundling of the impact
+only: `bundle.onset_fraction` 0.25, `bundle.end_when_released`, and perturbation sizes that follow the
+contact: `bundle.auto_sigma`), at kappa 50 without (soft contact), at kappa 1000 with (the paper's and
+auto_sigma) and without, and PPO (kappa 300, no gradients through the simulator). SHAC
 without bundling keeps the same number of environments as with it (the paper doubles them; here
 equal environment steps per iteration keep the curves comparable). Per run: the learning curves (ADD
 feature error `add/delta_abs_mean`, i.e. the mean |phi_ref - phi_sim|, and the episode length)
@@ -19,7 +20,8 @@ environment steps), 1 seed, 3 s evaluations: 5 m 42 s on 2 otherwise idle cores 
 arms). Full: cpu-small sizes, 300 iterations, 5 s x 3 seeds of evaluation per policy; hours per seed.
 Writes OUT/ablation.md, OUT/ablation.csv, OUT/curves_*.png and one run folder per configuration.
 Last line: learning_gain_k300=<final ADD feature error without bundling / with bundling, kappa 300>
-learning_gain_k1000=<same at kappa 1000> learning_gain_k300_impact_only=<same, kappa 300, impact only>.
+learning_gain_k1000=<same at kappa 1000> learning_gain_k300_impact_only=<same, kappa 300, impact only>
+learning_gain_k300_auto_sigma=<same, auto_sigma> learning_gain_k1000_auto_sigma=<same, kappa 1000>.
 """
 import argparse
 import csv
@@ -49,12 +51,17 @@ class Arm:
     algorithm: str
     kappa: float
     bundling: str
-    """"none", "paper" (the preset's bundling) or "impact only" (with IMPACT_ONLY's settings)."""
+    """A key of BUNDLINGS."""
 
+
+BUNDLINGS = {"none": None, "paper": {}, "impact only": IMPACT_ONLY, "auto sigma": {"auto_sigma": True}}
+"""Bundling of an arm -> its `env.sim.bundle` settings over the preset's (None: bundling off): the
+preset's (the paper's), the impact only, or perturbation sizes that follow the contact (`auto_sigma`)."""
 
 ARMS = (Arm("shac_k300_bundle", "shac", 300.0, "paper"), Arm("shac_k300_plain", "shac", 300.0, "none"),
-        Arm("shac_k300_impact", "shac", 300.0, "impact only"),
+        Arm("shac_k300_impact", "shac", 300.0, "impact only"), Arm("shac_k300_auto_sigma", "shac", 300.0, "auto sigma"),
         Arm("shac_k50_plain", "shac", 50.0, "none"), Arm("shac_k1000_bundle", "shac", 1000.0, "paper"),
+        Arm("shac_k1000_auto_sigma", "shac", 1000.0, "auto sigma"),
         Arm("shac_k1000_plain", "shac", 1000.0, "none"), Arm("ppo_k300", "ppo", 300.0, "none"))
 
 
@@ -71,7 +78,7 @@ FULL = Budget("cpu-small", 300, 5.0, 3)
 
 
 STATISTICS = ("grad_norm/actor", "grad/actor_clipped_fraction", "grad/actor_cosine", "grad/actor_window_variance",
-              "env/triggered_fraction", "env/branch_rse", "env/branch_top_share")
+              "env/triggered_fraction", "env/branch_rse", "env/branch_top_share", "env/approach_speed")
 """The runs' logged gradient statistics reported per arm (final means; absent ones left out)."""
 
 
@@ -86,8 +93,8 @@ def arm_config(arm: Arm, budget: Budget, seed: int) -> TrainConfig:
         "shac": {"iterations": budget.shac_iterations, "num_envs_without_bundle": base.shac.num_envs},
         "ppo": {"iterations": ppo_iterations},
         "runner": {"seed": seed, "checkpoint_every": budget.shac_iterations, "curves_every": 10 ** 6},
-        "env": {"sim": {"kappa": arm.kappa, "bundle": {"enabled": arm.bundling != "none",
-                                                       **(IMPACT_ONLY if arm.bundling == "impact only" else {})}}}})
+        "env": {"sim": {"kappa": arm.kappa, "bundle": {"enabled": BUNDLINGS[arm.bundling] is not None,
+                                                       **(BUNDLINGS[arm.bundling] or {})}}}})
     cfg.validate()
     return cfg
 
@@ -131,6 +138,14 @@ def gain(rows: Sequence[Dict], kappa: float, bundling: str = "paper") -> float:
     return mean_error("none") / mean_error(bundling)
 
 
+def gains(rows: Sequence[Dict]) -> Dict[str, float]:
+    """"k300", "k1000" (the paper's bundling), then "k300 impact only", "k300 auto sigma", "k1000 auto
+    sigma" -> `gain`."""
+    return {"k300": gain(rows, 300.0), "k1000": gain(rows, 1000.0),
+            "k300 impact only": gain(rows, 300.0, "impact only"), "k300 auto sigma": gain(rows, 300.0, "auto sigma"),
+            "k1000 auto sigma": gain(rows, 1000.0, "auto sigma")}
+
+
 def markdown(rows: Sequence[Dict], command: str) -> str:
     keys = [k for k in STATISTICS if any(k in r for r in rows)]
     lines = ["# Bundling ablation", "", f"`{command}`", "",
@@ -144,9 +159,8 @@ def markdown(rows: Sequence[Dict], command: str) -> str:
                      f"{r['wall_clock_s']:.0f} | {r['final_add_error']:.4f} | {r['final_episode_length']:.1f} | "
                      f"{r['falls_mujoco']}/{r['eval_seeds']} | {r['tracking_mujoco_cm']:.1f} | "
                      + " | ".join(f"{r.get(k, float('nan')):.3g}" for k in keys) + " |")
-    lines += ["", f"Learning gain (final ADD error without bundling / with): kappa 300 {gain(rows, 300.0):.3g}, "
-              f"kappa 1000 {gain(rows, 1000.0):.3g}, kappa 300 impact only {gain(rows, 300.0, 'impact only'):.3g} "
-              "(> 1: bundling learned better)."]
+    lines += ["", "Learning gain (final ADD error without bundling / with, > 1: bundling learned better): "
+              + ", ".join(f"{label} {value:.3g}" for label, value in gains(rows).items()) + "."]
     return "\n".join(lines) + "\n"
 
 
@@ -177,8 +191,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     runs = {f"{r['arm']} s{r['seed']}": read_metrics(args.out / f"{r['arm']}_seed{r['seed']}") for r in rows}
     plot_runs(runs, args.out, metrics=("add/delta_abs_mean", "episode/length", "reward/add", "grad_norm/actor"))
     print(text)
-    print(f"learning_gain_k300={gain(rows, 300.0):.3g} learning_gain_k1000={gain(rows, 1000.0):.3g} "
-          f"learning_gain_k300_impact_only={gain(rows, 300.0, 'impact only'):.3g}")
+    print(" ".join(f"learning_gain_{label.replace(' ', '_')}={value:.3g}" for label, value in gains(rows).items()))
     return 0
 
 

@@ -1,5 +1,5 @@
-"""bench/bundling_ablation.py's arms and learning gains, without training (the quick mode trains seven
-arms, about 6 minutes on 2 idle cores, and is not part of the suite)."""
+"""bench/bundling_ablation.py's arms and learning gains, without training (the quick mode trains nine
+arms, about 8 minutes on 2 idle cores, and is not part of the suite)."""
 import importlib.util
 import math
 from pathlib import Path
@@ -26,7 +26,8 @@ def test_each_arm_trains_with_its_own_contact_and_bundling(ablation):
         assert bundle.enabled == (arms[name].bundling != "none")
         impact = arms[name].bundling == "impact only"
         assert (bundle.onset_fraction, bundle.end_when_released) == ((0.25, True) if impact else (0.0, False))
-    assert {arm.bundling for arm in ablation.ARMS} == {"none", "paper", "impact only"}
+        assert bundle.auto_sigma == (arms[name].bundling == "auto sigma")
+    assert {arm.bundling for arm in ablation.ARMS} == set(ablation.BUNDLINGS)
     shac = configs["shac_k300_impact"]
     ppo = configs["ppo_k300"]
     steps = shac.shac.num_envs * shac.shac.horizon * shac.shac.iterations
@@ -44,3 +45,6 @@ def test_learning_gain_compares_each_bundling_with_none_at_the_same_kappa(ablati
     assert ablation.gain(rows, 300.0, "impact only") == pytest.approx(0.31 / 0.28)
     assert ablation.gain(rows, 1000.0) == pytest.approx(0.8)
     assert math.isnan(ablation.gain(rows, 1000.0, "impact only"))
+    gains = ablation.gains(rows + [row(1000.0, "auto sigma", 0.32)])
+    assert list(gains)[:2] == ["k300", "k1000"]                # the last line starts as issue 15 asks
+    assert gains["k1000 auto sigma"] == pytest.approx(1.25) and math.isnan(gains["k300 auto sigma"])
