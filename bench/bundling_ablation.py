@@ -3,8 +3,8 @@ environment-step budget for every configuration, trained by the suite's own runn
 
 Configurations: SHAC at kappa 300 with and without bundling (the paper's, bundling of the impact
 only: `bundle.onset_fraction` 0.25, `bundle.end_when_released`, and perturbation sizes that follow the
-contact: `bundle.auto_sigma`), at kappa 50 without (soft contact), at kappa 1000 with (the paper's and
-auto_sigma) and without, and PPO (kappa 300, no gradients through the simulator). SHAC
+contact: `bundle.auto_sigma`, and the zero-order estimate mixed in: `bundle.alpha_order`), at kappa 50
+without (soft contact), at kappa 1000 with (the paper's, auto_sigma, alpha_order) and without, and PPO (kappa 300, no gradients through the simulator). SHAC
 without bundling keeps the same number of environments as with it (the paper doubles them; here
 equal environment steps per iteration keep the curves comparable). Per run: the learning curves (ADD
 feature error `add/delta_abs_mean`, i.e. the mean |phi_ref - phi_sim|, and the episode length)
@@ -21,7 +21,8 @@ arms). Full: cpu-small sizes, 300 iterations, 5 s x 3 seeds of evaluation per po
 Writes OUT/ablation.md, OUT/ablation.csv, OUT/curves_*.png and one run folder per configuration.
 Last line: learning_gain_k300=<final ADD feature error without bundling / with bundling, kappa 300>
 learning_gain_k1000=<same at kappa 1000> learning_gain_k300_impact_only=<same, kappa 300, impact only>
-learning_gain_k300_auto_sigma=<same, auto_sigma> learning_gain_k1000_auto_sigma=<same, kappa 1000>.
+learning_gain_k300_auto_sigma=<same, auto_sigma> learning_gain_k1000_auto_sigma=<same, kappa 1000>
+learning_gain_k300_alpha_order=<same, alpha_order> learning_gain_k1000_alpha_order=<same, kappa 1000>.
 """
 import argparse
 import csv
@@ -54,14 +55,18 @@ class Arm:
     """A key of BUNDLINGS."""
 
 
-BUNDLINGS = {"none": None, "paper": {}, "impact only": IMPACT_ONLY, "auto sigma": {"auto_sigma": True}}
+BUNDLINGS = {"none": None, "paper": {}, "impact only": IMPACT_ONLY, "auto sigma": {"auto_sigma": True},
+             "alpha order": {"alpha_order": True}}
 """Bundling of an arm -> its `env.sim.bundle` settings over the preset's (None: bundling off): the
-preset's (the paper's), the impact only, or perturbation sizes that follow the contact (`auto_sigma`)."""
+preset's (the paper's), the impact only, perturbation sizes that follow the contact (`auto_sigma`), or
+the zero-order estimate mixed in (`alpha_order`)."""
 
 ARMS = (Arm("shac_k300_bundle", "shac", 300.0, "paper"), Arm("shac_k300_plain", "shac", 300.0, "none"),
         Arm("shac_k300_impact", "shac", 300.0, "impact only"), Arm("shac_k300_auto_sigma", "shac", 300.0, "auto sigma"),
         Arm("shac_k50_plain", "shac", 50.0, "none"), Arm("shac_k1000_bundle", "shac", 1000.0, "paper"),
-        Arm("shac_k1000_auto_sigma", "shac", 1000.0, "auto sigma"),
+        Arm("shac_k1000_auto_sigma", "shac", 1000.0, "auto sigma"), Arm("shac_k300_alpha_order", "shac", 300.0,
+                                                                         "alpha order"),
+        Arm("shac_k1000_alpha_order", "shac", 1000.0, "alpha order"),
         Arm("shac_k1000_plain", "shac", 1000.0, "none"), Arm("ppo_k300", "ppo", 300.0, "none"))
 
 
@@ -78,7 +83,8 @@ FULL = Budget("cpu-small", 300, 5.0, 3)
 
 
 STATISTICS = ("grad_norm/actor", "grad/actor_clipped_fraction", "grad/actor_cosine", "grad/actor_window_variance",
-              "env/triggered_fraction", "env/branch_rse", "env/branch_top_share", "env/approach_speed")
+              "env/triggered_fraction", "env/branch_rse", "env/branch_top_share", "env/approach_speed",
+              "env/alpha")
 """The runs' logged gradient statistics reported per arm (final means; absent ones left out)."""
 
 
@@ -139,11 +145,11 @@ def gain(rows: Sequence[Dict], kappa: float, bundling: str = "paper") -> float:
 
 
 def gains(rows: Sequence[Dict]) -> Dict[str, float]:
-    """"k300", "k1000" (the paper's bundling), then "k300 impact only", "k300 auto sigma", "k1000 auto
-    sigma" -> `gain`."""
+    """"k300", "k1000" (the paper's bundling), then the other bundlings at 300 and 1000 -> `gain`."""
     return {"k300": gain(rows, 300.0), "k1000": gain(rows, 1000.0),
             "k300 impact only": gain(rows, 300.0, "impact only"), "k300 auto sigma": gain(rows, 300.0, "auto sigma"),
-            "k1000 auto sigma": gain(rows, 1000.0, "auto sigma")}
+            "k1000 auto sigma": gain(rows, 1000.0, "auto sigma"), "k300 alpha order": gain(rows, 300.0, "alpha order"),
+            "k1000 alpha order": gain(rows, 1000.0, "alpha order")}
 
 
 def markdown(rows: Sequence[Dict], command: str) -> str:

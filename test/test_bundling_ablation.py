@@ -1,5 +1,5 @@
-"""bench/bundling_ablation.py's arms and learning gains, without training (the quick mode trains nine
-arms, about 8 minutes on 2 idle cores, and is not part of the suite)."""
+"""bench/bundling_ablation.py's arms and learning gains, without training (the quick mode trains eleven
+arms, about 10 minutes on 2 idle cores, and is not part of the suite)."""
 import importlib.util
 import math
 from pathlib import Path
@@ -27,6 +27,7 @@ def test_each_arm_trains_with_its_own_contact_and_bundling(ablation):
         impact = arms[name].bundling == "impact only"
         assert (bundle.onset_fraction, bundle.end_when_released) == ((0.25, True) if impact else (0.0, False))
         assert bundle.auto_sigma == (arms[name].bundling == "auto sigma")
+        assert bundle.alpha_order == (arms[name].bundling == "alpha order")
     assert {arm.bundling for arm in ablation.ARMS} == set(ablation.BUNDLINGS)
     shac = configs["shac_k300_impact"]
     ppo = configs["ppo_k300"]

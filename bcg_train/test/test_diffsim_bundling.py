@@ -309,8 +309,8 @@ def test_bad_bundle_config_names_the_field(field, value):
 
 def _perturb_left_foot(rows, sigma_p, sigma_v, sigma_v_per_speed, base_velocity):
     """foot_perturbation on `rows` copies of a generic bent pose moving at `base_velocity` (m/s, world;
-    joints at rest): (q (nq,), qd (nv,), dq, dqd (rows, nv) of the left leg, clamped count, the kernel's
-    (sum of approach speeds, legs))."""
+    joints at rest), keeping its noise: (q (nq,), qd (nv,), dq, dqd (rows, nv) of the left leg, clamped
+    count, the kernel's (sum of approach speeds, legs), (noise, response, scales) as kept)."""
     q = np.tile(MODEL.default_qpos(STANDING), (rows, 1))
     q[:, 7:] += 0.1 * np.sin(np.arange(MODEL.nq - 7))      # a generic bent pose, same for every row
     qd = np.zeros((rows, MODEL.nv))
@@ -325,12 +325,15 @@ def _perturb_left_foot(rows, sigma_p, sigma_v, sigma_v_per_speed, base_velocity)
     dqd = wp.zeros_like(dq)
     clamped = wp.zeros(1, dtype=int)
     approach = wp.zeros(2, dtype=wp.float64)
+    kept = (wp.zeros((rows, bk.NOISE_PER_ROW), dtype=wp.float64), wp.zeros((rows, MODEL.nv, 3), dtype=wp.float64),
+            wp.zeros((rows, 4), dtype=wp.float64))
     wp.launch(bk.foot_perturbation, dim=(rows, 2), inputs=[
         sim.physics.kernel_model, s.q, sc.xrot, sc.xpos, sc.s_ang, sc.s_lin, sc.vel_ang, sc.vel_lin,
         wp.array(np.arange(rows, dtype=np.int32), dtype=int), wp.array(legs, dtype=int), 11,
         wp.float64(sigma_p), wp.float64(sigma_v), wp.float64(sigma_v_per_speed), wp.float64(1e-4),
-        wp.float64(1.0), wp.float64(5.0)], outputs=[dq, dqd, clamped, approach])
-    return q[0], qd[0], dq.numpy(), dqd.numpy(), clamped.numpy()[0], approach.numpy()
+        wp.float64(1.0), wp.float64(5.0)], outputs=[dq, dqd, clamped, approach, 1, *kept])
+    return (q[0], qd[0], dq.numpy(), dqd.numpy(), clamped.numpy()[0], approach.numpy(),
+            tuple(a.numpy() for a in kept))
 
 
 def _left_foot_kinematics():
@@ -365,10 +368,15 @@ def test_foot_perturbation_moves_the_foot_by_the_sampled_cartesian_noise():
     covariance over 600 draws is sigma_p^2 I; the sole keeps its orientation (well under a tenth of a
     degree), and only the leg's hinge joints move."""
     rows, sigma_p = 600, 0.005
-    q, _, dq, _, clamped, _ = _perturb_left_foot(rows, sigma_p, 0.02, 0.0, [0.0, 0.0, 0.0])
+    q, _, dq, dqd, clamped, _, (noise, response, scales) = _perturb_left_foot(rows, sigma_p, 0.02, 0.0, [0, 0, 0])
     assert clamped == 0
     left = MODEL.leg_dof.numpy()[:6]
     assert np.abs(np.delete(dq, left, axis=1)).max() == 0.0
+    # what the alpha-order mix keeps: the draws, the unit responses and the stds reproduce the perturbation
+    np.testing.assert_array_equal(scales, np.tile([sigma_p, 0.02, 0.0, 0.0], (rows, 1)))
+    assert np.abs(noise[:, 6:]).max() == 0.0 and np.abs(np.delete(response, left, axis=1)).max() == 0.0
+    np.testing.assert_allclose(dq, sigma_p * np.einsum("rdk,rk->rd", response, noise[:, :3]), atol=1e-15)
+    np.testing.assert_allclose(dqd, 0.02 * np.einsum("rdk,rk->rd", response, noise[:, 3:6]), atol=1e-15)
     foot = _left_foot_kinematics()
     base, base_rot = foot(q)
     moved = [foot(np.r_[q[:7], q[7:] + dq[i, 6:]]) for i in range(rows)]
@@ -384,7 +392,7 @@ def test_foot_velocity_perturbation_grows_with_the_feet_approach_speed():
     (joints at rest), so u = 0.8 m/s, which the kernel also adds up; the foot's velocity change J dqd is
     measured by MuJoCo's kinematics (central differences along dqd)."""
     rows, sigma_v, per_speed = 600, 0.005, 0.1
-    q, _, _, dqd, clamped, approach = _perturb_left_foot(rows, 0.0, sigma_v, per_speed, [0.3, 0.0, -0.8])
+    q, _, _, dqd, clamped, approach, _ = _perturb_left_foot(rows, 0.0, sigma_v, per_speed, [0.3, 0.0, -0.8])
     assert clamped == 0
     np.testing.assert_allclose(approach, [rows * 0.8, rows], rtol=1e-9)
     foot = _left_foot_kinematics()
@@ -655,3 +663,134 @@ def test_branch_clip_changes_gradients_only_and_a_loose_clip_changes_nothing():
         np.testing.assert_array_equal(runs[clip][0], runs[0.0][0])
     np.testing.assert_array_equal(runs[1e9][2], runs[0.0][2])
     assert np.abs(runs[1.0][2] - runs[0.0][2]).max() > 1e-6 * np.abs(runs[0.0][2]).max()
+
+
+def _alpha_order_reference(q_grad, qd_grad, probe_grad, noise, response, scales, first, b):
+    """numpy's alpha_order_mix (see its docstring): the adjoints after the mix, and each bundle's alpha."""
+    q_grad, qd_grad = q_grad.copy(), qd_grad.copy()
+    legs = MODEL.leg_dof.numpy().reshape(2, -1)
+    alphas = []
+    for w in range(len(probe_grad) // b):
+        rows = first + w * b + np.arange(b)
+        c = b * probe_grad[w * b:(w + 1) * b]
+        blocks = [(leg, kind) for leg in range(2) for kind in range(2) if scales[rows[0], 2 * leg + kind] > 0]
+        g0, g1 = {}, {}
+        for leg, kind in blocks:
+            s, dofs = scales[rows[0], 2 * leg + kind], legs[leg]
+            adjoint = q_grad[rows][:, dofs + 1] if kind == 0 else qd_grad[rows][:, dofs]
+            g1[leg, kind] = b * s * np.einsum("bdk,bd->bk", response[rows][:, dofs], adjoint)
+            g0[leg, kind] = b / (b - 1) * (c - c.mean())[:, None] * noise[rows][:, 6 * leg + 3 * kind:][:, :3]
+        v0 = sum(g.var(axis=0, ddof=1).sum() / b for g in g0.values())
+        v1 = sum(g.var(axis=0, ddof=1).sum() / b for g in g1.values())
+        alpha = v0 / (v0 + v1)
+        alphas.append(alpha)
+        for leg, kind in blocks:
+            s, dofs = scales[rows[0], 2 * leg + kind], legs[leg]
+            delta = (1 - alpha) * (g0[leg, kind].mean(axis=0) - g1[leg, kind].mean(axis=0))
+            r = response[rows[0]][dofs]
+            add = r @ np.linalg.solve(r.T @ r, delta) / (s * b)
+            target = q_grad if kind == 0 else qd_grad
+            cols = dofs + 1 if kind == 0 else dofs
+            target[np.ix_(rows, cols)] += add
+    return q_grad, qd_grad, np.array(alphas)
+
+
+def test_alpha_order_mix_is_the_inverse_variance_weighting_of_both_estimates_along_the_noise():
+    """The kernel against numpy: 2 bundles of B = 5 after 1 other row (untouched), the first perturbed on
+    its left foot only, the second on both; the mixed projection onto the noise's directions is
+    alpha first-order + (1 - alpha) zero-order, and the other directions keep their adjoints."""
+    b, first, nv, nq = 5, 1, MODEL.nv, MODEL.nq
+    rows = first + 2 * b
+    rng = np.random.default_rng(7)
+    legs = MODEL.leg_dof.numpy()
+    q_grad, qd_grad = rng.normal(size=(rows, nq)), rng.normal(size=(rows, nv))
+    probe_grad, noise = rng.normal(size=2 * b), rng.normal(size=(rows, 12))
+    response, scales = np.zeros((rows, nv, 3)), np.zeros((rows, 4))
+    response[:, legs] = rng.normal(size=(rows, len(legs), 3))
+    response[first + b:] = response[first + b]                  # one source row per bundle
+    response[first:first + b] = response[first]
+    scales[first:first + b, :2] = [0.01, 0.03]
+    scales[first + b:] = [0.01, 0.05, 0.01, 0.02]
+    noise[first:first + b, 6:] = 0.0
+    arrays = {name: wp.array(value, dtype=wp.float64) for name, value in
+              dict(q=q_grad, qd=qd_grad, probe=probe_grad, noise=noise, response=response, scales=scales).items()}
+    sums = wp.zeros(8, dtype=wp.float64)
+    wp.launch(bk.alpha_order_mix, 2, inputs=[Simulator(MODEL, 1).physics.kernel_model, arrays["q"], arrays["qd"],
+                                             arrays["probe"], arrays["noise"], arrays["response"], arrays["scales"],
+                                             first, b, sums])
+    want_q, want_qd, alphas = _alpha_order_reference(q_grad, qd_grad, probe_grad, noise, response, scales, first, b)
+    assert np.all((alphas > 0.0) & (alphas < 1.0))
+    np.testing.assert_allclose(arrays["q"].numpy(), want_q, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(arrays["qd"].numpy(), want_qd, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(sums.numpy()[6:], [alphas.sum(), 2.0], rtol=1e-12)
+    assert np.abs(arrays["q"].numpy() - q_grad).max() > 1e-3             # it did move them
+
+
+def test_a_branch_probe_adjoint_is_that_branch_s_own_loss(monkeypatch):
+    """With alpha_order, each new branch's probe adjoint (what the mix reads) is its share of the loss
+    through the bundle's means: for L = w . q_final of environment 0, whose bundle is still open at the
+    end (w zero on the base quaternion), 1/B x w . (that branch's final q), through the branch rows'
+    reorderings in between (a second bundle opens after it); the other bundle's probes get nothing."""
+    import torch
+    r = MODEL.robot
+    kp, kd = torch.tensor(r.kp * 10), torch.tensor(r.kd * 3)
+    config = sim_config(enabled=True, branches=3, alpha_order=True, span_steps=6)
+    sim = Simulator(MODEL, 3, config, requires_grad=True)
+    seen = []
+    launch = sim.bundler._mix_launch
+
+    def capture(dim, inputs):
+        seen.append(inputs[3].numpy().copy())                        # the new branches' probe adjoints
+        launch(dim, inputs)
+    monkeypatch.setattr(sim.bundler, "_mix_launch", capture)
+    from bcg_train.diffsim.torch_bridge import step
+    q, qd = _late_landing_start()
+    a = torch.tensor(np.tile(r.default_q, (6, 3, 1)), requires_grad=True)
+    for t in range(6):
+        q, qd = step(sim, q, qd, a[t], DT, kp, kd)
+    assert sim.bundler.bundle_env == [0, 1] and list(sim.bundler.counts) == [3, 3]   # both open at the end
+    final_branches = sim.bundler.branch_in.q.numpy().copy()
+    w = torch.tensor(RNG.normal(size=q.shape[1]))
+    w[3:7] = 0.0
+    (q[0] * w).sum().backward()
+    sim.segment.cut()
+    assert len(seen) == 2                                            # backward order: env 1's bundle first
+    np.testing.assert_array_equal(seen[0], np.zeros(3))
+    np.testing.assert_allclose(seen[1], final_branches[:3] @ w.numpy() / 3, rtol=1e-10)
+    assert np.ptp(seen[1]) > 1e-6 * np.abs(seen[1]).max()           # the branches differ
+
+
+def test_alpha_order_changes_gradients_only_and_logs_its_weight(frozen_noise):
+    """The same noise with and without alpha_order: states bit for bit, action gradients moved but of the
+    same size, the mean alpha in (0, 1]; it survives state_dict; replayed noise (which keeps no draws)
+    is refused."""
+    import torch
+    r = MODEL.robot
+    kp, kd = torch.tensor(r.kp * 10), torch.tensor(r.kd * 3)
+    actions = torch.tensor(np.tile(r.default_q, (4, 3, 1)))
+    runs = {}
+    for mix in (False, True):
+        sim = Simulator(MODEL, 3, sim_config(enabled=True, branches=4, alpha_order=mix), requires_grad=True)
+        q, qd = _late_landing_start()
+        runs[mix] = (*_window(sim, q, qd, actions, kp, kd), sim)
+    (q0, qd0, g0, _), (q1, qd1, g1, sim) = runs[False], runs[True]
+    torch.testing.assert_close(q1, q0, rtol=0, atol=0)
+    torch.testing.assert_close(qd1, qd0, rtol=0, atol=0)
+    assert torch.isfinite(g1).all() and not torch.equal(g1, g0)
+    assert 0.1 < g1.norm() / g0.norm() < 10
+    stats = sim.bundle_stats
+    assert stats.bundles >= 1 and 0.0 < stats.alpha <= 1.0
+    restored = Simulator(MODEL, 3, sim.config, requires_grad=True)
+    restored.load_state_dict(sim.state_dict())
+    assert restored.bundle_stats == stats
+    q, qd = _late_landing_start()
+    _window(restored, q, qd, actions, kp, kd)                       # restored open bundles carry probes
+    replayed = Simulator(MODEL, 3, sim.config, requires_grad=True)
+    frozen_noise(replayed, iter([]), False)
+    with pytest.raises(ValueError, match="alpha_order needs sampled perturbations"):
+        _window(replayed, *_late_landing_start(), actions, kp, kd)
+
+
+def test_alpha_order_needs_two_branches():
+    with pytest.raises(ConfigError, match="^bundle.alpha_order: needs branches >= 2"):
+        Simulator(MODEL, 1, sim_config(enabled=True, branches=1, alpha_order=True))

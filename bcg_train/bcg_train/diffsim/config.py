@@ -81,6 +81,14 @@ class BundleConfig:
     """Smallest B `auto_branches` chooses (2 at least: one branch has no spread to measure)."""
     max_branches: int = 32
     """Largest B `auto_branches` chooses."""
+    alpha_order: bool = False
+    """Mix in the zero-order estimate (Suh et al.'s alpha-order gradient; off: the paper's first-order
+    bundle). At each new bundle's entry, in the backward pass, the gradient along the directions its
+    noise moved the feet becomes alpha x first-order + (1 - alpha) x zero-order, alpha = v0 / (v0 + v1)
+    from the sample variances of the two over the bundle's B branches; the zero-order estimate weighs
+    each branch's noise by its own loss (the adjoint-weighted deviation of its states from the bundle's
+    mean, over the bundle's substeps). The other directions, and the gradient through the actions
+    inside the bundle, stay first-order. Needs B >= 2 (bundling.kernels.alpha_order_mix)."""
     branch_clip: float = 0.0
     """0: off. c > 0: in the backward pass, each new bundle's branch whose entry-state adjoint is longer
     than c times the median of its bundle's is scaled down to that length, before they are summed: a
@@ -100,6 +108,8 @@ class BundleConfig:
         require_non_negative(self, "sigma_p", "sigma_v", "sigma_p_widths", "sigma_v_per_speed", "max_dq", "max_dqd",
                              "branch_clip")
         check(0.0 <= self.onset_fraction <= 1.0, "onset_fraction", f"must be in [0, 1], got {self.onset_fraction}")
+        if self.alpha_order:
+            check(self.branches >= 2, "alpha_order", f"needs branches >= 2 (a spread to weigh), got {self.branches}")
         if self.auto_branches:
             check(2 <= self.min_branches <= self.branches <= self.max_branches, "auto_branches",
                   f"needs 2 <= min_branches <= branches <= max_branches, got {self.min_branches}, {self.branches}, "

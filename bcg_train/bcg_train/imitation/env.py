@@ -337,7 +337,8 @@ class G1ImitationEnv:
     def _counters(self) -> Dict[str, float]:
         """Running totals (bundles opened, and ended early among them), this step's fraction of
         environment-substeps inside a bundle, the B of the bundles opened next, the last measured
-        spread of a bundle's branch gradients and the perturbed feet's mean approach speed [m/s]."""
+        spread of a bundle's branch gradients, the perturbed feet's mean approach speed [m/s] and the
+        alpha-order weight."""
         out = {"env_steps": float(self.env_steps)}
         st = self.sim.bundle_stats
         if st is not None:
@@ -348,7 +349,7 @@ class G1ImitationEnv:
                        released=float(st.released),
                        triggered_fraction=(st.bundled_env_substeps - seen_bundled) / stepped if stepped else 0.0,
                        branches=float(st.branches), branch_rse=st.branch_rse,
-                       branch_top_share=st.branch_top_share, approach_speed=st.approach_speed)
+                       branch_top_share=st.branch_top_share, approach_speed=st.approach_speed, alpha=st.alpha)
         if self.randomizer:
             out.update(self.randomizer.counters())
         return out

@@ -88,6 +88,9 @@ class BundleStats:
     approach_speed: float = float("nan")
     """Mean approach speed towards the floor of the feet perturbed since the segment before that measured
     a spread, at their events (what `auto_sigma` scales the velocity std by) [m/s]."""
+    alpha: float = float("nan")
+    """With `alpha_order`: the mean weight of the first-order estimate in the bundles mixed in the last
+    segment that measured a spread (1: first-order only, 0: zero-order only) [-]."""
     branch_top_share: float = float("nan")
     """In the same segment, the mean over bundles of the largest branch's share of sum_i |g_i|^2 (g_i
     a branch's gradient: 1/B when the branches agree, 1 when one carries it all) [-]."""
@@ -111,9 +114,17 @@ class Bundler:
         self._substeps_per_bundle = cfg.span_steps * physics.config.substeps
         self.stats = BundleStats(branches=cfg.branches)
         self._clamped = wp.zeros(1, dtype=wp.int32, device=physics.model.device)
-        self._sums = wp.zeros(6, dtype=wp.float64, device=physics.model.device)
+        self._sums = wp.zeros(8, dtype=wp.float64, device=physics.model.device)
         """On the device until `measure_spread` reads them: the branch-gradient spread sums (0-3,
-        bk.branch_gradient_spread) and the approach speeds of the perturbed feet (4: sum [m/s], 5: count)."""
+        bk.branch_gradient_spread), the approach speeds of the perturbed feet (4: sum [m/s], 5: count)
+        and the alpha-order weights (6: sum, 7: bundles; bk.alpha_order_mix)."""
+        self._probing = cfg.alpha_order and requires_grad
+        """Branch probes (bk.branch_mean) are kept, and new bundles' noise, for the alpha-order mix."""
+        device = physics.model.device
+        self._no_probe = wp.zeros(1, dtype=real, device=device)
+        self._no_noise = (wp.zeros((1, bk.NOISE_PER_ROW), dtype=real, device=device),
+                          wp.zeros((1, 1, 3), dtype=real, device=device), wp.zeros((1, 4), dtype=real, device=device))
+        self._mix_launch = CachedLaunch(bk.alpha_order_mix, device)
         self._spread, self._approach = self._sums[:4], self._sums[4:]
         self._sigma_p, self._sigma_v, self._sigma_v_per_speed = cfg.perturbation_scales(physics.config.kappa)
         self._spread_launch = CachedLaunch(bk.branch_gradient_spread, physics.model.device)
@@ -133,6 +144,7 @@ class Bundler:
         self._spread_recorded = False          # a bundle opened on a tape since the last measure_spread
         self.flags = np.zeros((0, 2), dtype=np.int32)   # (M, 2) legs already perturbed per branch
         self.branch_in = None                  # State of the branches (M rows) entering the next substep
+        self.branch_probe = None               # (M,) their probes (ones) when `_probing`
         self.unloaded: Optional[np.ndarray] = None    # (N, 2) bool: legs below the onset level last substep
 
     @property
@@ -175,11 +187,14 @@ class Bundler:
         self._clamped.fill_(int(clamped))
         self._spread_recorded = False
         self._sums.zero_()
-        self.branch_in = None
+        self.branch_in = self.branch_probe = None
         if state["branch"]:
-            self.branch_in = State.zeros(self.model, int(self.counts.sum()), self.requires_grad)
+            rows = int(self.counts.sum())
+            self.branch_in = State.zeros(self.model, rows, self.requires_grad)
             for name, arr in zip(_FIELDS, _fields(self.branch_in)):
                 arr.assign(np.asarray(state["branch"][name]))
+            if self._probing:
+                self.branch_probe = wp.ones(rows, dtype=real, device=self.model.device, requires_grad=True)
 
     def close(self, env_ids: List[int], sites: LaunchSites, tape: Optional[wp.Tape]) -> None:
         """Close the bundles of `env_ids` now, dropping their branch rows (recorded on `tape`, the
@@ -228,9 +243,10 @@ class Bundler:
         rerun = np.flatnonzero(br_ev.any(axis=1))
 
         new_src = np.repeat(new_envs, b)
-        b_final = b_out
+        b_final, p_final = b_out, self.branch_probe
         if len(rerun) or len(new_src):
-            r_out = self._rerun(s_in, sc_nominal, new_src, env_ev[new_src], sc_b, rerun, br_ev[rerun], control, h, tape)
+            r_out, r_probe = self._rerun(s_in, sc_nominal, new_src, env_ev[new_src], sc_b, rerun, br_ev[rerun],
+                                         control, h, tape)
             m1 = m0 + len(new_src)
             which = np.zeros(m1, dtype=np.int32)
             src = np.arange(m1, dtype=np.int32)
@@ -238,12 +254,13 @@ class Bundler:
             src[rerun] = np.arange(len(rerun))
             which[m0:] = 1
             src[m0:] = len(rerun) + np.arange(len(new_src))
-            b_final = self._take(which, src, b_out if m0 else r_out, r_out, tape)
+            b_final, p_final = self._take(which, src, (b_out, self.branch_probe) if m0 else (r_out, r_probe),
+                                          (r_out, r_probe), tape)
         self.flags = np.concatenate([self.flags | br_ev, env_ev[new_src]]).astype(np.int32)
         self.bundle_env = self.bundle_env + [int(e) for e in new_envs]
         self.counts = np.concatenate([self.counts, np.full(len(new_envs), b)])
         self.left = np.concatenate([self.left, np.full(len(new_envs), self._substeps_per_bundle)])
-        self._set_branches(b_final)
+        self._set_branches(b_final, p_final)
         self._assemble(nominal, s_out, n, tape)
 
         st = self.stats
@@ -259,13 +276,21 @@ class Bundler:
             self._keep_bundles(np.flatnonzero(~ending), tape)
 
     def _rerun(self, s_in, sc_nominal, new_src, new_legs, sc_b, rerun, rerun_legs, control, h, tape
-               ) -> State:
-        """Re-run this substep for the re-perturbed branches (rows first) and the new bundles' branches."""
+               ) -> Tuple[State, Optional[wp.array]]:
+        """Re-run this substep for the re-perturbed branches (rows first) and the new bundles' branches;
+        their states and (when `_probing`) probes: the re-run branches keep theirs, the new ones get
+        fresh ones, whose adjoints the alpha-order mix reads."""
         m, cfg, pool, sites = self.model, self.cfg, self.pool, self._sites
         r = len(rerun) + len(new_src)
         b = self.stats.branches
         dq = pool.array(r, (m.nv,), real, zero=True)
         dqd = pool.array(r, (m.nv,), real, zero=True)
+        mixing = self._probing and tape is not None and len(new_src) and b >= 2
+        if mixing and self.replay is not None:
+            raise ValueError("bundle.alpha_order needs sampled perturbations, not replayed ones")
+        noise, response, scales = ((pool.array(r, (bk.NOISE_PER_ROW,), real, zero=True),
+                                    pool.array(r, (m.nv, 3), real, zero=True), pool.array(r, (4,), real, zero=True))
+                                   if mixing else self._no_noise)
         parts = [(self.branch_in, sc_b, rerun, rerun_legs, 0), (s_in, sc_nominal, new_src, new_legs, len(rerun))]
         parts = [(source, sc, pool.ints(src), len(src), legs, first)
                  for source, sc, src, legs, first in parts if len(src)]
@@ -278,24 +303,34 @@ class Bundler:
                 self._events += 1
                 seed = (cfg.seed * SEED_STRIDE + self._events) & 0x7FFFFFFF
                 rows = slice(first, first + count)
+                kept = (noise[rows], response[rows], scales[rows]) if mixing else self._no_noise
                 sites(bk.foot_perturbation, (count, 2), [
                     self.physics.kernel_model, source.q, sc.xrot, sc.xpos, sc.s_ang, sc.s_lin, sc.vel_ang, sc.vel_lin,
                     src, pool.ints(legs), seed, real(self._sigma_p), real(self._sigma_v), real(self._sigma_v_per_speed),
                     real(cfg.damping), real(cfg.max_dq), real(cfg.max_dqd), dq[rows], dqd[rows], self._clamped,
-                    self._approach])
+                    self._approach, int(mixing), *kept])
         if self.recorded is not None:
             self.recorded.append((dq.numpy().copy(), dqd.numpy().copy()))
         r_in = pool.state(r)
         for source, _, src, count, _, first in parts:
             sites(bk.perturbed_rows, (count, m.nq), [source.q, source.qd, src, first, dq, dqd, r_in.q, r_in.qd],
                           tape)
+        probe = fresh = None
+        if self._probing:
+            fresh = pool.array(len(new_src), (), real, requires_grad=True)
+            fresh.fill_(1.0)
         if tape is not None and len(new_src) and b >= 2:
-            self._record_entry_adjoints(r_in, len(rerun), len(new_src) // b, b, tape)
+            self._record_entry_adjoints(r_in, len(rerun), len(new_src) // b, b, tape,
+                                        (fresh, noise, response, scales) if mixing else None)
+        if self._probing:       # recorded after the hook: the backward pass completes fresh.grad before it
+            which = np.r_[np.zeros(len(rerun), np.int32), np.ones(len(new_src), np.int32)]
+            src = np.r_[rerun, np.arange(len(new_src))]
+            probe = self._take_probes(which, src, self.branch_probe if len(rerun) else fresh, fresh, tape)
         r_env = np.concatenate([np.repeat(self.bundle_env, self.counts)[rerun], new_src]).astype(int)
         r_out = pool.state(r)
         control_r = self._gather_control(control, r_env, tape)
         self.physics.run(r_in, r_out, control_r, h, pool.scratch(r), tape)
-        return r_out
+        return r_out, probe
 
     def _assemble(self, nominal: State, s_out: State, n: int, tape) -> None:
         """s_out <- nominal, or the branch mean (plus the nominal-forward offset) in a bundle."""
@@ -309,8 +344,10 @@ class Bundler:
         mean = pool.state(w, zero=True)
         q_sum = pool.array(w, (m.nq,), real, zero=True, requires_grad=self.requires_grad)
         bi = self.branch_in
+        probe = self.branch_probe
         self._sites(bk.branch_mean, w, [pool.ints(self._first_rows()), pool.ints(self.counts), bi.q, bi.qd,
-                                        bi.contact_impulse, bi.contact_height, q_sum, mean.q, mean.qd,
+                                        bi.contact_impulse, bi.contact_height, int(probe is not None),
+                                        self._no_probe if probe is None else probe, q_sum, mean.q, mean.qd,
                                         mean.contact_impulse, mean.contact_height], tape)
         offset = None
         if self.cfg.nominal_forward:
@@ -329,22 +366,29 @@ class Bundler:
         self.counts = self.counts[keep]
         self.left = self.left[keep]
         self.flags = self.flags[rows]
-        branches = None
+        branches = probes = None
         if len(rows):
-            branches = self._take(np.zeros(len(rows), np.int32), rows, self.branch_in, self.branch_in, tape)
-        self._set_branches(branches)
+            kept = (self.branch_in, self.branch_probe)
+            branches, probes = self._take(np.zeros(len(rows), np.int32), rows, kept, kept, tape)
+        self._set_branches(branches, probes)
 
     # -- the spread of the branches' gradients ----------------------------------------------------
-    def _record_entry_adjoints(self, entry: State, first: int, bundles: int, b: int, tape: wp.Tape) -> None:
+    def _record_entry_adjoints(self, entry: State, first: int, bundles: int, b: int, tape: wp.Tape,
+                               mix: Optional[Tuple[wp.array, ...]]) -> None:
         """On `tape`: once the backward pass has brought the adjoints of the new bundles' entry states
         (`bundles` bundles of `b` rows from row `first` of `entry`; recorded after their perturbation,
-        before their substep, so it runs in between), clip them (`branch_clip`) and add their spread to
-        the segment's sums."""
+        before their substep, so it runs in between), clip them (`branch_clip`), add their spread to
+        the segment's sums and, given `mix` (the new branches' probes and the noise, response and stds
+        of the re-run rows), move them to the alpha-order gradient (bk.alpha_order_mix)."""
         def on_entry_adjoints():
             grads = [entry.q.grad, entry.qd.grad, first, b]
             if self.cfg.branch_clip > 0:
                 self._clip_launch(bundles, [*grads, real(self.cfg.branch_clip)])
             self._spread_launch(bundles, [*grads, self._spread])
+            if mix is not None:
+                probe, noise, response, scales = mix
+                self._mix_launch(bundles, [self.physics.kernel_model, entry.q.grad, entry.qd.grad, probe.grad, noise,
+                                           response, scales, first, b, self._sums])
         tape.record_func(backward=on_entry_adjoints, arrays=[])
         self._spread_recorded = True
 
@@ -358,10 +402,12 @@ class Bundler:
         if not self._spread_recorded:
             return
         self._spread_recorded = False
-        squared_error, squared_mean, measured, top_share, speed_sum, legs = self._sums.numpy()
+        squared_error, squared_mean, measured, top_share, speed_sum, legs, alpha_sum, mixed = self._sums.numpy()
         self._sums.zero_()
         if legs:
             self.stats.approach_speed = float(speed_sum / legs)
+        if mixed:
+            self.stats.alpha = float(alpha_sum / mixed)
         if not measured:
             return
         rse = float(np.sqrt(squared_error / squared_mean))
@@ -377,10 +423,11 @@ class Bundler:
         """First branch row of each open bundle."""
         return (np.cumsum(self.counts) - self.counts).astype(int)
 
-    def _set_branches(self, branches: Optional[State]) -> None:
-        """branch_in <- `branches` (from the pool, which keeps them until the next substep has read them)."""
-        self.branch_in = branches
-        self.pool.carry(branches)
+    def _set_branches(self, branches: Optional[State], probes: Optional[wp.array]) -> None:
+        """branch_in, branch_probe <- `branches`, `probes` (from the pool, which keeps them until the
+        next substep has read them)."""
+        self.branch_in, self.branch_probe = branches, probes
+        self.pool.carry(branches, probes)
 
     def _leg_loads(self, impulses: List[wp.array], threshold: float, onset_level: float) -> np.ndarray:
         """(sum of rows, 2) int32 on the host: bk.leg_loads of each contact impulse batch (rows, nc) at
@@ -403,10 +450,18 @@ class Bundler:
             out.q_target, out.qd_target, out.kp, out.kd, out.tau], tape)
         return out
 
-    def _take(self, which: np.ndarray, src: np.ndarray, a: State, b: State, tape) -> State:
-        """A new batch: row i is row src[i] of a (which[i] == 0) or of b."""
+    def _take(self, which: np.ndarray, src: np.ndarray, a: Tuple[State, Optional[wp.array]],
+              b: Tuple[State, Optional[wp.array]], tape) -> Tuple[State, Optional[wp.array]]:
+        """A new batch of (states, probes): row i is row src[i] of a (which[i] == 0) or of b (probes
+        None unless `_probing`)."""
         out = self.pool.state(len(src))
-        self._select(which, src, a, b, out, tape)
+        self._select(which, src, a[0], b[0], out, tape)
+        return out, self._take_probes(which, src, a[1], b[1], tape) if self._probing else None
+
+    def _take_probes(self, which: np.ndarray, src: np.ndarray, a: wp.array, b: wp.array, tape) -> wp.array:
+        """`_take` of the probes."""
+        out = self.pool.array(len(src), (), real, requires_grad=True)
+        self._sites(bk.select_probe, len(src), [self.pool.ints(which), self.pool.ints(src), a, b, out], tape)
         return out
 
     def _select(self, which: np.ndarray, src: np.ndarray, a: State, b: State, out: State, tape,

@@ -10,7 +10,15 @@ from ..kernels.device_model import DeviceModel
 from ..precision import scalar_types
 
 T = scalar_types(__name__)
-real, vec3, quat, spatial_vector, spatial_matrix = T.real, T.vec3, T.quat, T.spatial_vector, T.spatial_matrix
+real, vec3, quat, mat33 = T.real, T.vec3, T.quat, T.mat33
+spatial_vector, spatial_matrix = T.spatial_vector, T.spatial_matrix
+
+blocks43 = wp.types.matrix(shape=(4, 3), dtype=wp.float64)
+"""Per perturbation block (leg 0 position, leg 0 velocity, leg 1 position, leg 1 velocity) 3 components."""
+
+NOISE_PER_ROW = 12
+"""Standard normal draws of one perturbation row: per leg (left, right) 3 for the foot position, then
+3 for its velocity (`foot_perturbation`'s `noise`)."""
 
 
 
@@ -75,7 +83,8 @@ def foot_perturbation(
     vel_lin: wp.array2d(dtype=vec3), src: wp.array(dtype=int), legs: wp.array2d(dtype=int), seed: int,
     sigma_p: real, sigma_v: real, sigma_v_per_speed: real, damping: real, max_dq: real, max_dqd: real,
     dq: wp.array2d(dtype=real), dqd: wp.array2d(dtype=real), clamped: wp.array(dtype=int),
-    approach: wp.array(dtype=wp.float64),
+    approach: wp.array(dtype=wp.float64), keep_noise: int, noise: wp.array2d(dtype=real),
+    response: wp.array3d(dtype=real), scales: wp.array2d(dtype=real),
 ):
     """Joint perturbation of output row i on `leg` (when legs[i, leg] == 1), from the kinematics of input
     row src[i]: the foot translates, its point p (mean of the leg's sphere bottoms) by dp ~ N(0, sigma_p^2 I)
@@ -85,7 +94,11 @@ def foot_perturbation(
     hinge dofs by the damped pseudo-inverse J^T (J J^T + damping I)^-1 of the analytic 6-D foot Jacobian
     J (6 x leg dofs), then clamped to +-max_dq [rad] / +-max_dqd [rad/s]; clamped[0] counts the
     perturbations a clamp cut; approach[0] adds u and approach[1] one per perturbed leg. dq, dqd: (rows,
-    nv), zero elsewhere. `seed` differs per launch (the bundler mixes its seed with an event counter)."""
+    nv), zero elsewhere. `seed` differs per launch (the bundler mixes its seed with an event counter).
+    With keep_noise == 1 it also keeps what the zero-order estimate needs (`alpha_order_mix`): the
+    draws noise[i, 6 leg + (0..2 position, 3..5 velocity)] (rows, NOISE_PER_ROW), the leg's unit
+    response response[i, d, k] = J^T (J J^T + damping I)^-1 e_k for its hinge dofs d (rows, nv, 3;
+    before the stds and the clamp) and the stds scales[i, 2 leg + (0 position, 1 velocity)] (rows, 4)."""
     i, leg = wp.tid()
     if legs[i, leg] == 0:
         return
@@ -113,8 +126,11 @@ def foot_perturbation(
         d = mdl.leg_dof[t]
         jjt += wp.outer(foot_column(s_lin[r, d], s_ang[r, d], arm), foot_column(s_lin[r, d], s_ang[r, d], arm))
     rng = wp.rand_init(seed, i * 2 + leg)
-    dp = vec3(real(wp.randn(rng)), real(wp.randn(rng)), real(wp.randn(rng))) * sigma_p
-    dv = vec3(real(wp.randn(rng)), real(wp.randn(rng)), real(wp.randn(rng))) * (sigma_v + sigma_v_per_speed * speed)
+    zp = vec3(real(wp.randn(rng)), real(wp.randn(rng)), real(wp.randn(rng)))
+    zv = vec3(real(wp.randn(rng)), real(wp.randn(rng)), real(wp.randn(rng)))
+    sv = sigma_v + sigma_v_per_speed * speed
+    dp = zp * sigma_p
+    dv = zv * sv
     zero = real(0.0)
     yp = solve_spd6(jjt, spatial_vector(dp[0], dp[1], dp[2], zero, zero, zero))
     yv = solve_spd6(jjt, spatial_vector(dv[0], dv[1], dv[2], zero, zero, zero))
@@ -130,6 +146,18 @@ def foot_perturbation(
         dqd[i, d] = wp.clamp(xd, -max_dqd, max_dqd)
     if cut == 1:
         wp.atomic_add(clamped, 0, 1)
+    if keep_noise == 1:
+        for k in range(3):
+            noise[i, 6 * leg + k] = zp[k]
+            noise[i, 6 * leg + 3 + k] = zv[k]
+            e = spatial_vector(zero, zero, zero, zero, zero, zero)
+            e[k] = real(1.0)
+            y = solve_spd6(jjt, e)
+            for t in range(mdl.leg_dof_start[leg], mdl.leg_dof_start[leg + 1]):
+                d = mdl.leg_dof[t]
+                response[i, d, k] = wp.dot(foot_column(s_lin[r, d], s_ang[r, d], arm), y)
+        scales[i, 2 * leg] = sigma_p
+        scales[i, 2 * leg + 1] = sv
 
 
 @wp.kernel
@@ -207,11 +235,14 @@ def select_rows(which: wp.array(dtype=int), src: wp.array(dtype=int), add_offset
 @wp.kernel
 def branch_mean(first: wp.array(dtype=int), count: wp.array(dtype=int), q: wp.array2d(dtype=real),
                 qd: wp.array2d(dtype=real), imp: wp.array2d(dtype=vec3), height: wp.array2d(dtype=real),
+                probed: int, probe: wp.array(dtype=real),
                 q_sum: wp.array2d(dtype=real), q_mean: wp.array2d(dtype=real), qd_mean: wp.array2d(dtype=real),
                 imp_mean: wp.array2d(dtype=vec3), h_mean: wp.array2d(dtype=real)):
     """Slot w: mean of its branches (rows first[w] .. first[w] + count[w] - 1). The base quaternions are
     sign-aligned with the first branch's, averaged and renormalised (one branch: copied as is).
-    Accumulators zeroed."""
+    Accumulators zeroed. With probed == 1 each branch's terms are weighted by probe[i] (ones: the
+    same values; the adjoint of probe[i] is then branch i's share of the loss through this mean, which
+    `alpha_order_mix` reads)."""
     w = wp.tid()
     b0 = first[w]
     branches = count[w]
@@ -221,16 +252,29 @@ def branch_mean(first: wp.array(dtype=int), count: wp.array(dtype=int), q: wp.ar
         sign = real(1.0)
         if q[i, 3] * q[b0, 3] + q[i, 4] * q[b0, 4] + q[i, 5] * q[b0, 5] + q[i, 6] * q[b0, 6] < real(0.0):
             sign = real(-1.0)
-        for j in range(q.shape[1]):
-            v = q[i, j]
-            if j >= 3 and j < 7:
-                v = v * sign
-            wp.atomic_add(q_sum, w, j, v)
-        for j in range(qd.shape[1]):
-            wp.atomic_add(qd_mean, w, j, qd[i, j] * inv)
-        for k in range(height.shape[1]):
-            wp.atomic_add(imp_mean, w, k, imp[i, k] * inv)
-            wp.atomic_add(h_mean, w, k, height[i, k] * inv)
+        if probed == 1:
+            sign = sign * probe[i]
+            for j in range(q.shape[1]):
+                v = q[i, j] * probe[i]
+                if j >= 3 and j < 7:
+                    v = q[i, j] * sign
+                wp.atomic_add(q_sum, w, j, v)
+            for j in range(qd.shape[1]):
+                wp.atomic_add(qd_mean, w, j, qd[i, j] * inv * probe[i])
+            for k in range(height.shape[1]):
+                wp.atomic_add(imp_mean, w, k, imp[i, k] * inv * probe[i])
+                wp.atomic_add(h_mean, w, k, height[i, k] * inv * probe[i])
+        else:
+            for j in range(q.shape[1]):
+                v = q[i, j]
+                if j >= 3 and j < 7:
+                    v = v * sign
+                wp.atomic_add(q_sum, w, j, v)
+            for j in range(qd.shape[1]):
+                wp.atomic_add(qd_mean, w, j, qd[i, j] * inv)
+            for k in range(height.shape[1]):
+                wp.atomic_add(imp_mean, w, k, imp[i, k] * inv)
+                wp.atomic_add(h_mean, w, k, height[i, k] * inv)
     for j in range(q.shape[1]):
         if j < 3 or j >= 7:
             q_mean[w, j] = q_sum[w, j] * inv
@@ -241,6 +285,17 @@ def branch_mean(first: wp.array(dtype=int), count: wp.array(dtype=int), q: wp.ar
     q_mean[w, 4] = rot[0]
     q_mean[w, 5] = rot[1]
     q_mean[w, 6] = rot[2]
+
+
+@wp.kernel
+def select_probe(which: wp.array(dtype=int), src: wp.array(dtype=int), p_a: wp.array(dtype=real),
+                 p_b: wp.array(dtype=real), p_out: wp.array(dtype=real)):
+    """The branch probes of `select_rows`' output: p_out[i] = p_a[src[i]] (which[i] == 0) or p_b[src[i]]."""
+    i = wp.tid()
+    if which[i] == 0:
+        p_out[i] = p_a[src[i]]
+    else:
+        p_out[i] = p_b[src[i]]
 
 
 @wp.func
@@ -343,3 +398,109 @@ def nominal_offset(slot: wp.array(dtype=int), q_nom: wp.array2d(dtype=real), qd_
     if j < h_nom.shape[1]:
         imp_off[e, j] = imp_nom[e, j] - imp_mean[w, j]
         h_off[e, j] = h_nom[e, j] - h_mean[w, j]
+
+
+@wp.func
+def _response_adjoint(mdl: DeviceModel, response: wp.array3d(dtype=real), q_grad: wp.array2d(dtype=real),
+                      qd_grad: wp.array2d(dtype=real), i: int, leg: int, kind: int, k: int):
+    """sum over the leg's hinge dofs d of response[i, d, k] x the adjoint of d's coordinate in row i (its
+    position, q index d + 1, for kind 0; its velocity for kind 1), as float64."""
+    total = wp.float64(0.0)
+    for t in range(mdl.leg_dof_start[leg], mdl.leg_dof_start[leg + 1]):
+        d = mdl.leg_dof[t]
+        a = qd_grad[i, d]
+        if kind == 0:
+            a = q_grad[i, d + 1]
+        total += wp.float64(response[i, d, k]) * wp.float64(a)
+    return total
+
+
+@wp.func
+def _order_samples(mdl: DeviceModel, probe_grad: wp.array(dtype=real), noise: wp.array2d(dtype=real),
+                   response: wp.array3d(dtype=real), q_grad: wp.array2d(dtype=real), qd_grad: wp.array2d(dtype=real),
+                   w: int, b0: int, b: int, nb: wp.float64, c_mean: wp.float64, s: wp.float64, block: int, k: int):
+    """(g0_b, g1_b) of `alpha_order_mix` for component k of `block` (2 leg + kind)."""
+    c = nb * wp.float64(probe_grad[w * int(nb) + b])
+    g0 = nb / (nb - wp.float64(1.0)) * (c - c_mean) * wp.float64(noise[b0 + b, 3 * block + k])
+    leg = block // 2
+    g1 = nb * s * _response_adjoint(mdl, response, q_grad, qd_grad, b0 + b, leg, block - 2 * leg, k)
+    return g0, g1
+
+
+@wp.kernel(enable_backward=False)
+def alpha_order_mix(mdl: DeviceModel, q_grad: wp.array2d(dtype=real), qd_grad: wp.array2d(dtype=real),
+                    probe_grad: wp.array(dtype=real), noise: wp.array2d(dtype=real),
+                    response: wp.array3d(dtype=real), scales: wp.array2d(dtype=real), first: int, branches: int,
+                    sums: wp.array(dtype=wp.float64)):
+    """Bundle w of the B = `branches` rows first + w B .. of the new bundles' entry states (their
+    adjoints q_grad, qd_grad complete; noise, response and scales as `foot_perturbation` kept them for
+    those rows; probe_grad[w B + b]: branch b's share of the loss, see `branch_mean`): Suh et al.'s
+    alpha-order gradient along the perturbation's directions, in place.
+
+    Per perturbed block (leg, position or velocity; std s, unit response R of the bundle's source
+    row, n x 3) the noise z ~ N(0, I_3) moved the entry state by w = s R z (before the clamp), so
+    - first-order, branch b: g1_b = B s R^T a_b (a_b its entry adjoint: the bundle's gradient is
+      sum_b a_b, whose projection s R^T sum_b a_b is mean_b g1_b);
+    - zero-order: g0_b = B / (B - 1) (c_b - mean c) z_b, c_b = B probe_grad[b] (branch b's own loss,
+      linearised at the bundle's means);
+    - alpha = v0 / (v0 + v1), v0 and v1 the sample variances of the means of g0 and g1 (summed over
+      the blocks' components); the projection is moved to alpha mean g1 + (1 - alpha) mean g0 by adding
+      R (R^T R)^-1 delta / (s B) to every branch's adjoint (delta the change of each block's 3
+      components): the gradient orthogonal to the noise stays first-order.
+    sums[6] adds alpha, sums[7] one (bundles with no spread in either estimate are left as they are)."""
+    w = wp.tid()
+    b0 = first + w * branches
+    nb = wp.float64(branches)
+    c_mean = wp.float64(0.0)
+    for b in range(branches):
+        c_mean += wp.float64(probe_grad[w * branches + b])      # mean of c_b = B probe_grad[b]
+    mean0 = blocks43()
+    mean1 = blocks43()
+    v0 = wp.float64(0.0)
+    v1 = wp.float64(0.0)
+    for block in range(4):
+        s = wp.float64(scales[b0, block])
+        if s > wp.float64(0.0):
+            for k in range(3):
+                m0 = wp.float64(0.0)
+                m1 = wp.float64(0.0)
+                sq0 = wp.float64(0.0)
+                sq1 = wp.float64(0.0)
+                for b in range(branches):
+                    g0, g1 = _order_samples(mdl, probe_grad, noise, response, q_grad, qd_grad, w, b0, b, nb, c_mean,
+                                            s, block, k)
+                    m0 += g0 / nb
+                    m1 += g1 / nb
+                    sq0 += g0 * g0
+                    sq1 += g1 * g1
+                mean0[block, k] = m0
+                mean1[block, k] = m1
+                v0 += (sq0 - nb * m0 * m0) / (nb * (nb - wp.float64(1.0)))
+                v1 += (sq1 - nb * m1 * m1) / (nb * (nb - wp.float64(1.0)))
+    if v0 + v1 <= wp.float64(0.0):
+        return
+    alpha = v0 / (v0 + v1)
+    wp.atomic_add(sums, 6, alpha)
+    wp.atomic_add(sums, 7, wp.float64(1.0))
+    for block in range(4):
+        s = wp.float64(scales[b0, block])
+        if s > wp.float64(0.0):
+            leg = block // 2
+            delta = vec3()
+            rtr = mat33()
+            for k in range(3):
+                delta[k] = real((wp.float64(1.0) - alpha) * (mean0[block, k] - mean1[block, k]))
+            for t in range(mdl.leg_dof_start[leg], mdl.leg_dof_start[leg + 1]):
+                d = mdl.leg_dof[t]
+                row = vec3(response[b0, d, 0], response[b0, d, 1], response[b0, d, 2])
+                rtr += wp.outer(row, row)
+            x = wp.inverse(rtr) * delta
+            for t in range(mdl.leg_dof_start[leg], mdl.leg_dof_start[leg + 1]):
+                d = mdl.leg_dof[t]
+                row = vec3(response[b0, d, 0], response[b0, d, 1], response[b0, d, 2])
+                add = wp.dot(row, x) / real(s * nb)
+                for b in range(branches):
+                    if block - 2 * leg == 0:
+                        q_grad[b0 + b, d + 1] = q_grad[b0 + b, d + 1] + add
+                    else:
+                        qd_grad[b0 + b, d] = qd_grad[b0 + b, d] + add
