@@ -5,8 +5,9 @@ Configurations: SHAC at kappa 300 with and without bundling (the paper's, bundli
 only: `bundle.onset_fraction` 0.25, `bundle.end_when_released`, and perturbation sizes that follow the
 contact: `bundle.auto_sigma`, and the zero-order estimate mixed in: `bundle.alpha_order`), at kappa 50
 without (soft contact), at kappa 1000 with (the paper's, auto_sigma, alpha_order) and without, and PPO
-(kappa 300, no gradients through the simulator). SHAC without bundling keeps the same number of environments as with it (the paper doubles them; here
-equal environment steps per iteration keep the curves comparable). Per run: the learning curves (ADD
+(kappa 300, no gradients through the simulator). SHAC without bundling keeps the same number of
+environments as with it (the paper doubles them; here equal environment steps per iteration keep the
+curves comparable). Per run: the learning curves (ADD
 feature error `add/delta_abs_mean`, i.e. the mean |phi_ref - phi_sim|, and the episode length)
 against environment steps (branch steps reported separately) and wall-clock, the actor-gradient
 statistics SHAC logs (`grad_norm/actor`, `grad/*` where the runner has them), and, for the exported
