@@ -32,7 +32,8 @@ ABLATIONS = (("B=1", {"branches": 1}), ("B=4", {"branches": 4}), ("B=10 (default
              ("nominal-forward", {"nominal_forward": True}),
              ("onset trigger", {"onset_fraction": IMPACT_ONLY["onset_fraction"]}),
              ("end when released", {"end_when_released": IMPACT_ONLY["end_when_released"]}),
-             ("impact only", IMPACT_ONLY))
+             ("impact only", IMPACT_ONLY), ("auto sigma", {"auto_sigma": True}),
+             ("alpha order", {"alpha_order": True}))
 
 IMPACT_ONLY_BUNDLE = replace(DEFAULT_BUNDLE, **IMPACT_ONLY)
 

@@ -88,7 +88,9 @@ class BundleConfig:
     from the sample variances of the two over the bundle's B branches; the zero-order estimate weighs
     each branch's noise by its own loss (the adjoint-weighted deviation of its states from the bundle's
     mean, over the bundle's substeps). The other directions, and the gradient through the actions
-    inside the bundle, stay first-order. Needs B >= 2 (bundling.kernels.alpha_order_mix)."""
+    inside the bundle, stay first-order. Needs B >= 2 (bundling.kernels.alpha_order_mix). The joint
+    clamps (max_dq, max_dqd) are not modelled: where they cut a perturbation (`clamped_perturbations`)
+    the zero-order estimate is approximate."""
     branch_clip: float = 0.0
     """0: off. c > 0: in the backward pass, each new bundle's branch whose entry-state adjoint is longer
     than c times the median of its bundle's is scaled down to that length, before they are summed: a
