@@ -680,7 +680,8 @@ def _order_estimates(q_grad, qd_grad, probe_grad, noise, response, scales, first
                 if s > 0:
                     dofs = legs[leg]
                     adjoint = q_grad[rows][:, dofs + 1] if kind == 0 else qd_grad[rows][:, dofs]
-                    blocks[leg, kind] = (b / (b - 1) * (c - c.mean())[:, None] * noise[rows][:, 6 * leg + 3 * kind:][:, :3],
+                    draws = noise[rows][:, 6 * leg + 3 * kind:][:, :3]
+                    blocks[leg, kind] = (b / (b - 1) * (c - c.mean())[:, None] * draws,
                                          b * s * np.einsum("bdk,bd->bk", response[rows][:, dofs], adjoint))
         out.append((rows, blocks))
     return out
