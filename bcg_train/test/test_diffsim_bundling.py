@@ -687,17 +687,16 @@ def _order_estimates(q_grad, qd_grad, probe_grad, noise, response, scales, first
     return out
 
 
-def _alpha_order_reference(q_grad, qd_grad, probe_grad, noise, response, scales, first, b):
-    """numpy's alpha_order_mix (see its docstring): the adjoints after the mix, and each bundle's alpha."""
+def _alpha_order_reference(q_grad, qd_grad, probe_grad, noise, response, scales, first, b, alpha):
+    """numpy's alpha_order_mix (see its docstring): the adjoints after the mix with weight `alpha`, and the
+    sums of the bundles' variances of the zero- and first-order means."""
     estimates = _order_estimates(q_grad, qd_grad, probe_grad, noise, response, scales, first, b)
     q_grad, qd_grad = q_grad.copy(), qd_grad.copy()
     legs = MODEL.leg_dof.numpy().reshape(2, -1)
-    alphas = []
+    variances = np.zeros(2)
     for rows, blocks in estimates:
-        v0 = sum(g0.var(axis=0, ddof=1).sum() / b for g0, _ in blocks.values())
-        v1 = sum(g1.var(axis=0, ddof=1).sum() / b for _, g1 in blocks.values())
-        alpha = v0 / (v0 + v1)
-        alphas.append(alpha)
+        variances += [sum(g.var(axis=0, ddof=1).sum() / b for g in estimate)
+                      for estimate in zip(*blocks.values())]
         for (leg, kind), (g0, g1) in blocks.items():
             s, dofs = scales[rows[0], 2 * leg + kind], legs[leg]
             delta = (1 - alpha) * (g0.mean(axis=0) - g1.mean(axis=0))
@@ -706,13 +705,14 @@ def _alpha_order_reference(q_grad, qd_grad, probe_grad, noise, response, scales,
             target = q_grad if kind == 0 else qd_grad
             cols = dofs + 1 if kind == 0 else dofs
             target[np.ix_(rows, cols)] += add
-    return q_grad, qd_grad, np.array(alphas)
+    return q_grad, qd_grad, variances
 
 
 def test_alpha_order_mix_is_the_inverse_variance_weighting_of_both_estimates_along_the_noise():
     """The kernel against numpy: 2 bundles of B = 5 after 1 other row (untouched), the first perturbed on
     its left foot only, the second on both; the mixed projection onto the noise's directions is
-    alpha first-order + (1 - alpha) zero-order, and the other directions keep their adjoints."""
+    alpha first-order + (1 - alpha) zero-order, and the other directions keep their adjoints; both
+    estimates' variances are added up; alpha = 1 changes nothing."""
     b, first, nv, nq = 5, 1, MODEL.nv, MODEL.nq
     rows = first + 2 * b
     rng = np.random.default_rng(7)
@@ -726,18 +726,20 @@ def test_alpha_order_mix_is_the_inverse_variance_weighting_of_both_estimates_alo
     scales[first:first + b, :2] = [0.01, 0.03]
     scales[first + b:] = [0.01, 0.05, 0.01, 0.02]
     noise[first:first + b, 6:] = 0.0
-    arrays = {name: wp.array(value, dtype=wp.float64) for name, value in
-              dict(q=q_grad, qd=qd_grad, probe=probe_grad, noise=noise, response=response, scales=scales).items()}
-    sums = wp.zeros(8, dtype=wp.float64)
-    wp.launch(bk.alpha_order_mix, 2, inputs=[Simulator(MODEL, 1).physics.kernel_model, arrays["q"], arrays["qd"],
-                                             arrays["probe"], arrays["noise"], arrays["response"], arrays["scales"],
-                                             first, b, sums])
-    want_q, want_qd, alphas = _alpha_order_reference(q_grad, qd_grad, probe_grad, noise, response, scales, first, b)
-    assert np.all((alphas > 0.0) & (alphas < 1.0))
-    np.testing.assert_allclose(arrays["q"].numpy(), want_q, rtol=1e-10, atol=1e-12)
-    np.testing.assert_allclose(arrays["qd"].numpy(), want_qd, rtol=1e-10, atol=1e-12)
-    np.testing.assert_allclose(sums.numpy()[6:], [alphas.sum(), 2.0], rtol=1e-12)
-    assert np.abs(arrays["q"].numpy() - q_grad).max() > 1e-3             # it did move them
+    kernel_model = Simulator(MODEL, 1).physics.kernel_model
+    for alpha in (0.3, 1.0):
+        arrays = {name: wp.array(value, dtype=wp.float64) for name, value in
+                  dict(q=q_grad, qd=qd_grad, probe=probe_grad, noise=noise, response=response, scales=scales).items()}
+        sums = wp.zeros(8, dtype=wp.float64)
+        wp.launch(bk.alpha_order_mix, 2, inputs=[kernel_model, arrays["q"], arrays["qd"], arrays["probe"],
+                                                 arrays["noise"], arrays["response"], arrays["scales"], first, b,
+                                                 wp.float64(alpha), sums])
+        want_q, want_qd, variances = _alpha_order_reference(q_grad, qd_grad, probe_grad, noise, response, scales,
+                                                            first, b, alpha)
+        np.testing.assert_allclose(arrays["q"].numpy(), want_q, rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(arrays["qd"].numpy(), want_qd, rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(sums.numpy()[6:], variances, rtol=1e-10)
+        assert (np.abs(arrays["q"].numpy() - q_grad).max() > 1e-3) == (alpha < 1)     # it moved them
 
 
 def test_a_branch_probe_adjoint_is_that_branch_s_own_loss(monkeypatch):
@@ -775,9 +777,10 @@ def test_a_branch_probe_adjoint_is_that_branch_s_own_loss(monkeypatch):
 
 
 def test_alpha_order_changes_gradients_only_and_logs_its_weight(frozen_noise):
-    """The same noise with and without alpha_order: states bit for bit, action gradients moved but of the
-    same size, the mean alpha in (0, 1]; it survives state_dict; replayed noise (which keeps no draws)
-    is refused."""
+    """The same noise with and without alpha_order over two windows: states bit for bit; the first
+    window's action gradients too (no alpha measured yet: first-order only), the second's moved but of
+    the same size, with the alpha the first measured, in (0, 1); it survives state_dict; replayed noise
+    (which keeps no draws) is refused."""
     import torch
     r = MODEL.robot
     kp, kd = torch.tensor(r.kp * 10), torch.tensor(r.kd * 3)
@@ -786,14 +789,17 @@ def test_alpha_order_changes_gradients_only_and_logs_its_weight(frozen_noise):
     for mix in (False, True):
         sim = Simulator(MODEL, 3, sim_config(enabled=True, branches=4, alpha_order=mix), requires_grad=True)
         q, qd = _late_landing_start()
-        runs[mix] = (*_window(sim, q, qd, actions, kp, kd), sim)
-    (q0, qd0, g0, _), (q1, qd1, g1, sim) = runs[False], runs[True]
-    torch.testing.assert_close(q1, q0, rtol=0, atol=0)
-    torch.testing.assert_close(qd1, qd0, rtol=0, atol=0)
+        first = _window(sim, q, qd, actions, kp, kd)
+        alpha = sim.bundle_stats.alpha
+        runs[mix] = (first, _window(sim, first[0], first[1], actions, kp, kd), alpha, sim)
+    (plain_1, plain_2, _, _), (mixed_1, mixed_2, alpha, sim) = runs[False], runs[True]
+    for a, b in zip(plain_1 + plain_2[:2], mixed_1 + mixed_2[:2]):
+        torch.testing.assert_close(b, a, rtol=0, atol=0)
+    g0, g1 = plain_2[2], mixed_2[2]
     assert torch.isfinite(g1).all() and not torch.equal(g1, g0)
     assert 0.1 < g1.norm() / g0.norm() < 10
     stats = sim.bundle_stats
-    assert stats.bundles >= 1 and 0.0 < stats.alpha <= 1.0
+    assert stats.bundles >= 2 and 0.0 < alpha < 1.0 and 0.0 < stats.alpha < 1.0
     restored = Simulator(MODEL, 3, sim.config, requires_grad=True)
     restored.load_state_dict(sim.state_dict())
     assert restored.bundle_stats == stats

@@ -115,7 +115,9 @@ def gradient_orders(z0: np.ndarray, kappa: float, branches: int, rng: np.random.
       v1 and v0 the sample variances of the two means (from the same B samples, so alpha is correlated
       with them: a small bias; their bias check is left out, the first-order estimate here being
       unbiased);
-    and "alpha_weight" (n,) [-]. Needs B >= 2."""
+    - "alpha pooled": the same mix with one alpha for all n, from the variances averaged over them
+      (what the simulator's `bundle.alpha_order` does over a segment's bundles);
+    and "alpha_weight" (n,) [-], the per-point alpha. Needs B >= 2."""
     if branches < 2:
         raise ValueError(f"gradient_orders needs at least 2 branches, got {branches}")
     w, f, g = branch_samples(z0, kappa, branches, rng, sigma)
@@ -123,10 +125,12 @@ def gradient_orders(z0: np.ndarray, kappa: float, branches: int, rng: np.random.
     first, zero = g.mean(axis=1), zero_samples.mean(axis=1)
     v1, v0 = g.var(axis=1, ddof=1) / branches, zero_samples.var(axis=1, ddof=1) / branches
     alpha = np.divide(v0, v0 + v1, out=np.ones_like(v0), where=v0 + v1 > 0)
-    return {"first": first, "zero": zero, "alpha": alpha * first + (1 - alpha) * zero, "alpha_weight": alpha}
+    pooled = v0.mean() / (v0.mean() + v1.mean()) if v0.mean() + v1.mean() > 0 else 1.0
+    return {"first": first, "zero": zero, "alpha": alpha * first + (1 - alpha) * zero,
+            "alpha pooled": pooled * first + (1 - pooled) * zero, "alpha_weight": alpha}
 
 
-ORDERS = ("first", "zero", "alpha")
+ORDERS = ("first", "zero", "alpha", "alpha pooled")
 """The estimators `gradient_orders` compares, by name."""
 
 

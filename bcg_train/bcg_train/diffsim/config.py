@@ -85,7 +85,9 @@ class BundleConfig:
     """Mix in the zero-order estimate (Suh et al.'s alpha-order gradient; off: the paper's first-order
     bundle). At each new bundle's entry, in the backward pass, the gradient along the directions its
     noise moved the feet becomes alpha x first-order + (1 - alpha) x zero-order, alpha = v0 / (v0 + v1)
-    from the sample variances of the two over the bundle's B branches; the zero-order estimate weighs
+    from the sample variances of the two, pooled over the bundles of the segment before (first-order
+    only until then; per bundle, from its B branches alone, alpha was noisier and the mix worse in
+    the 1-D study: bundling_study.pointmass); the zero-order estimate weighs
     each branch's noise by its own loss (the adjoint-weighted deviation of its states from the bundle's
     mean, over the bundle's substeps). The other directions, and the gradient through the actions
     inside the bundle, stay first-order. Needs B >= 2 (bundling.kernels.alpha_order_mix). The joint

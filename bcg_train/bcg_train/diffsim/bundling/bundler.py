@@ -31,7 +31,8 @@ bundler turns it into the relative standard error of a bundle's mean gradient
 branch's entry adjoint to at most branch_clip times its bundle's median: in measured G1 bundles one
 branch often carries most of the gradient (a robust mean; off by default). With `alpha_order` the
 same pass then mixes in the zero-order estimate along the directions the bundle's noise spans
-(bk.alpha_order_mix): each branch row carries a probe (a weight of one in the branch mean, moved with
+(bk.alpha_order_mix) with the weight alpha = v0 / (v0 + v1) measured, from the two estimates'
+variances pooled over the bundles, in the segment before (1 until then): each branch row carries a probe (a weight of one in the branch mean, moved with
 its row), whose adjoint is that branch's own share of the loss; the perturbation kernel keeps each new
 branch's draws and its leg's unit response.
 
@@ -93,8 +94,9 @@ class BundleStats:
     """Mean approach speed towards the floor of the feet perturbed since the segment before that measured
     a spread, at their events (what `auto_sigma` scales the velocity std by) [m/s]."""
     alpha: float = float("nan")
-    """With `alpha_order`: the mean weight of the first-order estimate in the bundles mixed in the last
-    segment that measured a spread (1: first-order only, 0: zero-order only) [-]."""
+    """With `alpha_order`: the weight of the first-order estimate, v0 / (v0 + v1) from the variances of
+    both estimates pooled over the bundles of the last segment that measured them, which the next
+    segment's bundles use (1: first-order only, 0: zero-order only) [-]."""
     branch_top_share: float = float("nan")
     """In the same segment, the mean over bundles of the largest branch's share of sum_i |g_i|^2 (g_i
     a branch's gradient: 1/B when the branches agree, 1 when one carries it all) [-]."""
@@ -121,7 +123,8 @@ class Bundler:
         self._sums = wp.zeros(8, dtype=wp.float64, device=physics.model.device)
         """On the device until `measure_spread` reads them: the branch-gradient spread sums (0-3,
         bk.branch_gradient_spread), the approach speeds of the perturbed feet (4: sum [m/s], 5: count)
-        and the alpha-order weights (6: sum, 7: bundles; bk.alpha_order_mix)."""
+        and the variances of the zero- and first-order estimates of the bundles mixed (6, 7;
+        bk.alpha_order_mix)."""
         self._probing = cfg.alpha_order and requires_grad
         """Branch probes (bk.branch_mean) are kept, and new bundles' noise, for the alpha-order mix."""
         device = physics.model.device
@@ -134,6 +137,7 @@ class Bundler:
         self._spread_launch = CachedLaunch(bk.branch_gradient_spread, physics.model.device)
         self._clip_launch = CachedLaunch(bk.clip_branch_adjoints, physics.model.device)
         self._events = 0
+        self._alpha = 1.0       # the weight of the first order; first-order only until both are measured
         self.recorded: Optional[List[Tuple[np.ndarray, np.ndarray]]] = None
         """When a list: every perturbation (dq, dqd), (rows, nv) each, is appended in order."""
         self.replay: Optional[Iterator[Tuple[np.ndarray, np.ndarray]]] = None
@@ -165,6 +169,7 @@ class Bundler:
         self._clamped.zero_()
         self._sums.zero_()
         self._events = 0
+        self._alpha = 1.0
 
     def state_dict(self) -> dict:
         """Open bundles, branch states, counters and the noise stream position (numpy arrays, numbers)."""
@@ -188,6 +193,7 @@ class Bundler:
         stats = dict(state["stats"])
         clamped = stats.pop("clamped_perturbations", state.get("clamped_perturbations", 0))  # older checkpoints
         self.stats = BundleStats(**{"branches": self.cfg.branches, **stats})
+        self._alpha = self.stats.alpha if np.isfinite(self.stats.alpha) else 1.0
         self._clamped.fill_(int(clamped))
         self._spread_recorded = False
         self._sums.zero_()
@@ -392,7 +398,7 @@ class Bundler:
             if mix is not None:
                 probe, noise, response, scales = mix
                 self._mix_launch(bundles, [self.physics.kernel_model, entry.q.grad, entry.qd.grad, probe.grad, noise,
-                                           response, scales, first, b, self._sums])
+                                           response, scales, first, b, wp.float64(self._alpha), self._sums])
         tape.record_func(backward=on_entry_adjoints, arrays=[])
         self._spread_recorded = True
 
@@ -406,12 +412,12 @@ class Bundler:
         if not self._spread_recorded:
             return
         self._spread_recorded = False
-        squared_error, squared_mean, measured, top_share, speed_sum, legs, alpha_sum, mixed = self._sums.numpy()
+        squared_error, squared_mean, measured, top_share, speed_sum, legs, v0, v1 = self._sums.numpy()
         self._sums.zero_()
         if legs:
             self.stats.approach_speed = float(speed_sum / legs)
-        if mixed:
-            self.stats.alpha = float(alpha_sum / mixed)
+        if v0 + v1 > 0:
+            self.stats.alpha = self._alpha = float(v0 / (v0 + v1))
         if not measured:
             return
         rse = float(np.sqrt(squared_error / squared_mean))

@@ -431,11 +431,11 @@ def _order_samples(mdl: DeviceModel, probe_grad: wp.array(dtype=real), noise: wp
 def alpha_order_mix(mdl: DeviceModel, q_grad: wp.array2d(dtype=real), qd_grad: wp.array2d(dtype=real),
                     probe_grad: wp.array(dtype=real), noise: wp.array2d(dtype=real),
                     response: wp.array3d(dtype=real), scales: wp.array2d(dtype=real), first: int, branches: int,
-                    sums: wp.array(dtype=wp.float64)):
+                    alpha: wp.float64, sums: wp.array(dtype=wp.float64)):
     """Bundle w of the B = `branches` rows first + w B .. of the new bundles' entry states (their
     adjoints q_grad, qd_grad complete; noise, response and scales as `foot_perturbation` kept them for
     those rows; probe_grad[w B + b]: branch b's share of the loss, see `branch_mean`): Suh et al.'s
-    alpha-order gradient along the perturbation's directions, in place.
+    alpha-order gradient along the perturbation's directions, in place, with the weight `alpha`.
 
     Per perturbed block (leg, position or velocity; std s, unit response R of the bundle's source
     row, n x 3) the noise z ~ N(0, I_3) moved the entry state by w = s R z (before the clamp), so
@@ -443,11 +443,11 @@ def alpha_order_mix(mdl: DeviceModel, q_grad: wp.array2d(dtype=real), qd_grad: w
       sum_b a_b, whose projection s R^T sum_b a_b is mean_b g1_b);
     - zero-order: g0_b = B / (B - 1) (c_b - mean c) z_b, c_b = B probe_grad[b] (branch b's own loss,
       linearised at the bundle's means);
-    - alpha = v0 / (v0 + v1), v0 and v1 the sample variances of the means of g0 and g1 (summed over
-      the blocks' components); the projection is moved to alpha mean g1 + (1 - alpha) mean g0 by adding
-      R (R^T R)^-1 delta / (s B) to every branch's adjoint (delta the change of each block's 3
-      components): the gradient orthogonal to the noise stays first-order.
-    sums[6] adds alpha, sums[7] one (bundles with no spread in either estimate are left as they are)."""
+    - the projection is moved to alpha mean g1 + (1 - alpha) mean g0 by adding R (R^T R)^-1 delta / (s B)
+      to every branch's adjoint (delta the change of each block's 3 components): the gradient
+      orthogonal to the noise stays first-order.
+    sums[6] and sums[7] add the sample variances of the two means (summed over the blocks' components),
+    from which the bundler takes the next alpha = v0 / (v0 + v1)."""
     w = wp.tid()
     b0 = first + w * branches
     nb = wp.float64(branches)
@@ -477,11 +477,10 @@ def alpha_order_mix(mdl: DeviceModel, q_grad: wp.array2d(dtype=real), qd_grad: w
                 mean1[block, k] = m1
                 v0 += (sq0 - nb * m0 * m0) / (nb * (nb - wp.float64(1.0)))
                 v1 += (sq1 - nb * m1 * m1) / (nb * (nb - wp.float64(1.0)))
-    if v0 + v1 <= wp.float64(0.0):
+    wp.atomic_add(sums, 6, v0)
+    wp.atomic_add(sums, 7, v1)
+    if alpha >= wp.float64(1.0):
         return
-    alpha = v0 / (v0 + v1)
-    wp.atomic_add(sums, 6, alpha)
-    wp.atomic_add(sums, 7, wp.float64(1.0))
     for block in range(4):
         s = wp.float64(scales[b0, block])
         if s > wp.float64(0.0):
