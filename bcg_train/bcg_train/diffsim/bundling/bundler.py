@@ -31,10 +31,10 @@ bundler turns it into the relative standard error of a bundle's mean gradient
 branch's entry adjoint to at most branch_clip times its bundle's median: in measured G1 bundles one
 branch often carries most of the gradient (a robust mean; off by default). With `alpha_order` the
 same pass then mixes in the zero-order estimate along the directions the bundle's noise spans
-(bk.alpha_order_mix) with the weight alpha = v0 / (v0 + v1) measured, from the two estimates'
-variances pooled over the bundles, in the segment before (1 until then): each branch row carries a probe (a weight of one in the branch mean, moved with
-its row), whose adjoint is that branch's own share of the loss; the perturbation kernel keeps each new
-branch's draws and its leg's unit response.
+(bk.alpha_order_mix), with the weight alpha = v0 / (v0 + v1) from the two estimates' variances pooled
+over the bundles of the segment before (1 until one is measured): each branch row carries a probe (a
+weight of one in the branch mean, moved with its row), whose adjoint is that branch's own share of
+the loss; the perturbation kernel keeps each new branch's draws and its leg's unit response.
 
 Branches exist only for environments in a bundle, so memory and compute grow with the number of
 triggered environments, not with N x B. Bundle bookkeeping is on the host: one small copy to the
