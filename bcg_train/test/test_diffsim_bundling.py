@@ -841,3 +841,25 @@ def test_zero_order_and_first_order_estimates_of_a_g1_landing_point_the_same_way
         _, _, grad = _window(sim, *_late_landing_start(), torch.tensor(np.tile(r.default_q, (4, 3, 1))), kp, kd)
         assert torch.isfinite(grad).all()
     assert len(cosines) >= 4 and np.mean(cosines) > 0.3, cosines
+
+
+@pytest.mark.parametrize("memory, second", [(0.9, 1.2 / 4.0), (0.0, 0.75)])
+def test_alpha_is_the_share_of_the_running_zero_order_variance(memory, second):
+    """alpha = v0 / (v0 + v1) of the running variances: (1, 3) measured, then (3, 1); kept by state_dict."""
+    sim = Simulator(MODEL, 1, sim_config(enabled=True, branches=4, alpha_order=True, alpha_memory=memory),
+                    requires_grad=True)
+    bundler = sim.bundler
+    for v0, v1, alpha in ((1.0, 3.0, 0.25), (3.0, 1.0, second)):
+        bundler._sums.assign(np.array([0, 0, 0, 0, 0, 0, v0, v1], dtype=np.float64))
+        bundler._spread_recorded = True
+        bundler.measure_spread()
+        assert bundler.stats.alpha == pytest.approx(alpha)
+    restored = Simulator(MODEL, 1, sim.config, requires_grad=True)
+    restored.load_state_dict(sim.state_dict())
+    restored.bundler._sums.assign(np.array([0, 0, 0, 0, 0, 0, 1.0, 1.0], dtype=np.float64))
+    restored.bundler._spread_recorded = True
+    restored.bundler.measure_spread()
+    bundler._sums.assign(np.array([0, 0, 0, 0, 0, 0, 1.0, 1.0], dtype=np.float64))
+    bundler._spread_recorded = True
+    bundler.measure_spread()
+    assert restored.bundle_stats.alpha == bundler.stats.alpha

@@ -85,14 +85,18 @@ class BundleConfig:
     """Mix in the zero-order estimate (Suh et al.'s alpha-order gradient; off: the paper's first-order
     bundle). At each new bundle's entry, in the backward pass, the gradient along the directions its
     noise moved the feet becomes alpha x first-order + (1 - alpha) x zero-order, alpha = v0 / (v0 + v1)
-    from the sample variances of the two, pooled over the bundles of the segment before (first-order
-    only until then; per bundle, from its B branches alone, alpha was noisier and the mix worse in
-    the 1-D study: bundling_study.pointmass); the zero-order estimate weighs
+    from the sample variances of the two, pooled over the bundles of the segments before (running
+    means, `alpha_memory`; first-order only until measured; per bundle, from its B branches alone,
+    alpha was noisier and the mix worse in the 1-D study: bundling_study.pointmass); the zero-order
+    estimate weighs
     each branch's noise by its own loss (the adjoint-weighted deviation of its states from the bundle's
     mean, over the bundle's substeps). The other directions, and the gradient through the actions
     inside the bundle, stay first-order. Needs B >= 2 (bundling.kernels.alpha_order_mix). The joint
     clamps (max_dq, max_dqd) are not modelled: where they cut a perturbation (`clamped_perturbations`)
     the zero-order estimate is approximate."""
+    alpha_memory: float = 0.9
+    """With `alpha_order`: weight of the running variances so far when a segment's are added (0: the
+    last segment's alone) [-]."""
     branch_clip: float = 0.0
     """0: off. c > 0: in the backward pass, each new bundle's branch whose entry-state adjoint is longer
     than c times the median of its bundle's is scaled down to that length, before they are summed: a
@@ -112,6 +116,7 @@ class BundleConfig:
         require_non_negative(self, "sigma_p", "sigma_v", "sigma_p_widths", "sigma_v_per_speed", "max_dq", "max_dqd",
                              "branch_clip")
         check(0.0 <= self.onset_fraction <= 1.0, "onset_fraction", f"must be in [0, 1], got {self.onset_fraction}")
+        check(0.0 <= self.alpha_memory < 1.0, "alpha_memory", f"must be in [0, 1), got {self.alpha_memory}")
         if self.alpha_order:
             check(self.branches >= 2, "alpha_order", f"needs branches >= 2 (a spread to weigh), got {self.branches}")
         if self.auto_branches:
