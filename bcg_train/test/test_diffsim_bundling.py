@@ -778,7 +778,8 @@ def test_a_branch_probe_adjoint_is_that_branch_s_own_loss(monkeypatch):
 
 def test_alpha_order_changes_gradients_only_and_logs_its_weight(frozen_noise):
     """The same noise with and without alpha_order over two windows: states bit for bit; the first
-    window's action gradients too (no alpha measured yet: first-order only), the second's moved but of
+    window's action gradients and branch spread too (no alpha measured yet: first-order only), the
+    second's gradients moved but of
     the same size, with the alpha the first measured, in (0, 1); it survives state_dict; replayed noise
     (which keeps no draws) is refused."""
     import torch
@@ -790,9 +791,11 @@ def test_alpha_order_changes_gradients_only_and_logs_its_weight(frozen_noise):
         sim = Simulator(MODEL, 3, sim_config(enabled=True, branches=4, alpha_order=mix), requires_grad=True)
         q, qd = _late_landing_start()
         first = _window(sim, q, qd, actions, kp, kd)
+        spread = (sim.bundle_stats.branch_rse, sim.bundle_stats.branch_top_share)
         alpha = sim.bundle_stats.alpha
-        runs[mix] = (first, _window(sim, first[0], first[1], actions, kp, kd), alpha, sim)
-    (plain_1, plain_2, _, _), (mixed_1, mixed_2, alpha, sim) = runs[False], runs[True]
+        runs[mix] = (first, _window(sim, first[0], first[1], actions, kp, kd), alpha, sim, spread)
+    (plain_1, plain_2, _, _, spread), (mixed_1, mixed_2, alpha, sim, mixed_spread) = runs[False], runs[True]
+    assert mixed_spread == spread                                    # the first window is the plain one
     for a, b in zip(plain_1 + plain_2[:2], mixed_1 + mixed_2[:2]):
         torch.testing.assert_close(b, a, rtol=0, atol=0)
     g0, g1 = plain_2[2], mixed_2[2]
@@ -843,13 +846,14 @@ def test_zero_order_and_first_order_estimates_of_a_g1_landing_point_the_same_way
     assert len(cosines) >= 4 and np.mean(cosines) > 0.3, cosines
 
 
-@pytest.mark.parametrize("memory, second", [(0.9, 1.2 / 4.0), (0.0, 0.75)])
-def test_alpha_is_the_share_of_the_running_zero_order_variance(memory, second):
-    """alpha = v0 / (v0 + v1) of the running variances: (1, 3) measured, then (3, 1); kept by state_dict."""
+@pytest.mark.parametrize("memory, second", [(0.9, 0.9 * 0.25 + 0.1 * 0.75), (0.0, 0.75)])
+def test_alpha_is_a_running_mean_of_the_zero_order_variance_share(memory, second):
+    """alpha: v0 / (v0 + v1) of the first segment that measured them, then a running mean; (1, 3) measured,
+    then (3000, 1000) (the scale does not matter); kept by state_dict."""
     sim = Simulator(MODEL, 1, sim_config(enabled=True, branches=4, alpha_order=True, alpha_memory=memory),
                     requires_grad=True)
     bundler = sim.bundler
-    for v0, v1, alpha in ((1.0, 3.0, 0.25), (3.0, 1.0, second)):
+    for v0, v1, alpha in ((1.0, 3.0, 0.25), (3000.0, 1000.0, second)):
         bundler._sums.assign(np.array([0, 0, 0, 0, 0, 0, v0, v1], dtype=np.float64))
         bundler._spread_recorded = True
         bundler.measure_spread()

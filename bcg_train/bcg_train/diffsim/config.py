@@ -85,8 +85,8 @@ class BundleConfig:
     """Mix in the zero-order estimate (Suh et al.'s alpha-order gradient; off: the paper's first-order
     bundle). At each new bundle's entry, in the backward pass, the gradient along the directions its
     noise moved the feet becomes alpha x first-order + (1 - alpha) x zero-order, alpha = v0 / (v0 + v1)
-    from the sample variances of the two, pooled over the bundles of the segments before (running
-    means, `alpha_memory`; first-order only until measured; per bundle, from its B branches alone,
+    from the sample variances of the two pooled over a segment's bundles, averaged over the segments
+    before (`alpha_memory`; first-order only until measured; per bundle, from its B branches alone,
     alpha was noisier and the mix worse in the 1-D study: bundling_study.pointmass); the zero-order
     estimate weighs
     each branch's noise by its own loss (the adjoint-weighted deviation of its states from the bundle's
@@ -95,8 +95,9 @@ class BundleConfig:
     clamps (max_dq, max_dqd) are not modelled: where they cut a perturbation (`clamped_perturbations`)
     the zero-order estimate is approximate."""
     alpha_memory: float = 0.9
-    """With `alpha_order`: weight of the running variances so far when a segment's are added (0: the
-    last segment's alone) [-]."""
+    """With `alpha_order`: weight of the running alpha when a segment's is averaged in (0: the last
+    segment's alone; the ratio, not the variances, is averaged: their scale changes by orders of
+    magnitude as training goes) [-]."""
     branch_clip: float = 0.0
     """0: off. c > 0: in the backward pass, each new bundle's branch whose entry-state adjoint is longer
     than c times the median of its bundle's is scaled down to that length, before they are summed: a

@@ -32,8 +32,8 @@ branch's entry adjoint to at most branch_clip times its bundle's median: in meas
 branch often carries most of the gradient (a robust mean; off by default). With `alpha_order` the
 same pass then mixes in the zero-order estimate along the directions the bundle's noise spans
 (bk.alpha_order_mix), with the weight alpha = v0 / (v0 + v1) from the two estimates' variances pooled
-over the bundles of the segments before (a running mean, `alpha_memory`; 1 until measured): each branch
-row carries a probe (a
+over the bundles of a segment, averaged over the segments before (`alpha_memory`; 1 until measured):
+each branch row carries a probe (a
 weight of one in the branch mean, moved with its row), whose adjoint is that branch's own share of
 the loss; the perturbation kernel keeps each new branch's draws and its leg's unit response.
 
@@ -95,9 +95,9 @@ class BundleStats:
     """Mean approach speed towards the floor of the feet perturbed since the segment before that measured
     a spread, at their events (what `auto_sigma` scales the velocity std by) [m/s]."""
     alpha: float = float("nan")
-    """With `alpha_order`: the weight of the first-order estimate, v0 / (v0 + v1) from the variances of
-    both estimates pooled over the bundles of the segments that measured them (running means,
-    `alpha_memory`), which the next segment's bundles use (1: first-order only, 0: zero-order only) [-]."""
+    """With `alpha_order`: the weight of the first-order estimate that the next segment's bundles use, a
+    running mean (`alpha_memory`) over the segments that measured it of v0 / (v0 + v1), the variances of
+    both estimates pooled over a segment's bundles (1: first-order only, 0: zero-order only) [-]."""
     branch_top_share: float = float("nan")
     """In the same segment, the mean over bundles of the largest branch's share of sum_i |g_i|^2 (g_i
     a branch's gradient: 1/B when the branches agree, 1 when one carries it all) [-]."""
@@ -139,7 +139,6 @@ class Bundler:
         self._clip_launch = CachedLaunch(bk.clip_branch_adjoints, physics.model.device)
         self._events = 0
         self._alpha = 1.0       # the weight of the first order; first-order only until both are measured
-        self._variances: Optional[np.ndarray] = None   # running (v0, v1) behind it
         self.recorded: Optional[List[Tuple[np.ndarray, np.ndarray]]] = None
         """When a list: every perturbation (dq, dqd), (rows, nv) each, is appended in order."""
         self.replay: Optional[Iterator[Tuple[np.ndarray, np.ndarray]]] = None
@@ -171,7 +170,7 @@ class Bundler:
         self._clamped.zero_()
         self._sums.zero_()
         self._events = 0
-        self._alpha, self._variances = 1.0, None
+        self._alpha = 1.0
 
     def state_dict(self) -> dict:
         """Open bundles, branch states, counters and the noise stream position (numpy arrays, numbers)."""
@@ -180,7 +179,6 @@ class Bundler:
                 "left": self.left.copy(), "flags": self.flags.copy(),
                 "unloaded": None if self.unloaded is None else self.unloaded.copy(),
                 "events": self._events, "stats": dataclasses.asdict(self.stats),
-                "alpha_variances": self._variances,
                 "clamped_perturbations": self.clamped_perturbations,
                 "branch": {} if bi is None else {k: v.numpy().copy() for k, v in zip(_FIELDS, _fields(bi))}}
 
@@ -196,8 +194,6 @@ class Bundler:
         stats = dict(state["stats"])
         clamped = stats.pop("clamped_perturbations", state.get("clamped_perturbations", 0))  # older checkpoints
         self.stats = BundleStats(**{"branches": self.cfg.branches, **stats})
-        variances = state.get("alpha_variances")
-        self._variances = None if variances is None else np.asarray(variances, dtype=float).copy()
         self._alpha = self.stats.alpha if np.isfinite(self.stats.alpha) else 1.0
         self._clamped.fill_(int(clamped))
         self._spread_recorded = False
@@ -413,7 +409,8 @@ class Bundler:
         sum of squared means), bundles with a zero gradient left out) -> stats.branch_rse; with
         `auto_branches`, stats.branches <- B x rse / target (clamped), halfway in log B to the B that
         would reach the target (B x (rse / target)^2); the mean approach speed of the feet perturbed
-        since the last reading -> stats.approach_speed. One copy to the host; none when no bundle opened."""
+        since the last reading -> stats.approach_speed; with `alpha_order`, the running alpha ->
+        stats.alpha. One copy to the host; none when no bundle opened."""
         if not self._spread_recorded:
             return
         self._spread_recorded = False
@@ -422,10 +419,9 @@ class Bundler:
         if legs:
             self.stats.approach_speed = float(speed_sum / legs)
         if v0 + v1 > 0:
-            keep = self.cfg.alpha_memory if self._variances is not None else 0.0
-            old = self._variances if self._variances is not None else np.zeros(2)
-            self._variances = keep * old + (1.0 - keep) * np.array([v0, v1])
-            self.stats.alpha = self._alpha = float(self._variances[0] / self._variances.sum())
+            zero_order_share = float(v0 / (v0 + v1))
+            keep = self.cfg.alpha_memory if np.isfinite(self.stats.alpha) else 0.0
+            self.stats.alpha = self._alpha = keep * self._alpha + (1.0 - keep) * zero_order_share
         if not measured:
             return
         rse = float(np.sqrt(squared_error / squared_mean))
