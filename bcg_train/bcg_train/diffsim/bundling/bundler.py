@@ -33,9 +33,9 @@ branch often carries most of the gradient (a robust mean; off by default). With 
 same pass then mixes in the zero-order estimate along the directions the bundle's noise spans
 (bk.alpha_order_mix), with the weight alpha = v0 / (v0 + v1) from the two estimates' variances pooled
 over the bundles of a segment, averaged over the segments before (`alpha_memory`; 1 until measured):
-each branch row carries a probe (a
-weight of one in the branch mean, moved with its row), whose adjoint is that branch's own share of
-the loss; the perturbation kernel keeps each new branch's draws and its leg's unit response.
+each branch row carries a probe (a weight of one in the branch mean, moved with its row), whose
+adjoint is that branch's own share of the loss; the perturbation kernel keeps each new branch's
+draws and its leg's unit response.
 
 Branches exist only for environments in a bundle, so memory and compute grow with the number of
 triggered environments, not with N x B. Bundle bookkeeping is on the host: one small copy to the
