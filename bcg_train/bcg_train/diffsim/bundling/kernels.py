@@ -252,29 +252,19 @@ def branch_mean(first: wp.array(dtype=int), count: wp.array(dtype=int), q: wp.ar
         sign = real(1.0)
         if q[i, 3] * q[b0, 3] + q[i, 4] * q[b0, 4] + q[i, 5] * q[b0, 5] + q[i, 6] * q[b0, 6] < real(0.0):
             sign = real(-1.0)
+        weight = real(1.0)            # x 1 leaves every value as it is
         if probed == 1:
-            sign = sign * probe[i]
-            for j in range(q.shape[1]):
-                v = q[i, j] * probe[i]
-                if j >= 3 and j < 7:
-                    v = q[i, j] * sign
-                wp.atomic_add(q_sum, w, j, v)
-            for j in range(qd.shape[1]):
-                wp.atomic_add(qd_mean, w, j, qd[i, j] * inv * probe[i])
-            for k in range(height.shape[1]):
-                wp.atomic_add(imp_mean, w, k, imp[i, k] * inv * probe[i])
-                wp.atomic_add(h_mean, w, k, height[i, k] * inv * probe[i])
-        else:
-            for j in range(q.shape[1]):
-                v = q[i, j]
-                if j >= 3 and j < 7:
-                    v = v * sign
-                wp.atomic_add(q_sum, w, j, v)
-            for j in range(qd.shape[1]):
-                wp.atomic_add(qd_mean, w, j, qd[i, j] * inv)
-            for k in range(height.shape[1]):
-                wp.atomic_add(imp_mean, w, k, imp[i, k] * inv)
-                wp.atomic_add(h_mean, w, k, height[i, k] * inv)
+            weight = probe[i]
+        for j in range(q.shape[1]):
+            v = q[i, j] * weight
+            if j >= 3 and j < 7:
+                v = v * sign
+            wp.atomic_add(q_sum, w, j, v)
+        for j in range(qd.shape[1]):
+            wp.atomic_add(qd_mean, w, j, qd[i, j] * inv * weight)
+        for k in range(height.shape[1]):
+            wp.atomic_add(imp_mean, w, k, imp[i, k] * inv * weight)
+            wp.atomic_add(h_mean, w, k, height[i, k] * inv * weight)
     for j in range(q.shape[1]):
         if j < 3 or j >= 7:
             q_mean[w, j] = q_sum[w, j] * inv
