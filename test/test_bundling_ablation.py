@@ -1,5 +1,5 @@
 """bench/bundling_ablation.py's arms and learning gains, without training (the quick mode trains eleven
-arms, about 10 minutes on 2 idle cores, and is not part of the suite)."""
+arms, about 6 minutes on 2 cores, and is not part of the suite)."""
 import importlib.util
 import math
 from pathlib import Path
