@@ -18,7 +18,8 @@ the mean over the last 10 % of iterations.
 
 --quick: the cpu-smoke sizes (8 environments, horizon 16), 40 SHAC iterations (PPO at the same
 environment steps), 1 seed, 3 s evaluations: 6 min on 2 cores beside two training runs (2026-12-06,
-eleven arms; `bench/results/bundling_ablation_quick/`). Full: cpu-small sizes, 300 iterations, 5 s x 3 seeds of evaluation per policy; hours per seed.
+eleven arms; `bench/results/bundling_ablation_quick/`). Full: cpu-small sizes, 300 iterations, 5 s x
+3 seeds of evaluation per policy; hours per seed.
 Writes OUT/ablation.md, OUT/ablation.csv, OUT/curves_*.png and one run folder per configuration.
 Last line: learning_gain_k300=<final ADD feature error without bundling / with bundling, kappa 300>
 learning_gain_k1000=<same at kappa 1000> learning_gain_k300_impact_only=<same, kappa 300, impact only>
