@@ -29,6 +29,7 @@ normaliser, new critics and ADD discriminator (hold the actor while they learn w
 `cfg.num_envs()` G1 imitation environments seeded from `cfg.runner.seed` (`build_env`).
 """
 import argparse
+import contextlib
 import os
 import sys
 import time
@@ -48,6 +49,7 @@ from .checkpoint import CheckpointError, find_checkpoint, load_checkpoint
 from .env_api import DiffEnv
 from .motion.library import motion_help
 from .policy_weights import policy_start_warnings
+from .run_lock import RunFolderInUse, RunFolderLock
 from .runner import Runner, make_algorithm
 from .train_config import (
     ALGORITHMS,
@@ -173,6 +175,12 @@ def main(argv: Optional[List[str]] = None) -> int:
 
 def train(args: argparse.Namespace, ranks: Ranks) -> int:
     lead = ranks.rank == 0
+    with contextlib.ExitStack() as folder:
+        return _train(args, ranks, lead, folder)
+
+
+def _train(args: argparse.Namespace, ranks: Ranks, lead: bool, folder: contextlib.ExitStack) -> int:
+    """`train` with `folder` holding the run folder's lock (rank 0) until the caller's block ends."""
     try:
         if args.motion_dir:
             os.environ[MOTION_DIR_ENV_VAR] = str(resolve_motion_dir(args.motion_dir))
@@ -190,6 +198,8 @@ def train(args: argparse.Namespace, ranks: Ranks) -> int:
                 cfg = extend(cfg, args.iterations, int(state["iteration"]))
                 run_info["schedule"].append([int(state["iteration"]), args.iterations])
             run_info["device"] = args.device or run_info["device"]
+            if lead:
+                folder.enter_context(RunFolderLock(path.parent.parent))
             runner = build_runner(cfg, run_info, path.parent.parent)
             runner.resume(path)
         else:
@@ -207,6 +217,8 @@ def train(args: argparse.Namespace, ranks: Ranks) -> int:
                         "schedule": [[0, cfg.iterations()]]}
             run_dir = ranks.from_first(args.run_dir or default_run_dir(cfg, run_info))
             run_info["run_name"] = run_dir.name        # its checkpoints name their run wherever they are copied
+            if lead:
+                folder.enter_context(RunFolderLock(run_dir))
             runner = build_runner(cfg, run_info, run_dir)
             if args.init_from:
                 runner.run_info["init_from"] = runner.init_from(find_checkpoint(args.init_from))
@@ -220,7 +232,7 @@ def train(args: argparse.Namespace, ranks: Ranks) -> int:
         if args.stop_at is not None and not runner.iteration < args.stop_at <= runner.algorithm.iterations:
             raise ConfigError(f"--stop-at: {args.stop_at} is not after iteration {runner.iteration} and within the "
                               f"run's {runner.algorithm.iterations}")
-    except (ConfigError, CheckpointError, MotionFileError) as e:
+    except (ConfigError, CheckpointError, MotionFileError, RunFolderInUse) as e:
         print(f"bcg-train: {e}", file=sys.stderr)
         return EXIT_USAGE
     if lead:

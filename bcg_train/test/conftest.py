@@ -109,6 +109,20 @@ def toy_env_class():
 
 
 @pytest.fixture
+def toy_factory(monkeypatch, toy_env_class):
+    """bcg-train's env factory replaced by the toy env's; the list of (motion, kappa, bundling, device)
+    it was called with."""
+    from bcg_train import cli
+    calls = []
+
+    def build_env(cfg, motion, device):
+        calls.append((motion, cfg.env.sim.kappa, cfg.bundle, device))
+        return toy_env_class(num_envs=cfg.num_envs(), seed=cfg.runner.seed, device=device)
+    monkeypatch.setattr(cli, "build_env", build_env)
+    return calls
+
+
+@pytest.fixture
 def one_torch_thread():
     """Tiny networks run far faster on one thread, and do not stall when other processes load the
     CPU (torch's thread pool then waits on descheduled threads at every operation)."""

@@ -13,17 +13,6 @@ from bcg_train.train_config import config_from_dict
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
-@pytest.fixture
-def toy_factory(monkeypatch, toy_env_class):
-    calls = []
-
-    def build_env(cfg, motion, device):
-        calls.append((motion, cfg.env.sim.kappa, cfg.bundle, device))
-        return toy_env_class(num_envs=cfg.num_envs(), seed=cfg.runner.seed, device=device)
-    monkeypatch.setattr(cli, "build_env", build_env)
-    return calls
-
-
 def test_train_then_resume_from_the_command_line(toy_factory, tmp_path, capsys):
     run = tmp_path / "run"
     args = ["--preset", "cpu-smoke", "--motion", "jump", "--kappa", "300", "--no-bundle", "--run-dir", str(run),

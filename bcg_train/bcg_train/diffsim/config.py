@@ -93,7 +93,9 @@ class BundleConfig:
     mean, over the bundle's substeps). The other directions, and the gradient through the actions
     inside the bundle, stay first-order. Needs B >= 2 (bundling.kernels.alpha_order_mix). The joint
     clamps (max_dq, max_dqd) are not modelled: where they cut a perturbation (`clamped_perturbations`)
-    the zero-order estimate is approximate."""
+    the zero-order estimate is approximate. Measured to hurt (bench/results/bundling_auto_dance/):
+    SHAC on dance at kappa 1000 learned far worse in one seed and diverged in another; an experiment,
+    not a training setting."""
     alpha_memory: float = 0.9
     """With `alpha_order`: weight of the running alpha when a segment's is averaged in (0: the last
     segment's alone; the ratio, not the variances, is averaged: their scale changes by orders of
