@@ -9,8 +9,8 @@ PRECISIONS = ("float64", "float32")
 """The simulator's floating-point precisions (`precision`)."""
 
 CONTACT_TRANSITION_WIDTH = 2.0 * math.log(9.0)
-"""Height span [m], times 1/kappa, over which the contact smoothing s_k(c) = 1 / (1 + exp(kappa c)) goes
-from 10 % to 90 % (4.39 / kappa: 14.6 mm at kappa 300, 4.4 mm at kappa 1000) [-]."""
+"""2 ln 9 = 4.39 [-]: the contact smoothing s_k(c) = 1 / (1 + exp(kappa c)) goes from 90 % to 10 % over a
+height span of this / kappa [m] (14.6 mm at kappa 300, 4.4 mm at kappa 1000)."""
 
 NOT_IN_CONTRACT = ("kappa", "bundle", "precision")
 """`SimConfig` settings a policy contract's `simulator` does not record (`SimConfig.contract_settings`)."""
@@ -82,20 +82,18 @@ class BundleConfig:
     max_branches: int = 32
     """Largest B `auto_branches` chooses."""
     alpha_order: bool = False
-    """Mix in the zero-order estimate (Suh et al.'s alpha-order gradient; off: the paper's first-order
-    bundle). At each new bundle's entry, in the backward pass, the gradient along the directions its
-    noise moved the feet becomes alpha x first-order + (1 - alpha) x zero-order, alpha = v0 / (v0 + v1)
-    from the sample variances of the two pooled over a segment's bundles, averaged over the segments
-    before (`alpha_memory`; first-order only until measured; per bundle, from its B branches alone,
-    alpha was noisier and the mix worse in the 1-D study: bundling_study.pointmass); the zero-order
-    estimate weighs
-    each branch's noise by its own loss (the adjoint-weighted deviation of its states from the bundle's
-    mean, over the bundle's substeps). The other directions, and the gradient through the actions
-    inside the bundle, stay first-order. Needs B >= 2 (bundling.kernels.alpha_order_mix). The joint
-    clamps (max_dq, max_dqd) are not modelled: where they cut a perturbation (`clamped_perturbations`)
-    the zero-order estimate is approximate. Measured to hurt (bench/results/bundling_auto_dance/):
-    SHAC on dance at kappa 1000 learned far worse in one seed and diverged in another; an experiment,
-    not a training setting."""
+    """Mix in the zero-order estimate (Suh et al.'s alpha-order gradient; off: the paper's first-order bundle). At each
+    new bundle's entry, in the backward pass, the gradient along the directions its noise moved the feet becomes
+    alpha x first-order + (1 - alpha) x zero-order, alpha = v0 / (v0 + v1) from the sample variances of the two
+    pooled over a segment's bundles, averaged over the segments before (`alpha_memory`; first-order only until
+    measured; per bundle, from its B branches alone, alpha was noisier and the mix worse in the 1-D study:
+    bundling_study.pointmass); the zero-order estimate weighs each branch's noise by its own loss (the adjoint-
+    weighted deviation of its states from the bundle's mean, over the bundle's substeps). The other directions,
+    and the gradient through the actions inside the bundle, stay first-order. Needs B >= 2
+    (bundling.kernels.alpha_order_mix). The joint clamps (max_dq, max_dqd) are not modelled: where they cut a
+    perturbation (`clamped_perturbations`) the zero-order estimate is approximate. Measured to hurt
+    (bench/results/bundling_auto_dance/): SHAC on dance learned far worse at kappa 300 (2 seeds) and at kappa
+    1000 (one seed; the other diverged); an experiment, not a training setting."""
     alpha_memory: float = 0.9
     """With `alpha_order`: weight of the running alpha when a segment's is averaged in (0: the last
     segment's alone; the ratio, not the variances, is averaged: their scale changes by orders of
