@@ -39,17 +39,20 @@ class RunFolderLock:
 
     def __enter__(self) -> "RunFolderLock":
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        mine = f"{socket.gethostname()} {os.getpid()}\n"
-        for _ in range(2):
-            try:
-                fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-            except FileExistsError:
-                self._take_over_if_stale()
-                continue
-            with os.fdopen(fd, "w") as f:
-                f.write(mine)
-            self._held = True
-            return self
+        host, pid = socket.gethostname(), os.getpid()
+        claim = self.path.with_name(f"{LOCK_NAME}.{host}.{pid}")
+        claim.write_text(f"{host} {pid}\n")
+        try:
+            for _ in range(2):
+                try:
+                    os.link(claim, self.path)       # the lock appears with its content, or not at all
+                except FileExistsError:
+                    self._take_over_if_stale()
+                    continue
+                self._held = True
+                return self
+        finally:
+            claim.unlink(missing_ok=True)
         raise RunFolderInUse(f"run folder {self.path.parent}: another process took it at the same moment")
 
     def _take_over_if_stale(self) -> None:
@@ -57,7 +60,7 @@ class RunFolderLock:
             host, pid = self.path.read_text().split()
             pid_number = int(pid)
         except (OSError, ValueError):
-            host, pid_number = "", -1        # unreadable: half-written by a process that died
+            host, pid_number = "", -1        # unreadable: not a lock this class wrote (it writes it whole)
         if host and host != socket.gethostname():
             raise RunFolderInUse(f"run folder {self.path.parent} is in use by process {pid_number} on {host} "
                                  f"(remove {self.path} if that run is over)")
