@@ -18,14 +18,19 @@ step h = 0.005 s (the simulator: dt 0.02 s with 4 substeps; MuJoCo: Euler at
   dropped from staggered heights (BUNDLE_DROPS) so that their landings open bundles, timed against
   the same dropped window without bundling, interleaved, medians of `--repeats` warm windows each,
   with the bundling counters of the last one.
+- `--kernels`: a warm taped window's forward and backward kernel by kernel (diffsim.kernel_profile:
+  launches, time, threads per launch; wall time on the CPU, Warp's activity timing on CUDA), with
+  `--bundle` also the bundled dropped window's. On a GPU this says which kernels set a window's time
+  and whether the device (kernel time near the wall time) or the host (far below) is the bound.
 
-    python bench/bench_diffsim.py [--device cpu] [--envs 64] [--steps 50] [--bundle] [--precision float32]
+    python bench/bench_diffsim.py [--device cpu] [--envs 64] [--steps 50] [--bundle] [--precision float32] [--kernels]
     python bench/bench_diffsim.py --device cuda:0 --envs 4096
 
 `--precision float32` runs the float32 simulator (`diffsim.flavour`); MuJoCo stays float64.
 
 Last line: forward_vs_mujoco=<Warp env-substeps/s over MuJoCo's> backward_over_forward=<ratio>, with
-`--bundle` also bundled_over_plain=<bundled taped window (forward + backward) over the plain one>.
+`--bundle` also bundled_over_plain=<bundled taped window (forward + backward) over the plain one>, with
+`--kernels` also kernels_over_wall=<the plain taped window's kernel time over its wall time>.
 """
 import os
 
@@ -33,9 +38,11 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
 import argparse  # noqa: E402
+import contextlib  # noqa: E402
 import dataclasses  # noqa: E402
 import gc  # noqa: E402
 import time  # noqa: E402
+from typing import List  # noqa: E402
 
 import mujoco  # noqa: E402
 import numpy as np  # noqa: E402
@@ -44,6 +51,7 @@ import warp as wp  # noqa: E402
 from bcg.contract.builtin import stand_gains  # noqa: E402
 from bcg_train.diffsim import PRECISIONS, BundleConfig, Model, SimConfig, Simulator, flavour  # noqa: E402
 from bcg_train.diffsim import mujoco_reference as vd  # noqa: E402  (the shared scenario)
+from bcg_train.diffsim.kernel_profile import KernelProfile, profile_kernels  # noqa: E402
 
 wp.config.log_level = wp.LOG_WARNING
 DT = 0.02
@@ -165,6 +173,27 @@ def taped_windows(model: Model, envs: int, window: int, repeats: int):
     return best[0], best[1], tape_bytes, pool_bytes, ok
 
 
+def kernel_profiles(model: Model, envs: int, window: int, bundled: bool) -> List[KernelProfile]:
+    """Kernel by kernel (diffsim.kernel_profile), a warm taped window's forward and its backward: the
+    standing scenario, or with `bundled` the dropped one with bundling on."""
+    sim = simulator(model, envs, BUNDLED if bundled else CONFIG, requires_grad=True)
+    setup = dropped_setup if bundled else standing_setup
+    profiles = []
+    for warm in (True, False):
+        sim.segment.cut()
+        if sim.bundler is not None:
+            sim.bundler.reset()
+        s0, ctrl = setup(sim)
+        seed = wp.ones_like(s0.q, requires_grad=False)
+        with contextlib.nullcontext() if warm else profile_kernels(model.device) as forward:
+            tape, states = taped_forward(sim, s0, ctrl, window)
+        with contextlib.nullcontext() if warm else profile_kernels(model.device) as backward:
+            tape.backward(grads={states[-1].q: seed})
+        if not warm:
+            profiles += [forward, backward]
+    return profiles
+
+
 def dropped_setup(sim: Simulator):
     """(state_in, control): the PD standing scenario, each robot released BUNDLE_DROPS[0] ..
     BUNDLE_DROPS[1] above standing (evenly spread) at BUNDLE_FALL downwards."""
@@ -210,6 +239,8 @@ def main():
     parser.add_argument("--model", default=None, help="MuJoCo XML (default: $BCG_G1_MODEL)")
     parser.add_argument("--bundle", action="store_true", help="also time a bundled window of dropped robots")
     parser.add_argument("--precision", choices=PRECISIONS, default="float64", help="the simulator's floating point")
+    parser.add_argument("--kernels", action="store_true",
+                        help="also profile a warm taped window kernel by kernel (and the bundled one with --bundle)")
     args = parser.parse_args()
     wp.init()
     model = flavour(args.precision).Model.from_mujoco(args.model, device=args.device)
@@ -240,6 +271,15 @@ def main():
               f"backward, medians of {args.repeats}); {st.bundles} bundles, {st.branch_substeps} branch-substeps "
               f"for {st.env_substeps} env-substeps")
         last += f" bundled_over_plain={t_bundled / t_plain:.3f}"
+    if args.kernels:
+        for bundled in (False, True) if args.bundle else (False,):
+            forward, backward = kernel_profiles(model, args.envs, args.window, bundled)
+            name = "bundled dropped window" if bundled else "taped window"
+            print(f"\n{forward.table(f'{name}, forward, kernel by kernel')}\n\n"
+                  f"{backward.table(f'{name}, backward, kernel by kernel')}\n")
+            if not bundled:
+                share = (forward.kernel_s + backward.kernel_s) / (forward.wall_s + backward.wall_s)
+                last += f" kernels_over_wall={share:.3f}"
     print(last)
 
 

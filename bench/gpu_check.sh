@@ -10,7 +10,8 @@
 #   cuda_tests   pytest -k cuda over the test files that skip without CUDA (`torch.cuda.is_available`):
 #                a CUDA test names "cuda" in its name or parameter id (test_runs_unchanged_on_cuda)
 #   diffsim_*    bench/bench_diffsim.py at 64 and 4096 environments, once per precision where the
-#                bench has --precision (float64, float32), else once, float32 recorded "not available"
+#                bench has --precision (float64, float32), else once, float32 recorded "not available";
+#                with --kernels (each kernel's device time, forward and backward), at 64 also --bundle
 #   train        bench/bench_train.py --preset paper --iterations 3 --motion synthetic_dance (the built-in
 #                motion: the GPU machine has no motion capture, and the motion does not change the cost)
 #   train_scaled SHAC + BCG alone at 4096 environments in float32 (as many iterations): what a GPU gives
@@ -192,10 +193,13 @@ elif "$PYTHON" bench/bench_diffsim.py --help 2>/dev/null | grep -q -- "--precisi
   PRECISIONS=(float64 float32)
 fi
 for envs in "${SIZES[@]}"; do
+  # kernel by kernel at both sizes; the bundled window too at the small one (the paper's size)
+  PROFILE=(--kernels)
+  [ "$envs" = "${SIZES[0]}" ] && PROFILE+=(--bundle)
   for precision in "${PRECISIONS[@]}"; do
     if [ -n "$precision" ]; then
       step "diffsim_${envs}_${precision}" "$DIFFSIM_CAP" "$PYTHON" bench/bench_diffsim.py --device "$DEVICE" \
-        --envs "$envs" "${DIFFSIM_ARGS[@]}" --precision "$precision"
+        --envs "$envs" "${DIFFSIM_ARGS[@]}" --precision "$precision" "${PROFILE[@]}"
     else
       step "diffsim_${envs}" "$DIFFSIM_CAP" "$PYTHON" bench/bench_diffsim.py --device "$DEVICE" --envs "$envs" \
         "${DIFFSIM_ARGS[@]}"
