@@ -128,3 +128,13 @@ def test_intermediates_are_reused_best_fit_and_zeroed(physics):
     pool.release()
     assert pool.scratch(7) is small and small.rows == 7
     assert np.all(small.crb_m.numpy() == 0.0) and np.all(small.a.grad.numpy() == 0.0)
+
+
+def test_a_named_kind_of_intermediates_has_its_own_buffers_of_power_of_two_capacity(physics):
+    pool = BufferPool(physics, False)
+    plain, named = pool.scratch(40), pool.scratch(9, kind="rerun")
+    assert (plain.capacity, named.capacity) == (50, 16) and named.rows == 9
+    pool.release()
+    assert pool.scratch(12, kind="rerun") is named            # any request of 9 to 16 rows fits it
+    assert pool.scratch(40, kind="rerun") is not plain         # the other kind's buffer is not handed out
+    assert pool.scratch(33) is plain

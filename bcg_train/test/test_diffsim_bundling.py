@@ -2,6 +2,8 @@
 exact gradients of the bundled map, contact-local branching, re-perturbation, the nominal-forward
 ablation, seeding and bad configuration. Scenario: PD holding the default pose, dropped so the feet
 hit the floor hard enough to trigger (400 N on a sphere)."""
+import dataclasses
+
 import numpy as np
 import pytest
 import warp as wp
@@ -124,6 +126,62 @@ def test_branches_exist_only_for_triggered_environments():
     assert stats.branch_substeps == 2 * 8 * 5 + stats.reperturbations
     assert stats.triggered_fraction == pytest.approx(16 / (6 * substeps))
     assert np.isfinite(q).all()
+
+
+def test_environments_and_open_branches_take_a_substep_in_one_physics_run():
+    """Per substep the physics runs once for the environments and the open bundles' branches together
+    (one launch of each kernel), and a second time only when an event re-runs rows (new bundles or a
+    re-perturbed leg): one substep per step, counted kernel by kernel over a landing."""
+    from bcg_train.diffsim.kernel_profile import profile_kernels
+    config = dataclasses.replace(sim_config(enabled=True, branches=5, span_steps=8), substeps=1)
+    q0, qd0 = initial_state(MODEL, 4, dropped=[True, False, True, False])
+    sim = Simulator(MODEL, 4, config, requires_grad=True)
+    r = MODEL.robot
+    s = sim.state().assign(q0, qd0)
+    ctrl = sim.control().set_pd(q_target=np.tile(r.default_q, (4, 1)), kp=r.kp * 10, kd=r.kd * 3)
+    runs, open_before = [], []
+    with Tape():
+        for _ in range(24):
+            events = sim.bundle_stats.bundles + sim.bundle_stats.reperturbations
+            open_before.append(len(sim.bundler.bundle_env))
+            with profile_kernels("cpu") as profile:
+                s1 = sim.state()
+                sim.step(s, s1, ctrl, DT / 4)
+            s = s1
+            kinematics = sum(k == "kinematics" for k, _, _ in profile.launches)
+            rows = {n for k, _, n in profile.launches if k == "kinematics"}
+            runs.append((kinematics, sim.bundle_stats.bundles + sim.bundle_stats.reperturbations > events, rows))
+    assert all(k == 1 + event for k, event, _ in runs)
+    quiet_with_bundles = [rows for (k, event, rows), m in zip(runs, open_before) if m and not event]
+    assert quiet_with_bundles and all(rows == {4 + 5 * 2} for rows in quiet_with_bundles)   # 2 bundles of 5
+    assert any(event for _, event, _ in runs)
+
+
+def test_open_branches_outlive_the_pools_release_between_substeps_without_gradients():
+    """Without gradients the pool is released every substep; the open branches (after a quiet substep
+    rows of that substep's run) are kept: whatever the pool hands out next, zeroed, leaves them."""
+    config = sim_config(enabled=True, branches=3, span_steps=8)
+    q0, qd0 = initial_state(MODEL, 2)
+    sim = Simulator(MODEL, 2, config)
+    r = MODEL.robot
+    s, s1 = sim.state().assign(q0, qd0), sim.state()
+    ctrl = sim.control().set_pd(q_target=np.tile(r.default_q, (2, 1)), kp=r.kp * 10, kd=r.kd * 3)
+    checked = 0
+    for _ in range(12):
+        events = sim.bundle_stats.bundles + sim.bundle_stats.reperturbations
+        sim.step(s, s1, ctrl, DT)
+        s, s1 = s1, s
+        rows = len(sim.bundler.bundle_env) * 3
+        if rows and sim.bundle_stats.bundles + sim.bundle_stats.reperturbations == events:
+            kept = sim.bundler.branch_in.q.numpy().copy()
+            pool = sim.segment.pool
+            pool.release()
+            for n in (rows, rows + 2, 2):
+                pool.state(n, zero=True)
+                pool.scratch(n)
+            np.testing.assert_array_equal(sim.bundler.branch_in.q.numpy(), kept)
+            checked += 1
+    assert checked
 
 
 def test_a_released_bundle_ends_before_its_h_steps_and_runs_b_branches_while_open():

@@ -50,10 +50,10 @@ class _Buffer:
 class _Kind:
     """The free and taken buffers of one kind, and how to make one of a given capacity."""
 
-    __slots__ = ("make", "free", "free_rows", "taken")
+    __slots__ = ("make", "free", "free_rows", "taken", "round_up")
 
-    def __init__(self, make: Callable[[int], object]):
-        self.make = make
+    def __init__(self, make: Callable[[int], object], round_up: bool = False):
+        self.make, self.round_up = make, round_up
         self.free: List[_Buffer] = []        # by capacity
         self.free_rows: List[int] = []       # their capacities
         self.taken: List[_Buffer] = []
@@ -65,7 +65,7 @@ class _Kind:
             del self.free_rows[i]
             buf, fresh = self.free.pop(i), False
         else:
-            cap = max(rows + rows // 4, 1)
+            cap = 1 << max(rows - 1, 0).bit_length() if self.round_up else max(rows + rows // 4, 1)
             buf, fresh = _Buffer(self.make(cap), cap), True
         self.taken.append(buf)
         return buf, fresh
@@ -123,16 +123,20 @@ class BufferPool:
             wp.copy(out, wp.array(values, dtype=wp.int32, device="cpu"))
         return out
 
-    def scratch(self, rows: int) -> Scratch:
-        """Intermediates with `rows` rows in use (`Scratch.reuse`: accumulators and adjoints zeroed)."""
-        buf, fresh = self._kind(("scratch",), lambda cap: self.physics.scratch(cap, self.requires_grad)).take(rows)
+    def scratch(self, rows: int, kind: str = "") -> Scratch:
+        """Intermediates with `rows` rows in use (`Scratch.reuse`: accumulators and adjoints zeroed).
+        A named `kind` is served from its own buffers, whose capacities are powers of two: for a few
+        requests of widely varying size (bundling's re-runs), which among buffers sized to the other
+        requests would rarely find one that fits."""
+        buf, fresh = self._kind(("scratch", kind), lambda cap: self.physics.scratch(cap, self.requires_grad),
+                                round_up=bool(kind)).take(rows)
         buf.full.reuse(rows, zero=not fresh)
         return buf.full
 
-    def _kind(self, key: Tuple, make) -> _Kind:
+    def _kind(self, key: Tuple, make, round_up: bool = False) -> _Kind:
         kind = self._kinds.get(key)
         if kind is None:
-            kind = self._kinds[key] = _Kind(make)
+            kind = self._kinds[key] = _Kind(make, round_up)
         return kind
 
     def _take(self, key: Tuple, rows: int, zero: bool, make):

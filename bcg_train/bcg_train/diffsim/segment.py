@@ -11,11 +11,14 @@ It owns what the simulator must keep or defer between `step` calls, so that no c
 - no-gradient mode: one set of intermediates and launch sites, two intermediate states that
   alternate substep by substep (what a substep hands to the next stays intact), and the pool's
   buffers free again at every substep (but what the bundler carries to the next);
+- a segment built with `substep_buffers=False` (a bundled simulator's: its bundler takes each
+  substep's intermediates and states from the pool, sized to the environments and branches it runs
+  together) keeps only the launch sites, and without gradients the two alternating states;
 - both modes: the environments whose states were replaced from outside `step` (`restart`), whose
   open bundles the simulator closes at the next substep, recorded on that substep's tape (closing
   them at once would cut the other bundles' gradients).
 """
-from typing import Callable, List, Tuple
+from typing import Callable, List, Optional, Tuple
 
 import numpy as np
 
@@ -28,16 +31,17 @@ from .substep import Scratch, Substep
 class Segment:
     """See the module docstring. Built by the `Simulator`; reached as `sim.segment`."""
 
-    def __init__(self, physics: Substep, num_envs: int, requires_grad: bool):
+    def __init__(self, physics: Substep, num_envs: int, requires_grad: bool, substep_buffers: bool = True):
         self._physics, self._num_envs, self.requires_grad = physics, num_envs, requires_grad
-        self._taped: List[Tuple[Scratch, State, LaunchSites]] = []
+        self._substep_buffers = substep_buffers
+        self._taped: List[Tuple[Optional[Scratch], Optional[State], LaunchSites]] = []
         self._cursor = 0
         self._restarted: List[int] = []
         self._before_cut: List[Callable[[], None]] = []
         self.pool = BufferPool(physics, requires_grad)
         """The buffers all substeps share (see diffsim.pool)."""
         if not requires_grad:
-            self._scratch = physics.scratch(num_envs, False)
+            self._scratch = physics.scratch(num_envs, False) if substep_buffers else None
             self._between = (State.zeros(physics.model, num_envs), State.zeros(physics.model, num_envs))
             self._sites = LaunchSites(physics.model.device)
             self._substeps = 0
@@ -69,11 +73,13 @@ class Segment:
     def pending_restarts(self) -> List[int]:
         return list(self._restarted)
 
-    def buffers(self) -> Tuple[Scratch, State, LaunchSites]:
+    def buffers(self) -> Tuple[Optional[Scratch], Optional[State], LaunchSites]:
         """For the next substep: zeroed intermediates, an intermediate state (not the one the previous
-        substep got), and the launch sites of the substep's position, begun."""
+        substep got), and the launch sites of the substep's position, begun (with `substep_buffers`
+        False: no intermediates, and with gradients no state)."""
         if not self.requires_grad:
-            self._scratch.reuse(self._num_envs)
+            if self._scratch is not None:
+                self._scratch.reuse(self._num_envs)
             self.pool.release()
             self._sites.begin()
             k = self._substeps
@@ -81,12 +87,16 @@ class Segment:
             return self._scratch, self._between[k % 2], self._sites
         if self._cursor == len(self._taped):
             sites = LaunchSites(self._physics.model.device)
-            self._taped.append((self._physics.scratch(self._num_envs, True),
-                                State.zeros(self._physics.model, self._num_envs, True), sites))
+            if self._substep_buffers:
+                self._taped.append((self._physics.scratch(self._num_envs, True),
+                                    State.zeros(self._physics.model, self._num_envs, True), sites))
+            else:
+                self._taped.append((None, None, sites))
         else:
             scratch, state, sites = self._taped[self._cursor]
-            scratch.reuse(self._num_envs)
-            state.zero_gradients()
+            if scratch is not None:
+                scratch.reuse(self._num_envs)
+                state.zero_gradients()
         sites.begin()
         self._cursor += 1
         return self._taped[self._cursor - 1]

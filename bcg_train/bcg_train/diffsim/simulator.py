@@ -56,10 +56,9 @@ class Simulator:
         self.requires_grad = requires_grad
         self.check_finite = check_finite
         self.physics = Substep(model, self.config)
-        self.segment = Segment(self.physics, num_envs, requires_grad)
-        self.bundler = (Bundler(self.physics, self.config.bundle, requires_grad, self.segment.pool)
-                        if self.config.bundle.enabled else None)
-        self._nominal = None if requires_grad or self.bundler is None else State.zeros(model, num_envs)
+        bundled = self.config.bundle.enabled
+        self.segment = Segment(self.physics, num_envs, requires_grad, substep_buffers=not bundled)
+        self.bundler = Bundler(self.physics, self.config.bundle, requires_grad, self.segment.pool) if bundled else None
         if self.bundler is not None and requires_grad:
             self.segment.before_cut(self.bundler.measure_spread)
         self._flags = wp.zeros(num_envs, dtype=int, device=model.device)
@@ -94,18 +93,16 @@ class Simulator:
         src = state_in
         for k in range(substeps):
             scratch, buf, sites = self.segment.buffers()
-            dst = state_out if k == substeps - 1 else buf
             if self.bundler is None:
+                dst = state_out if k == substeps - 1 else buf
                 self.physics.run(src, dst, control, h, scratch, tape)
-            else:   # the plain substep's output goes to `nominal`, the bundled one to dst
+            else:   # the bundler's buffers come from the segment's pool
                 if restarted:
                     self.bundler.close(restarted, sites, tape)
                     restarted = []
-                nominal = self._nominal
-                if self.requires_grad:
-                    nominal = buf
-                    dst = state_out if k == substeps - 1 else self.segment.pool.state(self.num_envs)
-                self.bundler.substep(src, nominal, dst, control, h, scratch, sites, tape)
+                dst = (state_out if k == substeps - 1 else
+                       self.segment.pool.state(self.num_envs) if self.requires_grad else buf)
+                self.bundler.substep(src, dst, control, h, sites, tape)
             src = dst
         if self.check_finite:
             self.raise_if_nonfinite(state_out)

@@ -3,9 +3,11 @@
 A *bundle* is what an environment's contact event opens: B perturbed branches of that environment,
 advanced together for H control steps, whose mean the environment follows. Per substep, with the
 open bundles tracked per environment:
-1. every environment takes its plain ("nominal") substep;
-2. the branches of the open bundles (B per bundle) take theirs, each under its environment's control;
-3. events: an environment without a bundle whose foot sphere's normal impulse exceeds threshold x h
+1. every environment takes its plain ("nominal") substep and the branches of the open bundles (B per
+   bundle) take theirs, each under its environment's control, in one run of the physics (the
+   branches' rows, then the environments'): one launch per kernel, whose cost on a GPU is its
+   latency more than its rows;
+2. events: an environment without a bundle whose foot sphere's normal impulse exceeds threshold x h
    opens one (with `onset_fraction` f > 0, only if that leg's spheres were all below f x threshold x h
    in the substep before: a contact's onset); a branch whose other leg now exceeds it gets that leg
    perturbed. Either way the substep is re-run, for just those rows, from its input state plus a
@@ -13,11 +15,11 @@ open bundles tracked per environment:
    sigma_v^2), or with `auto_sigma` sizes that follow the contact's stiffness and the foot's approach
    speed, through the damped pseudo-inverse of the analytic foot Jacobian, clamped), so the
    contact event itself is bundled;
-4. an environment in a bundle gets the mean of its branches (sign-aligned, renormalised base
+3. an environment in a bundle gets the mean of its branches (sign-aligned, renormalised base
    quaternion) as its state, differentiably: the sensitivity after the bundle is the branch mean
    of the branch sensitivities. The nominal-forward ablation keeps the nominal value and takes only
    the gradient from the branches;
-5. a bundle lasts H control steps (H x substeps substeps, counted from its triggering substep);
+4. a bundle lasts H control steps (H x substeps substeps, counted from its triggering substep);
    then its branches are dropped and the environment continues from the mean. With
    `end_when_released` it ends earlier, at the first later substep in which none of its branches has
    a foot sphere above the threshold: only the impact is bundled.
@@ -220,44 +222,50 @@ class Bundler:
             self._keep_bundles(np.array(keep, dtype=int), tape)
 
     # -- the substep ---------------------------------------------------------------------------------
-    def substep(self, s_in: State, nominal: State, s_out: State, control: Control, h: float, sc_nominal: Scratch,
-                sites: LaunchSites, tape: Optional[wp.Tape]) -> None:
-        """s_out <- one bundled substep of length h [s] from s_in; `nominal` and `sc_nominal` are the
-        plain substep's output and scratch buffers, `sites` its launch sites; `tape` as in `Substep.run`."""
+    def substep(self, s_in: State, s_out: State, control: Control, h: float, sites: LaunchSites,
+                tape: Optional[wp.Tape]) -> None:
+        """s_out <- one bundled substep of length h [s] from s_in; `sites` are the substep's launch
+        sites, `tape` as in `Substep.run`. The open bundles' branches and the environments take their
+        plain substep in one run (the branches' rows first), so a substep launches the physics once,
+        and a second time only when an event re-runs rows."""
         self._sites, pool = sites, self.pool
         cfg, b = self.cfg, self.stats.branches
         n = s_in.q.shape[0]
-        self.physics.run(s_in, nominal, control, h, sc_nominal, tape)
         m0 = int(self.counts.sum())
-        b_out = sc_b = None
         if m0:
-            b_env = np.repeat(self.bundle_env, self.counts)
-            b_out = pool.state(m0)
-            sc_b = pool.scratch(m0)
-            self.physics.run(self.branch_in, b_out, self._gather_control(control, b_env, tape), h, sc_b, tape)
-        loads = self._leg_loads([nominal.contact_impulse] + ([b_out.contact_impulse] if m0 else []),
-                                cfg.threshold * h, cfg.onset_fraction * cfg.threshold * h)
+            run_in = pool.state(m0 + n)
+            sites(bk.stack_rows, (m0 + n, self.model.nq), [m0, *_fields(self.branch_in), *_fields(s_in),
+                                                          *_fields(run_in)], tape)
+            run_control = self._gather_control(control, np.r_[np.repeat(self.bundle_env, self.counts), np.arange(n)],
+                                               tape)
+        else:
+            run_in, run_control = s_in, control
+        run_out, sc = pool.state(m0 + n), pool.scratch(m0 + n)
+        self.physics.run(run_in, run_out, run_control, h, sc, tape)
+        nominal = _rows(run_out, m0, m0 + n)
+        b_out = _rows(run_out, 0, m0) if m0 else None
+        loads = self._leg_loads(run_out.contact_impulse, cfg.threshold * h, cfg.onset_fraction * cfg.threshold * h)
         above = (loads == 2).astype(np.int32)
         in_bundle = np.zeros((n, 1), dtype=bool)
         in_bundle[self.bundle_env] = True
-        onset = above[:n]
+        onset = above[m0:]
         if cfg.onset_fraction > 0:
             if self.unloaded is not None:
                 onset = np.where(self.unloaded, onset, 0)
-            self.unloaded = loads[:n] == 0
+            self.unloaded = loads[m0:] == 0
         env_ev = np.where(in_bundle, 0, onset)
-        br_ev = np.where(self.flags == 0, above[n:], 0)
+        br_ev = np.where(self.flags == 0, above[:m0], 0)
         new_envs = np.flatnonzero(env_ev.any(axis=1))
         released = np.zeros(len(self.bundle_env) + len(new_envs), dtype=bool)   # bundles opened now: never
         if cfg.end_when_released and m0:
-            released[:len(self.bundle_env)] = np.add.reduceat(above[n:].any(axis=1), self._first_rows()) == 0
+            released[:len(self.bundle_env)] = np.add.reduceat(above[:m0].any(axis=1), self._first_rows()) == 0
         rerun = np.flatnonzero(br_ev.any(axis=1))
 
         new_src = np.repeat(new_envs, b)
         b_final, p_final = b_out, self.branch_probe
         if len(rerun) or len(new_src):
-            r_out, r_probe = self._rerun(s_in, sc_nominal, new_src, env_ev[new_src], sc_b, rerun, br_ev[rerun],
-                                         control, h, tape)
+            r_out, r_probe = self._rerun(run_in, sc, m0, new_src, env_ev[new_src], rerun, br_ev[rerun], control, h,
+                                         tape)
             m1 = m0 + len(new_src)
             which = np.zeros(m1, dtype=np.int32)
             src = np.arange(m1, dtype=np.int32)
@@ -271,7 +279,7 @@ class Bundler:
         self.bundle_env = self.bundle_env + [int(e) for e in new_envs]
         self.counts = np.concatenate([self.counts, np.full(len(new_envs), b)])
         self.left = np.concatenate([self.left, np.full(len(new_envs), self._substeps_per_bundle)])
-        self._set_branches(b_final, p_final)
+        self._set_branches(b_final, p_final, run_out if b_final is b_out else None)
         self._assemble(nominal, s_out, n, tape)
 
         st = self.stats
@@ -286,11 +294,13 @@ class Bundler:
         if ending.any():
             self._keep_bundles(np.flatnonzero(~ending), tape)
 
-    def _rerun(self, s_in, sc_nominal, new_src, new_legs, sc_b, rerun, rerun_legs, control, h, tape
-               ) -> Tuple[State, Optional[wp.array]]:
-        """Re-run this substep for the re-perturbed branches (rows first) and the new bundles' branches;
-        their states and (when `_probing`) probes: the re-run branches keep theirs, the new ones get
-        fresh ones, whose adjoints the alpha-order mix reads."""
+    def _rerun(self, run_in: State, sc: Scratch, env_row: int, new_src, new_legs, rerun, rerun_legs, control, h,
+               tape) -> Tuple[State, Optional[wp.array]]:
+        """Re-run this substep for the re-perturbed branches `rerun` (rows first) and the new bundles'
+        branches (of environments `new_src`), from their rows in the substep's run (input `run_in`,
+        intermediates `sc`: the branches' rows, then the environments' from row `env_row`); their
+        states and (when `_probing`) probes: the re-run branches keep theirs, the new ones get fresh
+        ones, whose adjoints the alpha-order mix reads."""
         m, cfg, pool, sites = self.model, self.cfg, self.pool, self._sites
         r = len(rerun) + len(new_src)
         b = self.stats.branches
@@ -302,30 +312,29 @@ class Bundler:
         noise, response, scales = ((pool.array(r, (bk.NOISE_PER_ROW,), real, zero=True),
                                     pool.array(r, (m.nv, 3), real, zero=True), pool.array(r, (4,), real, zero=True))
                                    if mixing else self._no_noise)
-        parts = [(self.branch_in, sc_b, rerun, rerun_legs, 0), (s_in, sc_nominal, new_src, new_legs, len(rerun))]
-        parts = [(source, sc, pool.ints(src), len(src), legs, first)
-                 for source, sc, src, legs, first in parts if len(src)]
+        parts = [(pool.ints(src), len(src), legs, first)
+                 for src, legs, first in ((rerun, rerun_legs, 0), (env_row + new_src, new_legs, len(rerun)))
+                 if len(src)]
         if self.replay is not None:
             dq_np, dqd_np = next(self.replay)
             dq.assign(dq_np)
             dqd.assign(dqd_np)
         else:
-            for source, sc, src, count, legs, first in parts:
+            for src, count, legs, first in parts:
                 self._events += 1
                 seed = (cfg.seed * SEED_STRIDE + self._events) & 0x7FFFFFFF
                 rows = slice(first, first + count)
                 kept = (noise[rows], response[rows], scales[rows]) if mixing else self._no_noise
                 sites(bk.foot_perturbation, (count, 2), [
-                    self.physics.kernel_model, source.q, sc.xrot, sc.xpos, sc.s_ang, sc.s_lin, sc.vel_ang, sc.vel_lin,
+                    self.physics.kernel_model, run_in.q, sc.xrot, sc.xpos, sc.s_ang, sc.s_lin, sc.vel_ang, sc.vel_lin,
                     src, pool.ints(legs), seed, real(self._sigma_p), real(self._sigma_v), real(self._sigma_v_per_speed),
                     real(cfg.damping), real(cfg.max_dq), real(cfg.max_dqd), dq[rows], dqd[rows], self._clamped,
                     self._approach, int(mixing), *kept])
         if self.recorded is not None:
             self.recorded.append((dq.numpy().copy(), dqd.numpy().copy()))
         r_in = pool.state(r)
-        for source, _, src, count, _, first in parts:
-            sites(bk.perturbed_rows, (count, m.nq), [source.q, source.qd, src, first, dq, dqd, r_in.q, r_in.qd],
-                          tape)
+        for src, count, _, first in parts:
+            sites(bk.perturbed_rows, (count, m.nq), [run_in.q, run_in.qd, src, first, dq, dqd, r_in.q, r_in.qd], tape)
         probe = fresh = None
         if self._probing:
             fresh = pool.array(len(new_src), (), real, requires_grad=True)
@@ -340,7 +349,7 @@ class Bundler:
         r_env = np.concatenate([np.repeat(self.bundle_env, self.counts)[rerun], new_src]).astype(int)
         r_out = pool.state(r)
         control_r = self._gather_control(control, r_env, tape)
-        self.physics.run(r_in, r_out, control_r, h, pool.scratch(r), tape)
+        self.physics.run(r_in, r_out, control_r, h, pool.scratch(r, kind="rerun"), tape)
         return r_out, probe
 
     def _assemble(self, nominal: State, s_out: State, n: int, tape) -> None:
@@ -437,23 +446,20 @@ class Bundler:
         """First branch row of each open bundle."""
         return (np.cumsum(self.counts) - self.counts).astype(int)
 
-    def _set_branches(self, branches: Optional[State], probes: Optional[wp.array]) -> None:
-        """branch_in, branch_probe <- `branches`, `probes` (from the pool, which keeps them until the
-        next substep has read them)."""
+    def _set_branches(self, branches: Optional[State], probes: Optional[wp.array], storage: Optional[State] = None
+                      ) -> None:
+        """branch_in, branch_probe <- `branches`, `probes` (from the pool, which keeps them, or the
+        pooled `storage` that `branches` are rows of, until the next substep has read them)."""
         self.branch_in, self.branch_probe = branches, probes
-        self.pool.carry(branches, probes)
+        self.pool.carry(branches if storage is None else storage, probes)
 
-    def _leg_loads(self, impulses: List[wp.array], threshold: float, onset_level: float) -> np.ndarray:
-        """(sum of rows, 2) int32 on the host: bk.leg_loads of each contact impulse batch (rows, nc) at
-        `threshold` and `onset_level` [N s], the batches' rows one after another, in one copy."""
-        total = sum(impulse.shape[0] for impulse in impulses)
-        out = self.pool.array(total, (2,), wp.int32)
-        first = 0
-        for impulse in impulses:
-            rows = impulse.shape[0]
-            self._sites(bk.leg_loads, (rows, 2), [self.physics.kernel_model, impulse, real(threshold),
-                                                  real(onset_level), out[first:first + rows]])
-            first += rows
+    def _leg_loads(self, impulse: wp.array, threshold: float, onset_level: float) -> np.ndarray:
+        """(rows, 2) int32 on the host: bk.leg_loads of the contact impulses (rows, nc) at `threshold`
+        and `onset_level` [N s], in one copy."""
+        rows = impulse.shape[0]
+        out = self.pool.array(rows, (2,), wp.int32)
+        self._sites(bk.leg_loads, (rows, 2), [self.physics.kernel_model, impulse, real(threshold), real(onset_level),
+                                              out])
         return out.numpy().copy()
 
     def _gather_control(self, control: Control, env_of_row: np.ndarray, tape) -> Control:
@@ -490,3 +496,8 @@ _FIELDS = ("q", "qd", "contact_impulse", "contact_height")
 
 def _fields(s: State):
     return tuple(getattr(s, name) for name in _FIELDS)
+
+
+def _rows(s: State, start: int, stop: int) -> State:
+    """Rows start..stop-1 of `s`, a view (adjoints included)."""
+    return State(*(a[start:stop] for a in _fields(s)))
