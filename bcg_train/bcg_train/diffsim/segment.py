@@ -62,7 +62,8 @@ class Segment:
         """The states of `env_ids` (host indices: an int, a sequence, a numpy array or a CPU tensor)
         were replaced from outside `step` (a reset): their bundles close at the next substep (inside a
         bundle an environment continues from its branches)."""
-        self._restarted = sorted(set(self._restarted) | {int(e) for e in np.atleast_1d(env_ids)})
+        ids = np.asarray(env_ids, dtype=np.int64).ravel().tolist()   # a CPU tensor's data, not one int per id
+        self._restarted = sorted(set(self._restarted) | set(ids))
 
     def take_restarted(self) -> List[int]:
         """The environments restarted since the last call (the simulator applies them)."""
