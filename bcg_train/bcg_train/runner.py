@@ -34,6 +34,7 @@ from .checkpoint import (
     save_atomic,
 )
 from .env_api import DiffEnv
+from .garbage_collection import collector_for_training
 from .policy_weights import read_policy_weights
 from .train_config import ALGORITHMS, TrainConfig
 from .train_log import ITERATION, MetricsLog, Progress
@@ -217,7 +218,7 @@ class Runner:
         drawing = curves.BackgroundCurves(self.run_dir, self.run_dir / CURVES_DIR)
         last = None
         try:
-            with StopRequest() as stop:
+            with StopRequest() as stop, collector_for_training():
                 stopping = False
                 while self.iteration < end and not stopping:
                     t0 = time.monotonic()

@@ -93,6 +93,12 @@ def test_released_buffers_serve_the_same_requests_again_zeroed(physics):
     assert pool.state(20, zero=True) is b and np.all(b.qd.numpy() == 0.0)
     ints = pool.ints(np.array([[1, 2], [3, 4]]))
     np.testing.assert_array_equal(ints.numpy(), [[1, 2], [3, 4]])
+    assert pool.ints([[1, 2], [3, 4]]) is ints                     # the same values: copied once
+    other = pool.ints([[1, 2], [3, 5]])
+    assert other is not ints and other.numpy()[1, 1] == 5 and pool.ints([1, 2]).shape == (2,)
+    pool.release()                                                  # its buffer may now serve other values:
+    np.testing.assert_array_equal(pool.ints([[7, 8], [9, 10]]).numpy(), [[7, 8], [9, 10]])
+    np.testing.assert_array_equal(pool.ints([[1, 2], [3, 4]]).numpy(), [[1, 2], [3, 4]])   # copied again
 
 
 def test_requests_take_the_smallest_buffer_that_fits_and_unused_ones_are_dropped(physics):

@@ -2,6 +2,7 @@
 phases of other threads kept apart."""
 import threading
 
+import numpy as np
 import pytest
 import torch
 import warp as wp
@@ -55,18 +56,19 @@ def test_reset_forgets_and_restarts_open_phases(clock):
 
 
 def test_host_syncs_are_counted_in_the_innermost_phase_and_methods_restored():
-    item, numpy_method = torch.Tensor.item, wp.array.numpy
+    item, numpy_method, copy = torch.Tensor.item, wp.array.numpy, wp.copy
     x, w = torch.ones(3), wp.zeros(2, dtype=float, device="cpu")
     with PhaseTimer() as timer, count_host_syncs(timer):
         with phase("outer"):
             x.sum().item()
+            wp.copy(w, wp.array(np.array([1.0, 2.0], dtype=np.float32), device="cpu", copy=False))   # counted
             with phase("inner"):
                 bool(x.any())
                 float(x[0])
                 w.numpy()
         x.tolist()
-    assert dict(timer.syncs) == {"outer": 1, "inner": 3, "other": 1}
-    assert torch.Tensor.item is item and wp.array.numpy is numpy_method
+    assert dict(timer.syncs) == {"outer": 2, "inner": 3, "other": 1}
+    assert torch.Tensor.item is item and wp.array.numpy is numpy_method and wp.copy is copy
     assert "__bool__" not in torch.Tensor.__dict__   # inherited again, not shadowed
 
 

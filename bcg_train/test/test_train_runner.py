@@ -114,3 +114,26 @@ def test_ppo_runs_and_logs_the_same_reward_terms(toy_env_class, tiny_config_fact
     for key in ("reward/add", "reward/effort", "reward/total", "loss/value", "loss/surrogate", "add/loss"):
         assert all(r[key] not in ("", "nan") for r in rows), key
     assert float(rows[-1]["env_steps"]) == 3 * 8 * 8
+
+
+def test_training_sets_the_garbage_collector_and_restores_it(toy_env_class, tiny_config_factory, tmp_path):
+    """While the loop runs, what existed before it is frozen out of the collector's scans and the
+    youngest generation waits for YOUNG_THRESHOLD allocations; afterwards both are as they were,
+    also when training stops with an error."""
+    import gc
+
+    from bcg_train.garbage_collection import YOUNG_THRESHOLD
+    before, frozen_before = gc.get_threshold(), gc.get_freeze_count()
+    seen = []
+
+    class Watching(toy_env_class):
+        def step(self, actions):
+            seen.append((gc.get_threshold()[0], gc.get_freeze_count()))
+            if len(seen) == 20:
+                raise RuntimeError("stop here")
+            return super().step(actions)
+    cfg = tiny_config_factory("shac", iterations=4)
+    with pytest.raises(RuntimeError, match="stop here"):
+        train(Watching(num_envs=8), cfg, tmp_path / "run")
+    assert {threshold for threshold, _ in seen} == {YOUNG_THRESHOLD} and min(n for _, n in seen) > frozen_before
+    assert gc.get_threshold() == before and gc.get_freeze_count() == frozen_before

@@ -13,8 +13,10 @@ nested in them there, and named in `PhaseTimer.parallel`: they overlap the recor
 phases, so they are not part of the sum that makes up the iteration.
 
 Host synchronisations are counted as the explicit device-to-host conversions a phase makes: torch's
-`item`, `bool`, `int`, `float`, `tolist`, `numpy`, `cpu` on a tensor and Warp's `array.numpy`. On a
-GPU each of them waits for the device; on the CPU they cost nothing, and implicit synchronisations
+`item`, `bool`, `int`, `float`, `tolist`, `numpy`, `cpu` on a tensor and Warp's `array.numpy`, and
+the copies from host memory that Warp makes (`wp.copy` from a CPU array that is not pinned and not a
+torch tensor's: on a GPU, CUDA waits for the stream before such a copy to the device). On a GPU each
+of them waits for the device; on the CPU they cost nothing, and implicit synchronisations
 (data-dependent shapes such as `nonzero` or boolean indexing) are not seen, so on the CPU the count
 is a lower bound of what the same code would do on a GPU.
 
@@ -164,6 +166,7 @@ def count_host_syncs(timer: PhaseTimer) -> Iterator[PhaseTimer]:
 
     patched = [(owner, name, owner.__dict__.get(name), getattr(owner, name))
                for owner, names in ((torch.Tensor, _TORCH_CONVERSIONS), (wp.array, ("numpy",))) for name in names]
+    copy = wp.copy
 
     def counting(method):
         def wrapper(*args, **kwargs):
@@ -171,11 +174,18 @@ def count_host_syncs(timer: PhaseTimer) -> Iterator[PhaseTimer]:
             return method(*args, **kwargs)
         return wrapper
 
+    def counting_copy(dest, src, *args, **kwargs):
+        if isinstance(src, wp.array) and src.device.is_cpu and not src.pinned and getattr(src, "_tensor", None) is None:
+            timer.count_sync()   # not a torch tensor's memory (wp.from_torch): on a GPU that would be the GPU's
+        return copy(dest, src, *args, **kwargs)
+
     for owner, name, _, method in patched:
         setattr(owner, name, counting(method))
+    wp.copy = counting_copy
     try:
         yield timer
     finally:
+        wp.copy = copy
         for owner, name, own, _ in patched:
             if own is None:
                 delattr(owner, name)

@@ -85,12 +85,14 @@ class BufferPool:
         self.device = physics.model.device
         self._kinds: Dict[Tuple, _Kind] = {}
         self._carried: List[object] = []
+        self._uploaded: Dict[Tuple, wp.array] = {}
 
     def release(self) -> None:
         """Everything taken is free again, but what `carry` names; the free buffers not taken since
         the previous release are dropped."""
         for kind in self._kinds.values():
             kind.release(self._carried)
+        self._uploaded.clear()
 
     def carry(self, *handed_out) -> None:
         """Keep these (views handed out, or None) through the releases until the next `carry`: they
@@ -116,11 +118,17 @@ class BufferPool:
                                                requires_grad=requires_grad))
 
     def ints(self, values) -> wp.array:
-        """An int32 array holding `values` (host integers, 1-D or 2-D)."""
+        """An int32 array holding `values` (host integers, 1-D or 2-D), read-only: values asked for
+        again before the next release get the array they were copied to then. A copy from the host is
+        a synchronisation on a GPU (from pageable memory CUDA waits for the stream), and bundling asks
+        for the same indices substep after substep while its bundles stay as they are."""
         values = np.ascontiguousarray(values, dtype=np.int32)
-        out = self.array(len(values), values.shape[1:], wp.int32)
-        if len(values):
-            wp.copy(out, wp.array(values, dtype=wp.int32, device="cpu"))
+        key = (values.shape, values.tobytes())
+        out = self._uploaded.get(key)
+        if out is None:
+            out = self._uploaded[key] = self.array(len(values), values.shape[1:], wp.int32)
+            if len(values):
+                wp.copy(out, wp.array(values, dtype=wp.int32, device="cpu", copy=False))
         return out
 
     def scratch(self, rows: int, kind: str = "") -> Scratch:
