@@ -234,8 +234,8 @@ class Bundler:
         m0 = int(self.counts.sum())
         if m0:
             run_in = pool.state(m0 + n)
-            sites(bk.stack_rows, (m0 + n, self.model.nq), [m0, *_fields(self.branch_in), *_fields(s_in),
-                                                          *_fields(run_in)], tape)
+            self._select(np.r_[np.zeros(m0, np.int32), np.ones(n, np.int32)], np.r_[np.arange(m0), np.arange(n)],
+                         self.branch_in, s_in, run_in, tape)
             run_control = self._gather_control(control, np.r_[np.repeat(self.bundle_env, self.counts), np.arange(n)],
                                                tape)
         else:

@@ -194,34 +194,6 @@ def gather_control(src: wp.array(dtype=int), q_target: wp.array2d(dtype=real), q
 
 
 @wp.kernel
-def stack_rows(first_b: int, q_a: wp.array2d(dtype=real), qd_a: wp.array2d(dtype=real),
-               imp_a: wp.array2d(dtype=vec3), h_a: wp.array2d(dtype=real), q_b: wp.array2d(dtype=real),
-               qd_b: wp.array2d(dtype=real), imp_b: wp.array2d(dtype=vec3), h_b: wp.array2d(dtype=real),
-               q_out: wp.array2d(dtype=real), qd_out: wp.array2d(dtype=real), imp_out: wp.array2d(dtype=vec3),
-               h_out: wp.array2d(dtype=real)):
-    """Output rows 0 .. first_b - 1 = batch a's rows, then batch b's rows (launched over (rows of a +
-    rows of b, nq))."""
-    i, j = wp.tid()
-    if i < first_b:
-        if j < q_a.shape[1]:
-            q_out[i, j] = q_a[i, j]
-        if j < qd_a.shape[1]:
-            qd_out[i, j] = qd_a[i, j]
-        if j < h_a.shape[1]:
-            imp_out[i, j] = imp_a[i, j]
-            h_out[i, j] = h_a[i, j]
-    else:
-        r = i - first_b
-        if j < q_b.shape[1]:
-            q_out[i, j] = q_b[r, j]
-        if j < qd_b.shape[1]:
-            qd_out[i, j] = qd_b[r, j]
-        if j < h_b.shape[1]:
-            imp_out[i, j] = imp_b[r, j]
-            h_out[i, j] = h_b[r, j]
-
-
-@wp.kernel
 def select_rows(which: wp.array(dtype=int), src: wp.array(dtype=int), add_offset: int,
                 q_a: wp.array2d(dtype=real), qd_a: wp.array2d(dtype=real), imp_a: wp.array2d(dtype=vec3),
                 h_a: wp.array2d(dtype=real),
