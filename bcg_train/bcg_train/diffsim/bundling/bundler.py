@@ -234,8 +234,7 @@ class Bundler:
         m0 = int(self.counts.sum())
         if m0:
             run_in = pool.state(m0 + n)
-            self._select(np.r_[np.zeros(m0, np.int32), np.ones(n, np.int32)], np.r_[np.arange(m0), np.arange(n)],
-                         self.branch_in, s_in, run_in, tape)
+            self._select(None, None, self.branch_in, s_in, run_in, tape)
             run_control = self._gather_control(control, np.r_[np.repeat(self.bundle_env, self.counts), np.arange(n)],
                                                tape)
         else:
@@ -484,11 +483,16 @@ class Bundler:
         self._sites(bk.select_probe, len(src), [self.pool.ints(which), self.pool.ints(src), a, b, out], tape)
         return out
 
-    def _select(self, which: np.ndarray, src: np.ndarray, a: State, b: State, out: State, tape,
+    def _select(self, which: Optional[np.ndarray], src: Optional[np.ndarray], a: State, b: State, out: State, tape,
                 offset: State = None) -> None:
-        self._sites(bk.select_rows, (len(src), self.model.nq), [
-            self.pool.ints(which), self.pool.ints(src), int(offset is not None), *_fields(a), *_fields(b),
-            *_fields(offset if offset is not None else b), *_fields(out)], tape)
+        """out <- bk.select_rows of a and b: by `which` and `src` (out's rows), or with both None a's
+        rows then b's."""
+        rows = out.q.shape[0] if which is None else len(src)
+        if which is None:
+            which = src = np.zeros(0, np.int32)
+        self._sites(bk.select_rows, (rows, self.model.nq), [
+            self.pool.ints(which), self.pool.ints(src), a.q.shape[0], int(offset is not None), *_fields(a),
+            *_fields(b), *_fields(offset if offset is not None else b), *_fields(out)], tape)
 
 
 _FIELDS = ("q", "qd", "contact_impulse", "contact_height")

@@ -194,7 +194,7 @@ def gather_control(src: wp.array(dtype=int), q_target: wp.array2d(dtype=real), q
 
 
 @wp.kernel
-def select_rows(which: wp.array(dtype=int), src: wp.array(dtype=int), add_offset: int,
+def select_rows(which: wp.array(dtype=int), src: wp.array(dtype=int), stack_at: int, add_offset: int,
                 q_a: wp.array2d(dtype=real), qd_a: wp.array2d(dtype=real), imp_a: wp.array2d(dtype=vec3),
                 h_a: wp.array2d(dtype=real),
                 q_b: wp.array2d(dtype=real), qd_b: wp.array2d(dtype=real), imp_b: wp.array2d(dtype=vec3),
@@ -202,11 +202,19 @@ def select_rows(which: wp.array(dtype=int), src: wp.array(dtype=int), add_offset
                 q_off: wp.array2d(dtype=real), qd_off: wp.array2d(dtype=real), imp_off: wp.array2d(dtype=vec3),
                 h_off: wp.array2d(dtype=real), q_out: wp.array2d(dtype=real), qd_out: wp.array2d(dtype=real),
                 imp_out: wp.array2d(dtype=vec3), h_out: wp.array2d(dtype=real)):
-    """Output row i = row src[i] of batch a (which[i] == 0) or of batch b (which[i] == 1), plus, for
+    """Output row i = row src[i] of batch a (which[i] == 0) or of batch b (which[i] == 1); without
+    indices (which and src empty) the batches stacked: a's first stack_at rows, then b's. Plus, for
     batch b rows when add_offset == 1, the constant offset row i (the nominal-forward ablation)."""
     i, j = wp.tid()
-    r = src[i]
-    if which[i] == 0:
+    side = int(0)
+    r = i
+    if which.shape[0] > 0:
+        side = which[i]
+        r = src[i]
+    elif i >= stack_at:
+        side = 1
+        r = i - stack_at
+    if side == 0:
         if j < q_a.shape[1]:
             q_out[i, j] = q_a[r, j]
         if j < qd_a.shape[1]:
