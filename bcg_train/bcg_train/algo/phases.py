@@ -196,23 +196,13 @@ def count_host_syncs(timer: PhaseTimer) -> Iterator[PhaseTimer]:
 @contextlib.contextmanager
 def count_kernel_launches(timer: PhaseTimer) -> Iterator[PhaseTimer]:
     """While open, every Warp kernel launch (see the module docstring) counts one in `timer`'s
-    innermost phase. Instrumentation for benchmarks: it wraps `warp.launch` (calls that only record
-    a launch, `record_cmd=True`, are not counted) and `warp.Launch.launch` for the duration."""
-    import warp as wp
+    innermost phase. Instrumentation for benchmarks: launches are intercepted as the kernel profile
+    intercepts them (`diffsim.kernel_profile.intercepted_launches`) for the duration."""
+    from bcg_train.diffsim.kernel_profile import intercepted_launches
 
-    launch, replay = wp.launch, wp.Launch.launch
-
-    def counting_launch(*args, **kwargs):
-        if not kwargs.get("record_cmd"):
-            timer.count_launch()
-        return launch(*args, **kwargs)
-
-    def counting_replay(self, *args, **kwargs):
+    def counted(kernel, adjoint, threads, launch):
         timer.count_launch()
-        return replay(self, *args, **kwargs)
+        return launch()
 
-    wp.launch, wp.Launch.launch = counting_launch, counting_replay
-    try:
+    with intercepted_launches(counted):
         yield timer
-    finally:
-        wp.launch, wp.Launch.launch = launch, replay

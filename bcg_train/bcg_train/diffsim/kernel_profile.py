@@ -21,7 +21,7 @@ time near the wall time) from a host-bound one (kernel time far below it).
 import contextlib
 import time
 from dataclasses import dataclass, field
-from typing import Dict, Iterator, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Tuple
 
 import numpy as np
 import warp as wp
@@ -92,42 +92,25 @@ def profile_kernels(device: str) -> Iterator[KernelProfile]:
     times are filled in when the context closes."""
     profile = KernelProfile(str(wp.get_device(device)))
     cuda = wp.get_device(device).is_cuda
-    launch, replay = wp.launch, wp.Launch.launch
     wall: List[float] = []
 
-    def note(kernel, adjoint: bool, threads: int, seconds: Optional[float]) -> None:
+    def record(kernel, adjoint: bool, threads: int, launch: Callable[[], Any]) -> Any:
         profile.launches.append((kernel.key, bool(adjoint), int(threads)))
-        if seconds is not None:
-            wall.append(seconds)
-
-    def timed(fn, *args, **kwargs):
         if cuda:
-            return fn(*args, **kwargs), None
+            return launch()
         t = time.perf_counter()
-        out = fn(*args, **kwargs)
-        return out, time.perf_counter() - t
-
-    def profiled_launch(kernel, dim, *args, **kwargs):
-        if kwargs.get("record_cmd"):
-            return launch(kernel, dim, *args, **kwargs)
-        out, seconds = timed(launch, kernel, dim, *args, **kwargs)
-        note(kernel, kwargs.get("adjoint", False), int(np.prod(np.atleast_1d(dim))), seconds)
-        return out
-
-    def profiled_replay(self, *args, **kwargs):
-        out, seconds = timed(replay, self, *args, **kwargs)
-        note(self.kernel, self.adjoint, self.bounds.size, seconds)
+        out = launch()
+        wall.append(time.perf_counter() - t)
         return out
 
     wp.synchronize_device(device)
     if cuda:
         wp.timing_begin(cuda_filter=wp.TIMING_KERNEL)
     start = time.perf_counter()
-    wp.launch, wp.Launch.launch = profiled_launch, profiled_replay
     try:
-        yield profile
+        with intercepted_launches(record):
+            yield profile
     finally:
-        wp.launch, wp.Launch.launch = launch, replay
         wp.synchronize_device(device)
         profile.wall_s = time.perf_counter() - start
         if cuda:
@@ -138,3 +121,27 @@ def profile_kernels(device: str) -> Iterator[KernelProfile]:
                                 f"times matched in order up to the shorter)")
         n = min(len(wall), len(profile.launches))
         profile.launches, profile.seconds = profile.launches[:n], wall[:n]
+
+
+@contextlib.contextmanager
+def intercepted_launches(around: Callable[[Any, bool, int, Callable[[], Any]], Any]) -> Iterator[None]:
+    """While open, every Warp kernel launch (through `wp.launch`, but for calls that only record one,
+    `record_cmd=True`; or a replayed `wp.Launch`, forward or adjoint) is made by
+    `around(kernel, adjoint, threads, launch)`, which calls `launch()` to make it and returns its
+    result. Warp is restored on exit."""
+    launch, replay = wp.launch, wp.Launch.launch
+
+    def intercepted_launch(kernel, dim, *args, **kwargs):
+        if kwargs.get("record_cmd"):
+            return launch(kernel, dim, *args, **kwargs)
+        return around(kernel, kwargs.get("adjoint", False), int(np.prod(np.atleast_1d(dim))),
+                      lambda: launch(kernel, dim, *args, **kwargs))
+
+    def intercepted_replay(self, *args, **kwargs):
+        return around(self.kernel, self.adjoint, self.bounds.size, lambda: replay(self, *args, **kwargs))
+
+    wp.launch, wp.Launch.launch = intercepted_launch, intercepted_replay
+    try:
+        yield
+    finally:
+        wp.launch, wp.Launch.launch = launch, replay
