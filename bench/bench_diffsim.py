@@ -18,19 +18,26 @@ step h = 0.005 s (the simulator: dt 0.02 s with 4 substeps; MuJoCo: Euler at
   dropped from staggered heights (BUNDLE_DROPS) so that their landings open bundles, timed against
   the same dropped window without bundling, interleaved, medians of `--repeats` warm windows each,
   with the bundling counters of the last one.
+- `--graphs`: a window of the standing scenario stepped through `torch_bridge` (what training
+  runs: copies in and out, torch's autograd), taped with its backward pass and without gradients,
+  by simulators that launch one kernel at a time and by simulators that replay captured graphs
+  (`capture_graphs`, diffsim.step_graphs), interleaved, medians of `--repeats` warm windows; says
+  whether both give bit-identical states and gradients.
 - `--kernels`: a warm taped window's forward and backward kernel by kernel (diffsim.kernel_profile:
   launches, time, threads per launch; wall time on the CPU, Warp's activity timing on CUDA), with
   `--bundle` also the bundled dropped window's. On a GPU this says which kernels set a window's time
   and whether the device (kernel time near the wall time) or the host (far below) is the bound.
 
-    python bench/bench_diffsim.py [--device cpu] [--envs 64] [--steps 50] [--bundle] [--precision float32] [--kernels]
+    python bench/bench_diffsim.py [--device cpu] [--envs 64] [--steps 50] [--bundle] [--precision float32] [--kernels] [--graphs]
     python bench/bench_diffsim.py --device cuda:0 --envs 4096
 
 `--precision float32` runs the float32 simulator (`diffsim.flavour`); MuJoCo stays float64.
 
 Last line: forward_vs_mujoco=<Warp env-substeps/s over MuJoCo's> backward_over_forward=<ratio>, with
 `--bundle` also bundled_over_plain=<bundled taped window (forward + backward) over the plain one>, with
-`--kernels` also kernels_over_wall=<the plain taped window's kernel time over its wall time>.
+`--kernels` also kernels_over_wall=<the plain taped window's kernel time over its wall time>, with `--graphs`
+also graphs_over_eager=<the taped window as graphs over one kernel at a time> and
+plain_graphs_over_eager=<the same without gradients>.
 """
 import os
 
@@ -172,6 +179,50 @@ def taped_windows(model: Model, envs: int, window: int, repeats: int):
     return best[0], best[1], tape_bytes, pool_bytes, ok
 
 
+def graph_windows(model: Model, envs: int, window: int, repeats: int):
+    """The standing scenario's `window` steps through `torch_bridge` (what training runs), taped with a
+    backward pass (loss: the sum of the final q) and without gradients, on simulators stepping one
+    kernel at a time and as captured graphs (`capture_graphs`), interleaved, `repeats` warm windows
+    each after one that captures. Returns ({(arm, "taped" | "plain"): median seconds}, whether the
+    arms' final states and action gradients are bit-identical)."""
+    import torch
+
+    from bcg_train.diffsim import torch_bridge
+    kp, kd = (torch.tensor(g) for g in stand_gains(model.robot))
+    q0 = torch.tensor(np.tile(model.default_qpos(vd.drop_height(model, vd.DROP_CLEARANCES[0])), (envs, 1)))
+    qd0 = torch.zeros(envs, model.nv, dtype=torch.float64)
+    target = torch.tensor(model.robot.default_q).expand(envs, -1)
+    arms = {"eager": False, "graphs": True}
+    taped = {arm: simulator(model, envs, CONFIG, requires_grad=True, check_finite=False, capture_graphs=c)
+             for arm, c in arms.items()}
+    plain = {arm: simulator(model, envs, CONFIG, check_finite=False, capture_graphs=c) for arm, c in arms.items()}
+    times = {(arm, kind): [] for arm in arms for kind in ("taped", "plain")}
+    results = {}
+    for rep in range(repeats + 1):
+        for arm in arms:
+            actions = target.expand(window, -1, -1).clone().requires_grad_(True)
+            wp.synchronize_device(model.device)
+            t0 = time.perf_counter()
+            q, qd = q0, qd0
+            for k in range(window):
+                q, qd = torch_bridge.step(taped[arm], q, qd, actions[k], DT, kp, kd)
+            q.sum().backward()
+            taped[arm].segment.cut()
+            wp.synchronize_device(model.device)
+            t1 = time.perf_counter()
+            q, qd = q0, qd0
+            for k in range(window):
+                q, qd = torch_bridge.step_without_gradient(plain[arm], q, qd, target, DT, kp, kd)
+            wp.synchronize_device(model.device)
+            t2 = time.perf_counter()
+            results[arm] = (q.numpy().copy(), actions.grad.numpy().copy())
+            if rep:
+                times[(arm, "taped")].append(t1 - t0)
+                times[(arm, "plain")].append(t2 - t1)
+    same = all(np.array_equal(a, b) for a, b in zip(results["eager"], results["graphs"]))
+    return {key: float(np.median(t)) for key, t in times.items()}, same
+
+
 def kernel_profiles(model: Model, envs: int, window: int, bundled: bool) -> List[KernelProfile]:
     """Kernel by kernel (diffsim.kernel_profile), a warm taped window's forward and its backward: the
     standing scenario, or with `bundled` the dropped one with bundling on."""
@@ -244,6 +295,8 @@ def main():
     parser.add_argument("--precision", choices=PRECISIONS, default="float64", help="the simulator's floating point")
     parser.add_argument("--kernels", action="store_true",
                         help="also profile a warm taped window kernel by kernel (and the bundled one with --bundle)")
+    parser.add_argument("--graphs", action="store_true",
+                        help="also time training's window stepped as captured graphs against one kernel at a time")
     args = parser.parse_args()
     wp.init()
     model = flavour(args.precision).Model.from_mujoco(args.model, device=args.device)
@@ -274,6 +327,14 @@ def main():
               f"backward, medians of {args.repeats}); {st.bundles} bundles, {st.branch_substeps} branch-substeps "
               f"for {st.env_substeps} env-substeps")
         last += f" bundled_over_plain={t_bundled / t_plain:.3f}"
+    if args.graphs:
+        t, same = graph_windows(model, args.envs, args.window, args.repeats)
+        print(f"captured graphs: {args.window}-step window through torch_bridge, medians of {args.repeats}: taped "
+              f"(forward + backward) {t[('eager', 'taped')] * 1e3:.1f} ms one kernel at a time, "
+              f"{t[('graphs', 'taped')] * 1e3:.1f} ms as graphs; without gradients {t[('eager', 'plain')] * 1e3:.1f} "
+              f"ms, {t[('graphs', 'plain')] * 1e3:.1f} ms; final states and gradients bit-identical: {same}")
+        last += (f" graphs_over_eager={t[('graphs', 'taped')] / t[('eager', 'taped')]:.3f}"
+                 f" plain_graphs_over_eager={t[('graphs', 'plain')] / t[('eager', 'plain')]:.3f}")
     if args.kernels:
         for bundled in (False, True) if args.bundle else (False,):
             forward, backward = kernel_profiles(model, args.envs, args.window, bundled)

@@ -54,6 +54,14 @@ class Segment:
         self._cursor = 0
         self.pool.release()
 
+    def advance(self, substeps: int) -> None:
+        """The next `substeps` substeps ran from a captured graph (diffsim.step_graphs) on the buffers
+        they were captured with: the next substep takes the buffers after them."""
+        if self.requires_grad:
+            self._cursor += substeps
+        else:
+            self._substeps += substeps
+
     def before_cut(self, read_adjoints: Callable[[], None]) -> None:
         """Call `read_adjoints` at every `cut`, while the segment's buffers still hold their adjoints."""
         self._before_cut.append(read_adjoints)

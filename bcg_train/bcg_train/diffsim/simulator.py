@@ -23,6 +23,7 @@ from .model import Model
 from .precision import scalar_types
 from .segment import Segment
 from .state import Control, State
+from .step_graphs import StepGraphs
 from .substep import Substep
 from .variation import PhysicsVariation
 
@@ -48,7 +49,7 @@ class Simulator:
     Several simulators may share a Model (e.g. a bundled one with gradients and a plain one)."""
 
     def __init__(self, model: Model, num_envs: int, config: Optional[SimConfig] = None, requires_grad: bool = False,
-                 check_finite: bool = True):
+                 check_finite: bool = True, capture_graphs: bool = False):
         self.config = config if config is not None else SimConfig()
         require_same_precision(model, self.config)
         self.model = model
@@ -63,6 +64,9 @@ class Simulator:
             self.segment.before_cut(self.bundler.measure_spread)
         self._flags = wp.zeros(num_envs, dtype=int, device=model.device)
         self._nonfinite = CachedLaunch(ik.nonfinite_flags, model.device)
+        self.graphs = StepGraphs(self) if capture_graphs else None
+        """With `capture_graphs`: the steps as captured graphs (diffsim.step_graphs), which
+        `torch_bridge` replays; None otherwise."""
 
     def vary(self, config: SimConfig, variation: PhysicsVariation) -> None:
         """Later steps run with `config` and `variation` (see `Substep.vary`); `self.config` follows."""
@@ -82,6 +86,13 @@ class Simulator:
 
     def step(self, state_in: State, state_out: State, control: Control, dt: float) -> State:
         """Advance `dt` seconds in `config.substeps` substeps; returns state_out."""
+        self.launch_step(state_in, state_out, control, dt)
+        if self.check_finite:
+            self.raise_if_nonfinite(state_out)
+        return state_out
+
+    def launch_step(self, state_in: State, state_out: State, control: Control, dt: float) -> None:
+        """`step`'s launches, without its check of the result (nothing read back: what a graph captures)."""
         tape = active_tape() if self.requires_grad else None
         if self.requires_grad and tape is None:
             raise TapeRequiredError("Simulator(requires_grad=True).step needs an active Warp tape: call it inside "
@@ -104,9 +115,6 @@ class Simulator:
                        self.segment.pool.state(self.num_envs) if self.requires_grad else buf)
                 self.bundler.substep(src, dst, control, h, sites, tape)
             src = dst
-        if self.check_finite:
-            self.raise_if_nonfinite(state_out)
-        return state_out
 
     def state_dict(self) -> dict:
         """What a later step depends on besides the states (open bundles and restarts not yet

@@ -21,6 +21,7 @@ from .kernels.device_model import Tape
 from .precision import scalar_types
 from .simulator import Simulator
 from .state import Control, State
+from .step_graphs import CapturedStep
 
 T = scalar_types(__name__)
 real, vec3, quat = T.real, T.vec3, T.quat
@@ -45,23 +46,48 @@ def _inputs(sim: Simulator, q, qd, q_target, kp, kd, tau, grad: bool):
     return s_in, ctrl
 
 
+def _copy_in(dst: wp.array, t: torch.Tensor) -> None:
+    wp.copy(dst, wp.from_torch(t.detach().expand(dst.shape).contiguous(), dtype=real))
+
+
+def _captured_step(sim: Simulator, dt: float, q, qd, q_target, kp, kd, tau) -> CapturedStep:
+    """The inputs copied into the simulator's captured step for the segment's next position, run."""
+    step = sim.graphs.next_step(dt)
+    for dst, t in ((step.state_in.q, q), (step.state_in.qd, qd), (step.control.q_target, q_target),
+                   (step.control.kp, kp), (step.control.kd, kd), (step.control.tau, tau)):
+        _copy_in(dst, t)
+    step.forward()
+    return step
+
+
 class _SimStep(torch.autograd.Function):
     @staticmethod
     def forward(ctx, sim: Simulator, dt: float, kp: torch.Tensor, kd: torch.Tensor,
                 q: torch.Tensor, qd: torch.Tensor, q_target: torch.Tensor, tau: torch.Tensor):
-        s_in, ctrl = _inputs(sim, q, qd, q_target, kp, kd, tau, grad=True)
-        s_out = sim.state()
-        tape = Tape()
-        with tape:
-            sim.step(s_in, s_out, ctrl, dt)
-        ctx.saved = (tape, s_in, s_out, ctrl)
+        if sim.graphs is not None:
+            ctx.saved = _captured_step(sim, dt, q, qd, q_target, kp, kd, tau)
+            s_out = ctx.saved.state_out
+        else:
+            s_in, ctrl = _inputs(sim, q, qd, q_target, kp, kd, tau, grad=True)
+            s_out = sim.state()
+            tape = Tape()
+            with tape:
+                sim.step(s_in, s_out, ctrl, dt)
+            ctx.saved = (tape, s_in, s_out, ctrl)
         return wp.to_torch(s_out.q).clone(), wp.to_torch(s_out.qd).clone()
 
     @staticmethod
     def backward(ctx, grad_q, grad_qd):
-        tape, s_in, s_out, ctrl = ctx.saved
-        tape.backward(grads={s_out.q: wp.from_torch(grad_q.contiguous(), dtype=real),
-                             s_out.qd: wp.from_torch(grad_qd.contiguous(), dtype=real)})
+        if isinstance(ctx.saved, CapturedStep):
+            step = ctx.saved
+            s_in, ctrl = step.state_in, step.control
+            _copy_in(step.state_out.q.grad, grad_q)
+            _copy_in(step.state_out.qd.grad, grad_qd)
+            step.backward()
+        else:
+            tape, s_in, s_out, ctrl = ctx.saved
+            tape.backward(grads={s_out.q: wp.from_torch(grad_q.contiguous(), dtype=real),
+                                 s_out.qd: wp.from_torch(grad_qd.contiguous(), dtype=real)})
         out = (wp.to_torch(s_in.q.grad).clone(), wp.to_torch(s_in.qd.grad).clone(),
                wp.to_torch(ctrl.q_target.grad).clone(), wp.to_torch(ctrl.tau.grad).clone())
         ctx.saved = None   # no tape.reset(): see diffsim.segment (bundles carry gradients to earlier steps)
@@ -102,7 +128,11 @@ def step_without_gradient(sim: Simulator, q: torch.Tensor, qd: torch.Tensor, q_t
                           kp: torch.Tensor, kd: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
     """`sim.step` (sim built with requires_grad=False) on tensors shared with Warp, no tape: (q_next, qd_next)."""
     q, qd, q_target, kp, kd = _in_precision(q, qd, q_target, kp, kd)
-    s_in, ctrl = _inputs(sim, q, qd, q_target, kp, kd, torch.zeros_like(q_target), grad=False)
+    tau = torch.zeros_like(q_target)
+    if sim.graphs is not None:
+        s_out = _captured_step(sim, dt, q, qd, q_target, kp, kd, tau).state_out
+        return wp.to_torch(s_out.q).clone(), wp.to_torch(s_out.qd).clone()
+    s_in, ctrl = _inputs(sim, q, qd, q_target, kp, kd, tau, grad=False)
     s_out = sim.state()
     sim.step(s_in, s_out, ctrl, dt)
     return wp.to_torch(s_out.q), wp.to_torch(s_out.qd)

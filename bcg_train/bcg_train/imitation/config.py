@@ -81,6 +81,11 @@ class ImitationEnvConfig:
     sim: SimConfig = field(default_factory=lambda: SimConfig(bundle=BundleConfig(enabled=True)))
     """The simulator: contact stiffness `sim.kappa` [1/m], substeps, solver constants, and bundling
     (on in the presets the paper's results use). Steps without gradients run it with bundling off."""
+    capture_graphs: bool = True
+    """Step the simulators as captured graphs where they can (diffsim.step_graphs: CUDA graphs on a
+    GPU, Warp's recorded launch streams on the CPU; the same values and gradients, bit for bit): the
+    one without gradients always, the one with gradients when bundling is off (a bundled step
+    decides on the host, every substep, which branches to run). False: one kernel launch at a time."""
     kp_scale: float = 1.0
     """Multiplier on the description's PD stiffness (config/g1.yaml) [-]; the exported contract carries the product."""
     kd_scale: float = 1.0

@@ -57,8 +57,10 @@ class G1ImitationEnv:
         self.model = simulator.Model.from_mujoco(model_path, device=wp_device)
         plain_cfg = dataclasses.replace(cfg.sim, bundle=dataclasses.replace(cfg.sim.bundle, enabled=False))
         # non-finite states are handled per environment in `step` (a failure), not raised
-        self.sim = simulator.Simulator(self.model, num_envs, cfg.sim, requires_grad=True, check_finite=False)
-        self.sim_plain = simulator.Simulator(self.model, num_envs, plain_cfg, check_finite=False)
+        self.sim = simulator.Simulator(self.model, num_envs, cfg.sim, requires_grad=True, check_finite=False,
+                                       capture_graphs=cfg.capture_graphs and not cfg.sim.bundle.enabled)
+        self.sim_plain = simulator.Simulator(self.model, num_envs, plain_cfg, check_finite=False,
+                                             capture_graphs=cfg.capture_graphs)
         robot = self.robot = self.model.robot
         n = self.act_dim = robot.num_joints
         real = dict(dtype=self.dtype, device=self.device)

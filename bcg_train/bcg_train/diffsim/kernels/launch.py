@@ -37,9 +37,17 @@ def adjoint_of(arg):
 
 def _repack(launch: wp.Launch, i: int, new, old, adjoint: bool = False) -> None:
     """Argument i of `launch` <- `new` (in place of `old`). An array of the dtype and dimension the
-    site was packed with is passed as its descriptor, without wp.launch's checks (done for the first)."""
+    site was packed with is passed as its descriptor, without wp.launch's checks (done for the first);
+    the launch's record of its arguments keeps the array itself, which a graph capture on the CPU
+    replays from (`set_param_at_index_from_ctype` leaves the descriptor there, and with `adjoint` in
+    the forward argument's place)."""
     if type(new) is wp.array and type(old) is wp.array and new.dtype is old.dtype and new.ndim == old.ndim:
+        forward = launch.fwd_args[i] if adjoint and launch.fwd_args is not None else new
         launch.set_param_at_index_from_ctype(i, new.__ctype__(), adjoint=adjoint)
+        if launch.fwd_args is not None:
+            launch.fwd_args[i] = forward
+        if adjoint and launch.adj_args is not None:
+            launch.adj_args[i] = new
     else:
         launch.set_param_at_index(i, new, adjoint=adjoint)
 

@@ -1,0 +1,119 @@
+"""`StepGraphs`: a simulator's steps captured once as graphs and replayed.
+
+A graph holds every launch of one `Simulator.step` (each substep's kernels and the zeroing of its
+buffers), and with gradients a second one holds the step's backward pass (the tape's adjoint
+launches, hand-written adjoints included). On a GPU they are CUDA graphs: a step is one launch from
+the host and asks the host nothing; on the CPU they are Warp's recorded launch streams, replayed
+without Python. Same kernels, same arguments: values and gradients are bit-identical to steps
+launched one kernel at a time.
+
+A graph reads and writes fixed buffers (`CapturedStep`: input state, control, output state), so
+the caller copies its inputs in and its outputs out. With gradients every position of a segment
+(the k-th step since the last `segment.cut()`) has its own graphs and buffers, as it has its own
+substep buffers; without gradients one step serves every call. A position is captured the first
+time it runs, and again when what its graphs hold by value changed: dt, the number of substeps or
+the kernel model (`Simulator.vary` builds a new one).
+
+Not with bundling: its bundler decides on the host, every substep, which rows to run (ValueError).
+"""
+from typing import List, Optional, Tuple
+
+import warp as wp
+
+from .kernels.device_model import DeviceModel, Tape
+from .state import Control, State
+
+
+class CapturedStep:
+    """One position's fixed buffers and graphs. Copy the inputs into `state_in` (q, qd) and `control`
+    (every field), call `forward()`, read `state_out`; for the backward pass put the output adjoints
+    in `state_out.q.grad` and `state_out.qd.grad`, call `backward()` and read the adjoints of
+    `state_in` and `control`. Shapes as in `State` and `Control`."""
+
+    def __init__(self, sim):
+        self.sim = sim
+        grad = sim.requires_grad
+        self.state_in = State.zeros(sim.model, sim.num_envs, grad)
+        self.control = Control.zeros(sim.model, sim.num_envs, grad)
+        self.state_out = State.zeros(sim.model, sim.num_envs, grad)
+        self._captured_with: Optional[Tuple[float, int, DeviceModel]] = None
+        """(dt, substeps, kernel model) of the graphs: what they hold by value."""
+        self._forward: Optional[wp.Graph] = None
+        self._tape: Optional[Tape] = None
+        self._backward: Optional[wp.Graph] = None
+        self._just_captured = False
+
+    def prepare(self, dt: float) -> None:
+        """Capture the step for dt [s] unless its graphs are of dt and the simulator's settings already."""
+        sim = self.sim
+        wanted = (dt, sim.config.substeps, sim.physics.kernel_model)
+        if self._captured_with is not None and all(a is b or a == b for a, b in zip(self._captured_with, wanted)):
+            return
+        self._tape = Tape() if sim.requires_grad else None
+        self._backward = None
+        with wp.ScopedCapture(device=sim.model.device) as capture:
+            if self._tape is None:
+                sim.launch_step(self.state_in, self.state_out, self.control, dt)
+            else:
+                self.state_in.zero_gradients()
+                self.state_out.zero_gradients()
+                for arr in (self.control.q_target, self.control.qd_target, self.control.kp, self.control.kd,
+                            self.control.tau):
+                    arr.grad.zero_()
+                with self._tape:
+                    sim.launch_step(self.state_in, self.state_out, self.control, dt)
+        self._forward, self._captured_with, self._just_captured = capture.graph, wanted, True
+
+    def forward(self) -> None:
+        """Advance `state_in` into `state_out` by the dt it was prepared for."""
+        sim = self.sim
+        if self._just_captured:     # the capture moved the segment on (and ran nothing)
+            self._just_captured = False
+        else:
+            sim.segment.advance(sim.config.substeps)
+        wp.capture_launch(self._forward)
+        if sim.check_finite:
+            sim.raise_if_nonfinite(self.state_out)
+
+    def backward(self) -> None:
+        """The adjoints of `state_in` and `control` from those of `state_out` (zeroed by `forward`,
+        then set by the caller)."""
+        if self._tape is None:
+            raise RuntimeError("CapturedStep.backward: the simulator was built without gradients")
+        if self._backward is None:
+            with wp.ScopedCapture(device=self.sim.model.device) as capture:
+                self._tape.backward()
+            self._backward = capture.graph
+        wp.capture_launch(self._backward)
+
+
+class StepGraphs:
+    """The captured steps of `sim` (see the module docstring); the simulator builds it when asked to
+    (`Simulator(..., capture_graphs=True)`) and reaches it as `sim.graphs`."""
+
+    def __init__(self, sim):
+        if sim.bundler is not None:
+            raise ValueError("capture_graphs: a bundled simulator cannot run as captured graphs (its bundler decides "
+                             "on the host, every substep, which branch rows to run); build it with "
+                             "capture_graphs=False or without bundling")
+        self.sim = sim
+        self._steps: List[CapturedStep] = []
+        self._position = 0
+        if sim.requires_grad:
+            sim.segment.before_cut(self._rewind)
+
+    def next_step(self, dt: float) -> CapturedStep:
+        """The fixed buffers and graphs of the segment's next position, captured now when new or stale;
+        dt [s] as in `Simulator.step`. Its inputs may then be set and `forward()` called."""
+        k = self._position
+        if self.sim.requires_grad:
+            self._position += 1
+        if k == len(self._steps):
+            self._steps.append(CapturedStep(self.sim))
+        step = self._steps[k]
+        step.prepare(dt)
+        return step
+
+    def _rewind(self) -> None:
+        self._position = 0
+

@@ -1,0 +1,148 @@
+"""Simulator steps captured as graphs and replayed (`Simulator(capture_graphs=True)`, diffsim.step_graphs)
+give the values and gradients of steps launched one kernel at a time, bit for bit, through
+`torch_bridge` as training runs them; a replayed window launches no kernel from Python; graphs are
+captured again when what they hold by value changes."""
+import dataclasses
+
+import numpy as np
+import pytest
+import torch
+
+from bcg_train.diffsim import BundleConfig, Model, NonFiniteStateError, PhysicsVariation, SimConfig, Simulator
+from bcg_train.diffsim.kernel_profile import intercepted_launches
+from bcg_train.diffsim.torch_bridge import step, step_without_gradient
+
+DEVICES = ["cpu", pytest.param("cuda:0", marks=pytest.mark.skipif(not torch.cuda.is_available(),
+                                                                   reason="needs a CUDA device"))]
+N = 3
+DT = 0.02
+
+
+@pytest.fixture(scope="module")
+def models():
+    return {}
+
+
+def model_on(models, device) -> Model:
+    if device not in models:
+        models[device] = Model.from_mujoco(device=device)
+    return models[device]
+
+
+def pd(model, device):
+    r = model.robot
+    return torch.tensor(r.kp * 10, device=device), torch.tensor(r.kd * 3, device=device)
+
+
+def windows(sim: Simulator, lengths, seed: int = 0, dt: float = DT):
+    """Windows of `lengths` steps through torch_bridge.step from a drop (each from the last one's end,
+    the graph cut between them) under random PD targets; per window its final (q, qd) and the
+    gradients of a loss of them with respect to the actions and the window's first state."""
+    model, device = sim.model, sim.model.device
+    kp, kd = pd(model, device)
+    gen = torch.Generator().manual_seed(seed)
+    q = torch.tensor(np.tile(model.default_qpos(0.80), (N, 1)), device=device)
+    q[:, 0] += torch.arange(N, device=device) * 0.01
+    qd = torch.zeros(N, model.nv, dtype=torch.float64, device=device)
+    qd[:, 2] = -0.5
+    out = []
+    for length in lengths:
+        q0 = q.clone().requires_grad_(True)
+        noise = 0.1 * torch.randn(length, N, model.nj, generator=gen, dtype=torch.float64)
+        actions = (torch.tensor(model.robot.default_q) + noise).to(device).requires_grad_(True)
+        q, qd = q0, qd
+        for k in range(length):
+            q, qd = step(sim, q, qd, actions[k], dt, kp, kd)
+        ((q[:, :3] ** 2).sum() + (qd ** 2).sum()).backward()
+        sim.segment.cut()
+        out.append(tuple(x.detach().cpu().numpy().copy() for x in (q, qd, actions.grad, q0.grad)))
+        q, qd = q.detach(), qd.detach()
+    return out
+
+
+def assert_identical(a, b):
+    for window_a, window_b in zip(a, b, strict=True):
+        for x, y in zip(window_a, window_b, strict=True):
+            np.testing.assert_array_equal(x, y)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_captured_windows_match_steps_launched_one_by_one(models, device):
+    """Three windows (the first captures, the others replay), then a longer one (its last positions
+    captured after replayed ones): states and gradients equal to the last bit. Without gradients
+    too."""
+    model = model_on(models, device)
+    config = SimConfig(kappa=300.0)
+    eager = windows(Simulator(model, N, config, requires_grad=True), (3, 3, 3, 5))
+    captured = Simulator(model, N, config, requires_grad=True, capture_graphs=True)
+    assert_identical(eager, windows(captured, (3, 3, 3, 5)))
+    assert np.abs(eager[-1][2]).sum() > 0
+
+    kp, kd = pd(model, device)
+    target = torch.tensor(model.robot.default_q, device=device).expand(N, -1)
+    states = {}
+    for capture in (False, True):
+        sim = Simulator(model, N, config, capture_graphs=capture)
+        q = torch.tensor(np.tile(model.default_qpos(0.80), (N, 1)), device=device)
+        qd = torch.zeros(N, model.nv, dtype=torch.float64, device=device)
+        for _ in range(4):
+            q, qd = step_without_gradient(sim, q, qd, target, DT, kp, kd)
+        states[capture] = (q.cpu().numpy(), qd.cpu().numpy())
+    assert_identical([states[False]], [states[True]])
+
+
+def test_a_replayed_window_launches_no_kernel_from_python(models):
+    """The first window captures (its launches go through Python once), the second replays: no launch
+    at all from Python; one kernel at a time launches 13 per substep each way (the check of the
+    result, one more launch per step, is off as in training)."""
+    model = model_on(models, "cpu")
+    counts = {}
+    for capture in (False, True):
+        sim = Simulator(model, N, SimConfig(kappa=300.0), requires_grad=True, check_finite=False,
+                        capture_graphs=capture)
+        windows(sim, (2,))
+        launches = []
+        with intercepted_launches(lambda kernel, adjoint, threads, launch: (launches.append(kernel), launch())[1]):
+            windows(sim, (2,))
+        counts[capture] = len(launches)
+    assert counts == {False: 2 * 2 * 4 * 13, True: 0}
+
+
+def test_graphs_are_captured_again_when_dt_or_the_physics_change(models):
+    """A new dt, and `vary` (a new kernel model: stiffer contact, a heavier pelvis, less friction):
+    the captured simulator follows as the one that launches kernel by kernel does."""
+    model = model_on(models, "cpu")
+    config = SimConfig(kappa=300.0)
+    varied = dataclasses.replace(config, kappa=600.0)
+    mass = np.zeros(model.nb)
+    mass[0] = 2.0
+    variation = PhysicsVariation(body_mass_offset=mass, body_com_offset=np.zeros((model.nb, 3)), friction_scale=0.7)
+    results = {}
+    for capture in (False, True):
+        sim = Simulator(model, N, config, requires_grad=True, capture_graphs=capture)
+        first = windows(sim, (2, 2))
+        sim.vary(varied, variation)
+        second = windows(sim, (2,))
+        results[capture] = first + second + windows(sim, (2,), seed=1, dt=0.01)
+    assert_identical(results[False], results[True])
+    assert not np.array_equal(results[True][0][0], results[True][2][0])
+
+
+def test_a_captured_step_still_checks_its_result(models):
+    """check_finite holds for replayed steps: a NaN state raises, naming the environment."""
+    model = model_on(models, "cpu")
+    sim = Simulator(model, N, SimConfig(), capture_graphs=True)
+    kp, kd = pd(model, "cpu")
+    q = torch.tensor(np.tile(model.default_qpos(0.80), (N, 1)))
+    qd = torch.zeros(N, model.nv, dtype=torch.float64)
+    target = torch.tensor(model.robot.default_q).expand(N, -1)
+    step_without_gradient(sim, q, qd, target, DT, kp, kd)
+    qd[1, 0] = float("nan")
+    with pytest.raises(NonFiniteStateError, match=r"\[1\]"):
+        step_without_gradient(sim, q, qd, target, DT, kp, kd)
+
+
+def test_a_bundled_simulator_is_not_captured(models):
+    model = model_on(models, "cpu")
+    with pytest.raises(ValueError, match="bundled simulator cannot run as captured graphs"):
+        Simulator(model, N, SimConfig(bundle=BundleConfig(enabled=True)), requires_grad=True, capture_graphs=True)
