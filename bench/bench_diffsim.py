@@ -28,7 +28,8 @@ step h = 0.005 s (the simulator: dt 0.02 s with 4 substeps; MuJoCo: Euler at
   `--bundle` also the bundled dropped window's. On a GPU this says which kernels set a window's time
   and whether the device (kernel time near the wall time) or the host (far below) is the bound.
 
-    python bench/bench_diffsim.py [--device cpu] [--envs 64] [--steps 50] [--bundle] [--precision float32] [--kernels] [--graphs]
+    python bench/bench_diffsim.py [--device cpu] [--envs 64] [--steps 50] [--bundle] [--precision float32]
+        [--kernels] [--graphs]
     python bench/bench_diffsim.py --device cuda:0 --envs 4096
 
 `--precision float32` runs the float32 simulator (`diffsim.flavour`); MuJoCo stays float64.

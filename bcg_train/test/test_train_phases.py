@@ -80,7 +80,7 @@ def _double(x: wp.array(dtype=float), y: wp.array(dtype=float)):
 
 def test_kernel_launches_are_counted_forward_replayed_and_adjoint_and_functions_restored():
     from bcg_train.diffsim.kernels.launch import CachedLaunch
-    launch, replay = wp.launch, wp.Launch.launch
+    launch, replay, graph_replay = wp.launch, wp.Launch.launch, wp.capture_launch
     x, y, z = (wp.ones(4, dtype=float, device="cpu", requires_grad=True) for _ in range(3))
     with PhaseTimer() as timer, count_kernel_launches(timer):
         with phase("plain"):
@@ -92,8 +92,13 @@ def test_kernel_launches_are_counted_forward_replayed_and_adjoint_and_functions_
             CachedLaunch(_double, "cpu")(4, [y, z], tape)
         with phase("backward"):
             tape.backward(grads={z: wp.ones(4, dtype=float, device="cpu")})
-    assert dict(timer.launches) == {"plain": 1, "cached": 2, "backward": 2}
-    assert wp.launch is launch and wp.Launch.launch is replay
+        with wp.ScopedCapture(device="cpu") as capture:
+            wp.launch(_double, 4, inputs=[x, y], device="cpu")
+            wp.launch(_double, 4, inputs=[y, z], device="cpu")
+        with phase("graph"):
+            wp.capture_launch(capture.graph)
+    assert dict(timer.launches) == {"plain": 1, "cached": 2, "backward": 2, "other": 2, "graph": 1}
+    assert wp.launch is launch and wp.Launch.launch is replay and wp.capture_launch is graph_replay
     assert z.numpy().tolist() == [4.0] * 4 and x.grad.numpy().tolist() == [4.0] * 4
 
 

@@ -22,7 +22,9 @@ is a lower bound of what the same code would do on a GPU.
 
 Warp kernel launches (`count_kernel_launches`) are counted as the launches made through
 `warp.launch` and replays of recorded `warp.Launch` objects, forward and adjoint (the simulator's
-cached launch sites replay); memsets, copies and torch's own kernels are not counted. On a GPU
+cached launch sites replay), and the replays of captured graphs (`warp.capture_launch`, one each: a
+graph of a simulator step is one launch from the host, diffsim.step_graphs); memsets, copies and
+torch's own kernels are not counted. On a GPU
 each launch costs a few microseconds of host time whatever its size, so at small batches the
 launch count, not the arithmetic, sets the time of a phase.
 """
@@ -200,9 +202,21 @@ def count_kernel_launches(timer: PhaseTimer) -> Iterator[PhaseTimer]:
     intercepts them (`diffsim.kernel_profile.intercepted_launches`) for the duration."""
     from bcg_train.diffsim.kernel_profile import intercepted_launches
 
+    import warp as wp
+
     def counted(kernel, adjoint, threads, launch):
         timer.count_launch()
         return launch()
 
-    with intercepted_launches(counted):
-        yield timer
+    replay = wp.capture_launch
+
+    def counted_replay(*args, **kwargs):
+        timer.count_launch()
+        return replay(*args, **kwargs)
+
+    wp.capture_launch = counted_replay
+    try:
+        with intercepted_launches(counted):
+            yield timer
+    finally:
+        wp.capture_launch = replay
