@@ -186,13 +186,16 @@ def graph_windows(model: Model, envs: int, window: int, repeats: int):
     kernel at a time and as captured graphs (`capture_graphs`), interleaved, `repeats` warm windows
     each after one that captures. Returns ({(arm, "taped" | "plain"): median seconds}, whether the
     arms' final states and action gradients are bit-identical)."""
+    import importlib
+
     import torch
 
-    from bcg_train.diffsim import torch_bridge
-    kp, kd = (torch.tensor(g) for g in stand_gains(model.robot))
-    q0 = torch.tensor(np.tile(model.default_qpos(vd.drop_height(model, vd.DROP_CLEARANCES[0])), (envs, 1)))
-    qd0 = torch.zeros(envs, model.nv, dtype=torch.float64)
-    target = torch.tensor(model.robot.default_q).expand(envs, -1)
+    torch_bridge = importlib.import_module(".torch_bridge", flavour(model.precision).__name__)
+    dev = str(model.device)
+    kp, kd = (torch.tensor(g, device=dev) for g in stand_gains(model.robot))
+    q0 = torch.tensor(np.tile(model.default_qpos(vd.drop_height(model, vd.DROP_CLEARANCES[0])), (envs, 1)), device=dev)
+    qd0 = torch.zeros(envs, model.nv, dtype=torch.float64, device=dev)
+    target = torch.tensor(model.robot.default_q, device=dev).expand(envs, -1)
     arms = {"eager": False, "graphs": True}
     taped = {arm: simulator(model, envs, CONFIG, requires_grad=True, check_finite=False, capture_graphs=c)
              for arm, c in arms.items()}
@@ -216,7 +219,7 @@ def graph_windows(model: Model, envs: int, window: int, repeats: int):
                 q, qd = torch_bridge.step_without_gradient(plain[arm], q, qd, target, DT, kp, kd)
             wp.synchronize_device(model.device)
             t2 = time.perf_counter()
-            results[arm] = (q.numpy().copy(), actions.grad.numpy().copy())
+            results[arm] = (q.cpu().numpy(), actions.grad.cpu().numpy())
             if rep:
                 times[(arm, "taped")].append(t1 - t0)
                 times[(arm, "plain")].append(t2 - t1)

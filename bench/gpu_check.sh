@@ -11,7 +11,8 @@
 #                a CUDA test names "cuda" in its name or parameter id (test_runs_unchanged_on_cuda)
 #   diffsim_*    bench/bench_diffsim.py at 64 and 4096 environments, once per precision where the
 #                bench has --precision (float64, float32), else once, float32 recorded "not available";
-#                with --kernels (each kernel's device time, forward and backward), at 64 also --bundle
+#                with --kernels (each kernel's device time, forward and backward) and --graphs (training's
+#                window as captured CUDA graphs against one launch at a time), at 64 also --bundle
 #   train        bench/bench_train.py --preset paper --iterations 3 --motion synthetic_dance (the built-in
 #                motion: the GPU machine has no motion capture, and the motion does not change the cost)
 #   train_scaled SHAC + BCG alone at 4096 environments in float32 (as many iterations): what a GPU gives
@@ -193,8 +194,9 @@ elif "$PYTHON" bench/bench_diffsim.py --help 2>/dev/null | grep -q -- "--precisi
   PRECISIONS=(float64 float32)
 fi
 for envs in "${SIZES[@]}"; do
-  # kernel by kernel at both sizes; the bundled window too at the small one (the paper's size)
-  PROFILE=(--kernels)
+  # kernel by kernel and captured graphs against launches at both sizes; the bundled window too at
+  # the small one (the paper's size)
+  PROFILE=(--kernels --graphs)
   [ "$envs" = "${SIZES[0]}" ] && PROFILE+=(--bundle)
   for precision in "${PRECISIONS[@]}"; do
     if [ -n "$precision" ]; then

@@ -7,6 +7,7 @@ import dataclasses
 import numpy as np
 import pytest
 import torch
+import warp as wp
 
 from bcg_train.diffsim import BundleConfig, Model, NonFiniteStateError, PhysicsVariation, SimConfig, Simulator
 from bcg_train.diffsim.kernel_profile import intercepted_launches
@@ -68,14 +69,14 @@ def assert_identical(a, b):
 
 @pytest.mark.parametrize("device", DEVICES)
 def test_captured_windows_match_steps_launched_one_by_one(models, device):
-    """Three windows (the first captures, the others replay), then a longer one (its last positions
-    captured after replayed ones): states and gradients equal to the last bit. Without gradients
-    too."""
+    """Four windows (the first launches kernel by kernel, the second captures, the others replay),
+    then a longer one (its last positions new after replayed ones): states and gradients equal to
+    the last bit. Without gradients too."""
     model = model_on(models, device)
     config = SimConfig(kappa=300.0)
-    eager = windows(Simulator(model, N, config, requires_grad=True), (3, 3, 3, 5))
+    eager = windows(Simulator(model, N, config, requires_grad=True), (3, 3, 3, 3, 5))
     captured = Simulator(model, N, config, requires_grad=True, capture_graphs=True)
-    assert_identical(eager, windows(captured, (3, 3, 3, 5)))
+    assert_identical(eager, windows(captured, (3, 3, 3, 3, 5)))
     assert np.abs(eager[-1][2]).sum() > 0
 
     kp, kd = pd(model, device)
@@ -85,14 +86,14 @@ def test_captured_windows_match_steps_launched_one_by_one(models, device):
         sim = Simulator(model, N, config, capture_graphs=capture)
         q = torch.tensor(np.tile(model.default_qpos(0.80), (N, 1)), device=device)
         qd = torch.zeros(N, model.nv, dtype=torch.float64, device=device)
-        for _ in range(4):
+        for _ in range(5):
             q, qd = step_without_gradient(sim, q, qd, target, DT, kp, kd)
         states[capture] = (q.cpu().numpy(), qd.cpu().numpy())
     assert_identical([states[False]], [states[True]])
 
 
 def test_a_replayed_window_launches_no_kernel_from_python(models):
-    """The first window captures (its launches go through Python once), the second replays: no launch
+    """The first window runs launch by launch, the second captures, the third replays: no launch
     at all from Python; one kernel at a time launches 13 per substep each way (the check of the
     result, one more launch per step, is off as in training)."""
     model = model_on(models, "cpu")
@@ -100,7 +101,7 @@ def test_a_replayed_window_launches_no_kernel_from_python(models):
     for capture in (False, True):
         sim = Simulator(model, N, SimConfig(kappa=300.0), requires_grad=True, check_finite=False,
                         capture_graphs=capture)
-        windows(sim, (2,))
+        windows(sim, (2, 2))
         launches = []
         with intercepted_launches(lambda kernel, adjoint, threads, launch: (launches.append(kernel), launch())[1]):
             windows(sim, (2,))
@@ -120,12 +121,12 @@ def test_graphs_are_captured_again_when_dt_or_the_physics_change(models):
     results = {}
     for capture in (False, True):
         sim = Simulator(model, N, config, requires_grad=True, capture_graphs=capture)
-        first = windows(sim, (2, 2))
+        first = windows(sim, (2, 2, 2))
         sim.vary(varied, variation)
         second = windows(sim, (2,))
         results[capture] = first + second + windows(sim, (2,), seed=1, dt=0.01)
     assert_identical(results[False], results[True])
-    assert not np.array_equal(results[True][0][0], results[True][2][0])
+    assert not np.array_equal(results[True][0][0], results[True][3][0])
 
 
 def test_a_captured_step_still_checks_its_result(models):
@@ -146,3 +147,30 @@ def test_a_bundled_simulator_is_not_captured(models):
     model = model_on(models, "cpu")
     with pytest.raises(ValueError, match="bundled simulator cannot run as captured graphs"):
         Simulator(model, N, SimConfig(bundle=BundleConfig(enabled=True)), requires_grad=True, capture_graphs=True)
+
+
+def test_no_capture_allocates(models, monkeypatch):
+    """Captures come after a position's first step and backward pass, which allocate what they need:
+    on a GPU, memory allocated inside a capture would belong to the graph."""
+    model = model_on(models, "cpu")
+    allocator = wp.get_device("cpu").get_allocator()
+    allocate = allocator.allocate
+    during_capture = []
+
+    def counted(size):
+        if wp.get_device("cpu").is_capturing:
+            during_capture.append(size)
+        return allocate(size)
+
+    monkeypatch.setattr(allocator, "allocate", counted)
+    for requires_grad in (True, False):
+        sim = Simulator(model, N, SimConfig(kappa=300.0), requires_grad=requires_grad, capture_graphs=True)
+        if requires_grad:
+            windows(sim, (2, 2, 2))
+        else:
+            kp, kd = pd(model, "cpu")
+            q = torch.tensor(np.tile(model.default_qpos(0.80), (N, 1)))
+            qd = torch.zeros(N, model.nv, dtype=torch.float64)
+            for _ in range(3):
+                q, qd = step_without_gradient(sim, q, qd, torch.tensor(model.robot.default_q).expand(N, -1), DT, kp, kd)
+    assert during_capture == []

@@ -10,9 +10,10 @@ launched one kernel at a time.
 A graph reads and writes fixed buffers (`CapturedStep`: input state, control, output state), so
 the caller copies its inputs in and its outputs out. With gradients every position of a segment
 (the k-th step since the last `segment.cut()`) has its own graphs and buffers, as it has its own
-substep buffers; without gradients one step serves every call. A position is captured the first
-time it runs, and again when what its graphs hold by value changed: dt, the number of substeps or
-the kernel model (`Simulator.vary` builds a new one).
+substep buffers; without gradients one step serves every call. A position runs launch by launch
+the first time (allocating what its launches need: no capture allocates), is captured the second
+time, and again whenever what its graphs hold by value changed: dt, the number of substeps or the
+kernel model (`Simulator.vary` builds a new one).
 
 Not with bundling: its bundler decides on the host, every substep, which rows to run (ValueError).
 """
@@ -26,9 +27,13 @@ from .state import Control, State
 
 class CapturedStep:
     """One position's fixed buffers and graphs. Copy the inputs into `state_in` (q, qd) and `control`
-    (every field), call `forward()`, read `state_out`; for the backward pass put the output adjoints
+    (every field), call `forward(dt)`, read `state_out`; for the backward pass put the output adjoints
     in `state_out.q.grad` and `state_out.qd.grad`, call `backward()` and read the adjoints of
-    `state_in` and `control`. Shapes as in `State` and `Control`."""
+    `state_in` and `control`. Shapes as in `State` and `Control`.
+
+    The first step and backward pass at a position run launch by launch: they allocate whatever
+    their launches need (the segment's substep buffers, the solvers' backward work arrays), so that
+    no capture allocates (on a GPU a graph would own the memory). Captures follow."""
 
     def __init__(self, sim):
         self.sim = sim
@@ -37,41 +42,28 @@ class CapturedStep:
         self.control = Control.zeros(sim.model, sim.num_envs, grad)
         self.state_out = State.zeros(sim.model, sim.num_envs, grad)
         self._captured_with: Optional[Tuple[float, int, DeviceModel]] = None
-        """(dt, substeps, kernel model) of the graphs: what they hold by value."""
+        """(dt, substeps, kernel model) of the forward graph: what it holds by value."""
         self._forward: Optional[wp.Graph] = None
         self._tape: Optional[Tape] = None
         self._backward: Optional[wp.Graph] = None
-        self._just_captured = False
+        self._ran = self._backward_ran = False
 
-    def prepare(self, dt: float) -> None:
-        """Capture the step for dt [s] unless its graphs are of dt and the simulator's settings already."""
+    def forward(self, dt: float) -> None:
+        """Advance `state_in` into `state_out` by dt [s], capturing first when this position has not
+        been captured with dt and the simulator's current settings."""
         sim = self.sim
         wanted = (dt, sim.config.substeps, sim.physics.kernel_model)
-        if self._captured_with is not None and all(a is b or a == b for a, b in zip(self._captured_with, wanted)):
-            return
-        self._tape = Tape() if sim.requires_grad else None
-        self._backward = None
-        with wp.ScopedCapture(device=sim.model.device) as capture:
-            if self._tape is None:
-                sim.launch_step(self.state_in, self.state_out, self.control, dt)
-            else:
-                self.state_in.zero_gradients()
-                self.state_out.zero_gradients()
-                for arr in (self.control.q_target, self.control.qd_target, self.control.kp, self.control.kd,
-                            self.control.tau):
-                    arr.grad.zero_()
-                with self._tape:
-                    sim.launch_step(self.state_in, self.state_out, self.control, dt)
-        self._forward, self._captured_with, self._just_captured = capture.graph, wanted, True
-
-    def forward(self) -> None:
-        """Advance `state_in` into `state_out` by the dt it was prepared for."""
-        sim = self.sim
-        if self._just_captured:     # the capture moved the segment on (and ran nothing)
-            self._just_captured = False
+        if not self._ran:
+            self._run(dt)
+            self._ran = True
         else:
-            sim.segment.advance(sim.config.substeps)
-        wp.capture_launch(self._forward)
+            if self._captured_with is None or not all(a is b or a == b for a, b in zip(self._captured_with, wanted)):
+                with wp.ScopedCapture(device=sim.model.device) as capture:
+                    self._run(dt)
+                self._forward, self._captured_with, self._backward = capture.graph, wanted, None
+            else:
+                sim.segment.advance(sim.config.substeps)
+            wp.capture_launch(self._forward)
         if sim.check_finite:
             sim.raise_if_nonfinite(self.state_out)
 
@@ -80,11 +72,29 @@ class CapturedStep:
         then set by the caller)."""
         if self._tape is None:
             raise RuntimeError("CapturedStep.backward: the simulator was built without gradients")
+        if self._forward is None or not self._backward_ran:
+            self._tape.backward()
+            self._backward_ran = True
+            return
         if self._backward is None:
             with wp.ScopedCapture(device=self.sim.model.device) as capture:
                 self._tape.backward()
             self._backward = capture.graph
         wp.capture_launch(self._backward)
+
+    def _run(self, dt: float) -> None:
+        """The step's launches, on a new tape with gradients (the fixed buffers' adjoints zeroed first)."""
+        sim = self.sim
+        if not sim.requires_grad:
+            sim.launch_step(self.state_in, self.state_out, self.control, dt)
+            return
+        self.state_in.zero_gradients()
+        self.state_out.zero_gradients()
+        for arr in (self.control.q_target, self.control.qd_target, self.control.kp, self.control.kd, self.control.tau):
+            arr.grad.zero_()
+        self._tape = Tape()
+        with self._tape:
+            sim.launch_step(self.state_in, self.state_out, self.control, dt)
 
 
 class StepGraphs:
@@ -102,17 +112,15 @@ class StepGraphs:
         if sim.requires_grad:
             sim.segment.before_cut(self._rewind)
 
-    def next_step(self, dt: float) -> CapturedStep:
-        """The fixed buffers and graphs of the segment's next position, captured now when new or stale;
-        dt [s] as in `Simulator.step`. Its inputs may then be set and `forward()` called."""
+    def next_step(self) -> CapturedStep:
+        """The fixed buffers and graphs of the segment's next position: set its inputs, then call its
+        `forward(dt)`."""
         k = self._position
         if self.sim.requires_grad:
             self._position += 1
         if k == len(self._steps):
             self._steps.append(CapturedStep(self.sim))
-        step = self._steps[k]
-        step.prepare(dt)
-        return step
+        return self._steps[k]
 
     def _rewind(self) -> None:
         self._position = 0

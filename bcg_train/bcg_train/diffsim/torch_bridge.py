@@ -52,11 +52,11 @@ def _copy_in(dst: wp.array, t: torch.Tensor) -> None:
 
 def _captured_step(sim: Simulator, dt: float, q, qd, q_target, kp, kd, tau) -> CapturedStep:
     """The inputs copied into the simulator's captured step for the segment's next position, run."""
-    step = sim.graphs.next_step(dt)
+    step = sim.graphs.next_step()
     for dst, t in ((step.state_in.q, q), (step.state_in.qd, qd), (step.control.q_target, q_target),
                    (step.control.kp, kp), (step.control.kd, kd), (step.control.tau, tau)):
         _copy_in(dst, t)
-    step.forward()
+    step.forward(dt)
     return step
 
 
