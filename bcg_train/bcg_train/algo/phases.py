@@ -200,9 +200,9 @@ def count_kernel_launches(timer: PhaseTimer) -> Iterator[PhaseTimer]:
     """While open, every Warp kernel launch (see the module docstring) counts one in `timer`'s
     innermost phase. Instrumentation for benchmarks: launches are intercepted as the kernel profile
     intercepts them (`diffsim.kernel_profile.intercepted_launches`) for the duration."""
-    from bcg_train.diffsim.kernel_profile import intercepted_launches
-
     import warp as wp
+
+    from bcg_train.diffsim.kernel_profile import intercepted_launches
 
     def counted(kernel, adjoint, threads, launch):
         timer.count_launch()
