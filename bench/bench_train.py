@@ -5,18 +5,19 @@ For SHAC with bundling, SHAC without bundling (the preset's `num_envs_without_bu
 `--warmup` iterations, then `--iterations` iterations of the real runner (logs, checkpoint and curves
 included, in a temporary folder) with a `PhaseTimer` recording (bcg_train.algo.phases: the
 algorithms mark their phases; this script adds the simulator's own phases by wrapping `sim.step`,
-the torch bridge's step and forward kinematics). Per phase: milliseconds per iteration (exclusive:
+the replay of its captured steps (diffsim.step_graphs), the torch bridge's step and forward
+kinematics). Per phase: milliseconds per iteration (exclusive:
 nested phases are subtracted), share of the iteration ("beside" for the updates that run in the
 update thread while the loop backpropagates, `concurrent_updates`: their time overlaps the loop's
 and is not part of the iteration's), host synchronisations per iteration
 (explicit device-to-host conversions; a lower bound on the CPU, see bcg_train.algo.phases) and Warp
 kernel launches per iteration (forward and adjoint; what sets a GPU's time at small batches).
 Checkpoints and curves are billed per iteration as their cost per call over `checkpoint_every` /
-`curves_every`. The simulator's own time is "sim forward" (`Simulator.step`, bundling included)
-plus "sim backward" (the Warp tape's backward of those steps).
+`curves_every`. The simulator's own time is "sim forward" (`Simulator.step`, bundling included, or
+a captured step's replay) plus "sim backward" (the Warp tape's backward of those steps).
 
     python bench/bench_train.py [--preset cpu-small] [--device cpu] [--motion dance] [--iterations 3]
-        [--warmup 1] [--variants shac,shac-nobundle,ppo] [--set shac.critic_iterations=4 ...]
+        [--warmup 2] [--variants shac,shac-nobundle,ppo] [--set shac.critic_iterations=4 ...]
 
 The simulator's time is also measured alone (`simulator_alone`: the timed iterations' windows
 replayed right after them, same start states and actions, nothing else running in this process), a
@@ -30,6 +31,7 @@ ppo_steps_per_s=<PPO environment steps per second>.
 import argparse
 import contextlib
 import dataclasses
+import importlib
 import sys
 import tempfile
 import time
@@ -104,10 +106,12 @@ def timed(fn, name: str):
 
 @contextlib.contextmanager
 def simulator_phases(env) -> Iterator[None]:
-    """Mark the simulator's own phases inside the env: `Simulator.step` of both of its simulators,
-    the torch bridge's forward glue and backward, and forward kinematics (forward and backward), in the
-    simulator package of the env's precision."""
+    """Mark the simulator's own phases inside the env: `Simulator.step` of both of its simulators and
+    the forward of their captured steps (`CapturedStep.forward`: a graph's replay, or the step's
+    launches when it runs them), the torch bridge's forward glue and backward, and forward kinematics
+    (forward and backward), in the simulator package of the env's precision."""
     torch_bridge = env.bridge
+    captured_step = importlib.import_module(".step_graphs", torch_bridge.__package__).CapturedStep
     for sim in (env.sim, env.sim_plain):
         sim.step = timed(sim.step, "sim forward")
     originals = [(cls, name, cls.__dict__[name]) for cls in (torch_bridge._SimStep, torch_bridge._BodyFrames)
@@ -116,11 +120,14 @@ def simulator_phases(env) -> Iterator[None]:
              ("_BodyFrames", "forward"): "forward kinematics", ("_BodyFrames", "backward"): "forward kinematics"}
     for cls, name, method in originals:
         setattr(cls, name, staticmethod(timed(method.__func__, names[cls.__name__, name])))
+    captured_forward = captured_step.forward
+    captured_step.forward = timed(captured_forward, "sim forward")
     try:
         yield
     finally:
         for cls, name, method in originals:
             setattr(cls, name, method)
+        captured_step.forward = captured_forward
 
 
 def measure(cfg: TrainConfig, variant: str, motion: str, device: str, warmup: int, iterations: int) -> Measurement:
@@ -239,7 +246,8 @@ def main() -> int:
     p.add_argument("--device", default="cpu")
     p.add_argument("--motion", default="dance")
     p.add_argument("--iterations", type=int, default=3, help="timed iterations per variant")
-    p.add_argument("--warmup", type=int, default=1, help="untimed iterations first (kernel loading, allocations)")
+    p.add_argument("--warmup", type=int, default=2,
+                   help="untimed iterations first (kernel loading, allocations, the simulator's graph captures)")
     p.add_argument("--variants", default=",".join(VARIANTS), help=f"comma-separated, of {', '.join(VARIANTS)}")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a preset value")
     args = p.parse_args()

@@ -123,10 +123,28 @@ def test_graphs_are_captured_again_when_dt_or_the_physics_change(models):
         sim = Simulator(model, N, config, requires_grad=True, capture_graphs=capture)
         first = windows(sim, (2, 2, 2))
         sim.vary(varied, variation)
-        second = windows(sim, (2,))
-        results[capture] = first + second + windows(sim, (2,), seed=1, dt=0.01)
+        second = windows(sim, (2, 2, 2))
+        results[capture] = first + second + windows(sim, (2, 2, 2), seed=1, dt=0.01)
     assert_identical(results[False], results[True])
     assert not np.array_equal(results[True][0][0], results[True][3][0])
+
+
+def test_physics_redrawn_every_window_is_never_captured(models, monkeypatch):
+    """Domain randomisation redraws the physics between windows: each window's steps then differ from
+    the last run's and run launch by launch (a capture costs more than launching), as fast as without
+    graphs."""
+    model = model_on(models, "cpu")
+    config = SimConfig(kappa=300.0)
+    sim = Simulator(model, N, config, requires_grad=True, check_finite=False, capture_graphs=True)
+    captures = []
+    scoped = wp.ScopedCapture
+    monkeypatch.setattr(wp, "ScopedCapture", lambda *a, **k: (captures.append(1), scoped(*a, **k))[1])
+    for k in range(3):
+        sim.vary(dataclasses.replace(config, kappa=300.0 + k), PhysicsVariation())
+        windows(sim, (2,))
+    assert captures == []
+    windows(sim, (2,))
+    assert len(captures) == 2 * 2       # forward and backward of both positions
 
 
 def test_a_captured_step_still_checks_its_result(models):

@@ -7,6 +7,7 @@ Public API (Model / State / Control / Simulator, as Warp's physics code has them
 - `torch_bridge`: the one bridge to PyTorch;
 - `flavour(precision)`: the package that simulates in float64 (this one) or float32 (`precision`).
 Inside: `substep` (the physics of one substep), `segment` (what a simulator keeps between steps),
+`step_graphs` (steps captured as graphs and replayed, `Simulator(..., capture_graphs=True)`),
 `kernels`, `solvers` (sparse LDL, contact), `bundling`, and `mujoco_reference` (the comparisons
 against MuJoCo that tests and benches share).
 """

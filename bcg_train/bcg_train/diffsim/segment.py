@@ -14,6 +14,8 @@ It owns what the simulator must keep or defer between `step` calls, so that no c
 - a segment built with `substep_buffers=False` (a bundled simulator's: its bundler takes each
   substep's intermediates and states from the pool, sized to the environments and branches it runs
   together) keeps only the launch sites, and without gradients the two alternating states;
+- steps replayed from captured graphs (diffsim.step_graphs) do not ask for their buffers again:
+  `advance` moves past the substeps they ran on the buffers they were captured with;
 - both modes: the environments whose states were replaced from outside `step` (`restart`), whose
   open bundles the simulator closes at the next substep, recorded on that substep's tape (closing
   them at once would cut the other bundles' gradients).

@@ -6,7 +6,8 @@
 hand-written adjoints are added to the same tape) and raises `TapeRequiredError` when none is active,
 so a step can never silently drop its gradient. What the simulator keeps between steps (taped
 buffers, restarted environments) is its `segment`; bundling, when `config.bundle.enabled`, is its
-`bundler`. Runs on any Warp device with the same code.
+`bundler`. With `capture_graphs` (not with bundling) its `graphs` hold the steps captured as graphs,
+which `torch_bridge` replays (diffsim.step_graphs). Runs on any Warp device with the same code.
 """
 from typing import Optional
 
