@@ -28,7 +28,6 @@ import warp as wp
 from .kernels.device_model import DeviceModel, Tape
 from .state import Control, State
 
-
 Settings = Tuple[float, int, DeviceModel]
 """(dt [s], substeps, kernel model): what a step's graphs hold by value."""
 
