@@ -14,7 +14,11 @@ substep buffers; without gradients one step serves every call. What a graph hold
 settings: dt, the number of substeps and the kernel model (`Simulator.vary` builds a new one). A
 position runs launch by launch when its settings differ from its last run's (its first run, which
 allocates what its launches need, so that no capture allocates; the first after a `vary`), is
-captured on the second run in a row with the same settings and replayed after. Capturing costs
+captured on the second run in a row with the same settings and replayed after. Every capture
+happens in `forward`, the backward graph's too (once a backward pass has run launch by launch at
+that position, so that it allocated its work arrays): on a GPU a capture must not overlap torch's
+work on the default stream in another thread (Warp's streams synchronise with it), and training's
+updates run beside the backward pass (algo.concurrent_updates), never beside the rollout. Capturing costs
 more than launching (on the CPU about 2.7x a window's forward launches, 1.9x its backward's):
 domain randomisation that redraws the physics every window leaves the steps launch by launch, at
 no cost.
@@ -79,23 +83,23 @@ class CapturedStep:
             self._run(dt)
             self._forward = self._backward = None
         self._last_run = settings
+        if self._forward is not None and self._backward is None and self._backward_ran:
+            with wp.ScopedCapture(device=sim.model.device) as capture:
+                self._tape.backward()
+            self._backward = capture.graph
         if sim.check_finite:
             sim.raise_if_nonfinite(self.state_out)
 
     def backward(self) -> None:
         """The adjoints of `state_in` and `control` from those of `state_out` (zeroed by `forward`,
-        then set by the caller)."""
+        then set by the caller): the graph `forward` captured, or launch by launch."""
         if self._tape is None:
             raise RuntimeError("CapturedStep.backward: the simulator was built without gradients")
-        if self._forward is None or not self._backward_ran:
+        if self._backward is None:
             self._tape.backward()
             self._backward_ran = True
-            return
-        if self._backward is None:
-            with wp.ScopedCapture(device=self.sim.model.device) as capture:
-                self._tape.backward()
-            self._backward = capture.graph
-        wp.capture_launch(self._backward)
+        else:
+            wp.capture_launch(self._backward)
 
     def _run(self, dt: float) -> None:
         """The step's launches, on a new tape with gradients (the fixed buffers' adjoints zeroed first)."""
