@@ -67,6 +67,12 @@ class Control:
             return wp.zeros((num_envs, model.nj), dtype=real, device=model.device, requires_grad=requires_grad)
         return cls(z(), z(), z(), z(), z())
 
+    def zero_gradients(self) -> None:
+        """Zero the adjoints of the fields that have them."""
+        for arr in (self.q_target, self.qd_target, self.kp, self.kd, self.tau):
+            if arr.grad is not None:
+                arr.grad.zero_()
+
     def set_pd(self, q_target=None, kp=None, kd=None, qd_target=None, tau=None) -> "Control":
         """Assign any of the fields from host arrays of shape (nj,) or (N, nj)."""
         for name, value in (("q_target", q_target), ("kp", kp), ("kd", kd), ("qd_target", qd_target), ("tau", tau)):

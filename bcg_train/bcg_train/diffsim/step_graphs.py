@@ -26,7 +26,7 @@ no cost.
 
 Not with bundling: its bundler decides on the host, every substep, which rows to run (ValueError).
 """
-from typing import List, Optional, Tuple
+from typing import Callable, List, Optional, Tuple
 
 import warp as wp
 
@@ -39,6 +39,13 @@ Settings = Tuple[float, int, DeviceModel]
 
 def _same(a: Optional[Settings], b: Settings) -> bool:
     return a is not None and a[0] == b[0] and a[1] == b[1] and a[2] is b[2]
+
+
+def _captured(sim, launches: Callable[[], None]) -> wp.Graph:
+    """The graph of what `launches()` launches on `sim`'s device (captured, not run)."""
+    with wp.ScopedCapture(device=sim.model.device) as capture:
+        launches()
+    return capture.graph
 
 
 class CapturedStep:
@@ -76,18 +83,14 @@ class CapturedStep:
             sim.segment.advance(sim.config.substeps)
             wp.capture_launch(self._forward)
         elif _same(self._last_run, settings):
-            with wp.ScopedCapture(device=sim.model.device) as capture:
-                self._run(dt)
-            self._forward, self._captured_with, self._backward = capture.graph, settings, None
+            self._forward, self._captured_with, self._backward = _captured(sim, lambda: self._run(dt)), settings, None
             wp.capture_launch(self._forward)
         else:
             self._run(dt)
             self._forward = self._backward = None
         self._last_run = settings
         if self._forward is not None and self._backward is None and self._backward_ran:
-            with wp.ScopedCapture(device=sim.model.device) as capture:
-                self._tape.backward()
-            self._backward = capture.graph
+            self._backward = _captured(sim, self._tape.backward)
         if sim.check_finite:
             sim.raise_if_nonfinite(self.state_out)
 
@@ -110,8 +113,7 @@ class CapturedStep:
             return
         self.state_in.zero_gradients()
         self.state_out.zero_gradients()
-        for arr in (self.control.q_target, self.control.qd_target, self.control.kp, self.control.kd, self.control.tau):
-            arr.grad.zero_()
+        self.control.zero_gradients()
         self._tape = Tape()
         with self._tape:
             sim.launch_step(self.state_in, self.state_out, self.control, dt)

@@ -47,7 +47,7 @@ def _inputs(sim: Simulator, q, qd, q_target, kp, kd, tau, grad: bool):
 
 
 def _copy_in(dst: wp.array, t: torch.Tensor) -> None:
-    wp.copy(dst, wp.from_torch(t.detach().expand(dst.shape).contiguous(), dtype=real))
+    wp.copy(dst, _share(t.expand(dst.shape), grad=False))
 
 
 def _captured_step(sim: Simulator, dt: float, q, qd, q_target, kp, kd, tau) -> CapturedStep:
