@@ -110,9 +110,10 @@ def test_a_replayed_window_launches_no_kernel_from_python(models):
     assert counts == {False: 2 * 2 * 4 * 13, True: 0}
 
 
-def test_graphs_are_captured_again_when_dt_or_the_physics_change(models):
-    """A new dt, and `vary` (a new kernel model: stiffer contact, a heavier pelvis, less friction):
-    the captured simulator follows as the one that launches kernel by kernel does."""
+def test_graphs_follow_a_new_dt_and_new_physics(models):
+    """A new dt (captured again), and `vary` (stiffer contact, a heavier pelvis, less friction:
+    written into the kernel model in place, which the graphs read): the captured simulator follows as
+    the one that launches kernel by kernel does."""
     model = model_on(models, "cpu")
     config = SimConfig(kappa=300.0)
     varied = dataclasses.replace(config, kappa=600.0)
@@ -130,13 +131,19 @@ def test_graphs_are_captured_again_when_dt_or_the_physics_change(models):
     assert not np.array_equal(results[True][0][0], results[True][3][0])
 
 
-def test_physics_redrawn_every_window_is_never_captured(models, monkeypatch):
-    """Domain randomisation redraws the physics between windows: each window's steps then differ from
-    the last run's and run launch by launch (a capture costs more than launching), as fast as without
-    graphs. Once the physics stays, both graphs of a step are captured in its forward pass."""
+def test_physics_redrawn_every_window_is_captured_once(models, monkeypatch):
+    """Domain randomisation redraws the physics between windows (contact, masses, centres of mass,
+    friction): the steps are captured once, in their forward pass (on a GPU a capture must not overlap
+    the updates that run beside the backward pass), and every later window replays them with its own
+    physics, bit-identical to launching kernel by kernel."""
     model = model_on(models, "cpu")
     config = SimConfig(kappa=300.0)
-    sim = Simulator(model, N, config, requires_grad=True, check_finite=False, capture_graphs=True)
+    rng = np.random.default_rng(0)
+    draws = [(dataclasses.replace(config, kappa=300.0 * rng.uniform(0.67, 1.5),
+                                  contact_stabilization=rng.uniform(0.1, 0.4)),
+              PhysicsVariation(body_mass_offset=np.eye(model.nb)[1] * rng.uniform(-1.0, 3.0),
+                               body_com_offset=rng.uniform(-0.03, 0.03, (model.nb, 3)),
+                               friction_scale=rng.uniform(0.6, 1.25))) for _ in range(5)]
     captures, in_backward = [], []
     scoped, backward = wp.ScopedCapture, CapturedStep.backward
     monkeypatch.setattr(wp, "ScopedCapture", lambda *a, **k: (captures.append(bool(in_backward)), scoped(*a, **k))[1])
@@ -148,14 +155,33 @@ def test_physics_redrawn_every_window_is_never_captured(models, monkeypatch):
         finally:
             in_backward.pop()
     monkeypatch.setattr(CapturedStep, "backward", watched_backward)
-    for k in range(3):
-        sim.vary(dataclasses.replace(config, kappa=300.0 + k), PhysicsVariation())
-        windows(sim, (2,))
-    assert captures == []
-    windows(sim, (2,))
-    # forward and backward graphs of both positions, all captured in the forward pass (on a GPU a
-    # capture must not overlap the updates that run beside the backward pass)
+    results = {}
+    for capture in (False, True):
+        sim = Simulator(model, N, config, requires_grad=True, check_finite=False, capture_graphs=capture)
+        results[capture] = []
+        for varied, variation in draws:
+            sim.vary(varied, variation)
+            results[capture] += windows(sim, (2,))
+    assert_identical(results[False], results[True])
+    # forward and backward graphs of both positions, once
     assert captures == [False] * 4
+    assert not np.array_equal(results[True][-1][3], results[True][-2][3])
+
+
+def test_the_physics_cannot_change_under_an_open_tape(models):
+    """Taped steps whose backward pass is still to run would take it with the new physics: `vary`
+    refuses until the segment is cut."""
+    model = model_on(models, "cpu")
+    sim = Simulator(model, N, SimConfig(), requires_grad=True)
+    kp, kd = pd(model, "cpu")
+    q = torch.tensor(np.tile(model.default_qpos(0.80), (N, 1)))
+    qd = torch.zeros(N, model.nv, dtype=torch.float64)
+    step(sim, q, qd, torch.tensor(model.robot.default_q).expand(N, -1), DT, kp, kd)
+    with pytest.raises(ValueError, match="4 taped substeps since the segment's last cut"):
+        sim.vary(SimConfig(kappa=600.0), PhysicsVariation())
+    sim.segment.cut()
+    sim.vary(SimConfig(kappa=600.0), PhysicsVariation())
+    assert sim.config.kappa == 600.0
 
 
 def test_a_captured_step_still_checks_its_result(models):

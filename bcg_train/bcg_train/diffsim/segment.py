@@ -56,6 +56,11 @@ class Segment:
         self._cursor = 0
         self.pool.release()
 
+    @property
+    def taped_substeps(self) -> int:
+        """Substeps taped since the last `cut()` (0 without gradients)."""
+        return self._cursor if self.requires_grad else 0
+
     def advance(self, substeps: int) -> None:
         """The next `substeps` substeps ran from a captured graph (diffsim.step_graphs) on the buffers
         they were captured with: the next substep takes the buffers after them."""

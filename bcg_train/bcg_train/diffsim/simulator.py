@@ -70,7 +70,12 @@ class Simulator:
         `torch_bridge` replays; None otherwise."""
 
     def vary(self, config: SimConfig, variation: PhysicsVariation) -> None:
-        """Later steps run with `config` and `variation` (see `Substep.vary`); `self.config` follows."""
+        """Later steps run with `config` and `variation` (see `Substep.vary`); `self.config` follows.
+        ValueError while the segment holds taped steps (their backward pass would read the new
+        physics): `segment.cut()` first."""
+        if self.segment.taped_substeps:
+            raise ValueError(f"vary: {self.segment.taped_substeps} taped substeps since the segment's last cut "
+                             "would take their backward pass with the new physics; cut the segment first")
         self.physics.vary(config, variation)
         self.config = config
 

@@ -11,18 +11,18 @@ A graph reads and writes fixed buffers (`CapturedStep`: input state, control, ou
 the caller copies its inputs in and its outputs out. With gradients every position of a segment
 (the k-th step since the last `segment.cut()`) has its own graphs and buffers, as it has its own
 substep buffers; without gradients one step serves every call. What a graph holds by value are its
-settings: dt, the number of substeps and the kernel model (`Simulator.vary` builds a new one). A
-position runs launch by launch when its settings differ from its last run's (its first run, which
-allocates what its launches need, so that no capture allocates; the first after a `vary`), is
+settings: dt and the number of substeps. The physics is not among them: `Simulator.vary` (domain
+randomisation) overwrites the kernel model's arrays in place, which a replayed graph reads, so a
+randomised run captures once. A position runs launch by launch when its settings differ from its
+last run's (its first run, which allocates what its launches need, so that no capture allocates), is
 captured on the second run in a row with the same settings and replayed after. Every capture
 happens in `forward`, the backward graph's too (once a backward pass has run launch by launch at
 that position, so that it allocated its work arrays): on a GPU a capture must not overlap torch's
 work on the default stream in another thread (Warp's streams synchronise with it), and training's
-updates run beside the backward pass (algo.concurrent_updates), never beside the rollout. Capturing costs
-more than launching (on the CPU a 64-environment taped window that captures took 5.5x one launched
-kernel by kernel, `bench_diffsim.py --graphs`):
-domain randomisation that redraws the physics every window leaves the steps launch by launch, at
-no cost.
+updates run beside the backward pass (algo.concurrent_updates), never beside the rollout. Capturing
+costs more than launching (on the CPU a 64-environment taped window that captures took 5.5x one
+launched kernel by kernel, `bench_diffsim.py --graphs`), which is why settings that change every
+window would run launch by launch.
 
 Not with bundling: its bundler decides on the host, every substep, which rows to run (ValueError).
 """
@@ -30,15 +30,11 @@ from typing import Callable, List, Optional, Tuple
 
 import warp as wp
 
-from .kernels.device_model import DeviceModel, Tape
+from .kernels.device_model import Tape
 from .state import Control, State
 
-Settings = Tuple[float, int, DeviceModel]
-"""(dt [s], substeps, kernel model): what a step's graphs hold by value."""
-
-
-def _same(a: Optional[Settings], b: Settings) -> bool:
-    return a is not None and a[0] == b[0] and a[1] == b[1] and a[2] is b[2]
+Settings = Tuple[float, int]
+"""(dt [s], substeps): what a step's graphs hold by value."""
 
 
 def _captured(sim, launches: Callable[[], None]) -> wp.Graph:
@@ -78,11 +74,11 @@ class CapturedStep:
         """Advance `state_in` into `state_out` by dt [s]: replayed, captured (the second run in a row
         with these settings) or launch by launch."""
         sim = self.sim
-        settings = (dt, sim.config.substeps, sim.physics.kernel_model)
-        if self._forward is not None and _same(self._captured_with, settings):
+        settings = (dt, sim.config.substeps)
+        if self._forward is not None and self._captured_with == settings:
             sim.segment.advance(sim.config.substeps)
             wp.capture_launch(self._forward)
-        elif _same(self._last_run, settings):
+        elif self._last_run == settings:
             self._forward, self._captured_with, self._backward = _captured(sim, lambda: self._run(dt)), settings, None
             wp.capture_launch(self._forward)
         else:

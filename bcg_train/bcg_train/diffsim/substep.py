@@ -17,7 +17,7 @@ from .config import SimConfig
 from .kernels import contact as ck
 from .kernels import dynamics as dk
 from .kernels import integrator as ik
-from .kernels.device_model import DeviceModel, device_model
+from .kernels.device_model import DeviceModel, device_model, write_physics
 from .kernels.launch import LaunchSites
 from .model import Model
 from .precision import scalar_types
@@ -99,8 +99,10 @@ class Substep:
 
     def vary(self, config: SimConfig, variation: PhysicsVariation) -> None:
         """Run later substeps with `config` and `variation` (domain randomisation). Settings that size
-        the buffers (substeps, contact_iterations) and bundling must stay as they are. Launches already
-        on a tape keep the kernel model they were recorded with (a new one is built, not changed)."""
+        the buffers (substeps, contact_iterations) and bundling must stay as they are. The kernel model
+        is overwritten in place (`write_physics`): launches that packed it, captured graphs included,
+        read the new physics when they next run, so no tape whose backward pass is still to run may
+        hold any (the simulator checks)."""
         config.validate()
         variation.validate(self.model)
         for name in ("substeps", "contact_iterations", "bundle"):
@@ -108,7 +110,7 @@ class Substep:
                 raise ValueError(f"{name}: a varied simulator keeps {getattr(self.config, name)!r}, got "
                                  f"{getattr(config, name)!r}")
         self.config, self.variation = config, variation
-        self.kernel_model = device_model(self.model, config, variation)
+        write_physics(self.kernel_model, self.model, config, variation)
 
     def scratch(self, rows: int, requires_grad: bool) -> Scratch:
         """Fresh intermediates for `rows` rows (with adjoints when `requires_grad`), all in use."""

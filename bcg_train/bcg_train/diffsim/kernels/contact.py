@@ -10,7 +10,7 @@ Write-once / accumulate-before-read discipline as in dynamics_kernels.
 import warp as wp
 
 from ..precision import scalar_types
-from .device_model import DeviceModel
+from .device_model import CONTACT_SPECULATIVE, CONTACT_STABILIZATION, KAPPA, DeviceModel
 
 T = scalar_types(__name__)
 real, vec3, quat = T.real, T.vec3, T.quat
@@ -32,7 +32,7 @@ def contact_geometry(
     c = x[2]
     height[e, k] = c
     # the logistic written so exp never overflows (a sphere metres above the ground: s = 0, ds/dc = 0)
-    kc = mdl.kappa * c
+    kc = mdl.solver[KAPPA] * c
     if kc > real(0.0):
         ex = wp.exp(-kc)
         smooth[e, k] = ex / (real(1.0) + ex)
@@ -65,8 +65,9 @@ def free_contact_velocity(
     """v_free[:, 3k + a] = J_(k,a) (qd + h qdd_free) [m/s], the contact velocity without contact
     impulses, plus `normal_velocity_bias` of the sphere's height [m] on its normal row."""
     e, k = wp.tid()
-    wp.atomic_add(v_free, e, 3 * k, normal_velocity_bias(height[e, k], smooth[e, k], h, mdl.contact_speculative,
-                                                         mdl.contact_stabilization))
+    bias = normal_velocity_bias(height[e, k], smooth[e, k], h, mdl.solver[CONTACT_SPECULATIVE],
+                                mdl.solver[CONTACT_STABILIZATION])
+    wp.atomic_add(v_free, e, 3 * k, bias)
     for t in range(mdl.contact_dof_start[k], mdl.contact_dof_start[k + 1]):
         d = mdl.contact_dof_d[t]
         v = jt[e, t] * (qd[e, d] + h * qdd_free[e, d])

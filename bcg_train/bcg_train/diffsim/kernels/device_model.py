@@ -1,9 +1,16 @@
 """`DeviceModel`: a Model's arrays plus one simulator's solver constants as one Warp struct, so each
 kernel launch packs a single argument for the whole robot instead of a dozen arrays (launch overhead
 dominates at small N). Shapes and units as documented on `Model` and `SimConfig`; the struct holds the
-Model's arrays by reference, not copies, so simulators with different settings share one Model."""
+Model's arrays by reference, not copies, so simulators with different settings share one Model.
+
+What a simulator's physics may vary (`Substep.vary`: the solver constants, and the body masses,
+centres of mass and sphere frictions of a `PhysicsVariation`) lives in arrays the struct owns, which
+`write_physics` overwrites in place: the struct, and so every launch that packed it (a captured graph
+included, see diffsim.step_graphs), stays valid and reads the new values. The solver constants are
+one array `solver`, indexed by the constants below (e.g. `mdl.solver[KAPPA]`)."""
 import functools
 
+import numpy as np
 import warp as wp
 
 from ..precision import scalar_types
@@ -19,13 +26,7 @@ class DeviceModel:
     nv: int
     nc: int
     gravity: vec3
-    kappa: real
-    contact_speculative: real
-    contact_stabilization: real
-    frictionloss_scale: real
-    frictionloss_velocity: real
-    limit_stiffness: real
-    limit_damping: real
+    solver: wp.array(dtype=real)
     body_parent: wp.array(dtype=int)
     body_dof: wp.array(dtype=int)
     body_pos: wp.array(dtype=vec3)
@@ -59,34 +60,47 @@ class DeviceModel:
     leg_dof: wp.array(dtype=int)
 
 
+SOLVER_CONSTANTS = ("kappa", "contact_speculative", "contact_stabilization", "frictionloss_scale",
+                    "frictionloss_velocity", "limit_stiffness", "limit_damping")
+"""The `SimConfig` fields in `DeviceModel.solver`, in this order."""
+(KAPPA, CONTACT_SPECULATIVE, CONTACT_STABILIZATION, FRICTIONLOSS_SCALE, FRICTIONLOSS_VELOCITY, LIMIT_STIFFNESS,
+ LIMIT_DAMPING) = (wp.constant(i) for i in range(len(SOLVER_CONSTANTS)))
+
+VARIED_ARRAYS = ("body_mass", "body_com", "sphere_friction")
+"""The Model arrays a `PhysicsVariation` changes: the struct holds copies of these."""
+
+
 def device_model(model, cfg, variation=None) -> DeviceModel:
-    """The struct for `model` (a `Model`: its arrays by reference) run with `cfg` (a `SimConfig`: its
-    solver constants by value) and `variation` (a `PhysicsVariation` or None: the varied arrays are
-    copies owned by the struct, the Model is untouched)."""
+    """The struct for `model` (a `Model`: its arrays by reference, but copies of VARIED_ARRAYS) with the
+    solver constants of `cfg` (a `SimConfig`) and `variation` (a `PhysicsVariation` or None: none)
+    written in (`write_physics`); the Model is never changed."""
     d = DeviceModel()
     d.nb, d.nv, d.nc = model.nb, model.nv, model.nc
     d.gravity = vec3(*model.gravity)
-    d.kappa = real(cfg.kappa)
-    d.contact_speculative = real(cfg.contact_speculative)
-    d.contact_stabilization = real(cfg.contact_stabilization)
-    d.frictionloss_scale = real(cfg.frictionloss_scale)
-    d.frictionloss_velocity = real(cfg.frictionloss_velocity)
-    d.limit_stiffness = real(cfg.limit_stiffness)
-    d.limit_damping = real(cfg.limit_damping)
     for name in DeviceModel.vars:
         value = getattr(model, name, None)
         if isinstance(value, wp.array):
-            setattr(d, name, value)
-    if variation is not None:
-        dev = model.device
-        if variation.body_mass_offset is not None:
-            d.body_mass = wp.array(model.body_mass.numpy() + variation.body_mass_offset, dtype=real, device=dev)
-        if variation.body_com_offset is not None:
-            d.body_com = wp.array(model.body_com.numpy() + variation.body_com_offset, dtype=vec3, device=dev)
-        if variation.friction_scale != 1.0:
-            d.sphere_friction = wp.array(model.sphere_friction.numpy() * variation.friction_scale, dtype=real,
-                                         device=dev)
+            setattr(d, name, wp.clone(value) if name in VARIED_ARRAYS else value)
+    d.solver = wp.zeros(len(SOLVER_CONSTANTS), dtype=real, device=model.device)
+    write_physics(d, model, cfg, variation)
     return d
+
+
+def write_physics(d: DeviceModel, model, cfg, variation=None) -> None:
+    """Overwrite, in place, the solver constants of `d` (built by `device_model` for `model`) with those
+    of `cfg` and its varied arrays with the Model's plus `variation` (None: none). Launches that
+    already packed `d` read the new values when they next run."""
+    d.solver.assign(np.array([getattr(cfg, name) for name in SOLVER_CONSTANTS], dtype=d.solver.numpy().dtype))
+    mass, com, friction = model.body_mass.numpy(), model.body_com.numpy(), model.sphere_friction.numpy()
+    if variation is not None:
+        if variation.body_mass_offset is not None:
+            mass = mass + variation.body_mass_offset
+        if variation.body_com_offset is not None:
+            com = com + variation.body_com_offset
+        friction = friction * variation.friction_scale
+    d.body_mass.assign(mass)
+    d.body_com.assign(com)
+    d.sphere_friction.assign(friction)
 
 
 @functools.lru_cache(maxsize=None)

@@ -13,7 +13,7 @@ variable; Warp's adjoint of these kernels is then exact.
 import warp as wp
 
 from ..precision import scalar_types
-from .device_model import DeviceModel
+from .device_model import FRICTIONLOSS_SCALE, FRICTIONLOSS_VELOCITY, LIMIT_DAMPING, LIMIT_STIFFNESS, DeviceModel
 
 T = scalar_types(__name__)
 real, vec3, quat, mat33 = T.real, T.vec3, T.quat, T.mat33
@@ -215,9 +215,9 @@ def generalised_force(
         else:
             tau = u - h * kp[e, j] * v
             pd = h * kd[e, j] + h * h * kp[e, j]
-    fl = mdl.frictionloss_scale * mdl.dof_frictionloss[i]
-    t = wp.tanh(v / mdl.frictionloss_velocity)
-    c = mdl.dof_damping[i] + fl / mdl.frictionloss_velocity * (real(1.0) - t * t)
+    fl = mdl.solver[FRICTIONLOSS_SCALE] * mdl.dof_frictionloss[i]
+    t = wp.tanh(v / mdl.solver[FRICTIONLOSS_VELOCITY])
+    c = mdl.dof_damping[i] + fl / mdl.solver[FRICTIONLOSS_VELOCITY] * (real(1.0) - t * t)
     f = tau - bias - mdl.dof_damping[i] * v - fl * t
     if mdl.dof_limited[i] != 0:
         x = q[e, i + 1]
@@ -228,8 +228,8 @@ def generalised_force(
             gap = mdl.dof_upper[i] - x
         if gap != real(0.0):
             aii = a[e, mdl.dof_row_start[i]]
-            k = mdl.limit_stiffness * aii / (h * h)
-            cl = mdl.limit_damping * aii / h + k * h
+            k = mdl.solver[LIMIT_STIFFNESS] * aii / (h * h)
+            cl = mdl.solver[LIMIT_DAMPING] * aii / h + k * h
             f = f + k * gap - cl * v
             c = c + cl
     diag[e, i] = mdl.dof_armature[i] + h * c + pd
