@@ -168,9 +168,10 @@ def test_physics_redrawn_every_window_is_captured_once(models, monkeypatch):
     assert not np.array_equal(results[True][-1][3], results[True][-2][3])
 
 
-def test_the_physics_cannot_change_under_an_open_tape(models):
+def test_vary_waits_for_the_backward_pass_and_reads_nothing_back(models, monkeypatch):
     """Taped steps whose backward pass is still to run would take it with the new physics: `vary`
-    refuses until the segment is cut."""
+    refuses until the segment is cut. It only copies to the device: no array is read back (on a
+    GPU each read would wait for the device)."""
     model = model_on(models, "cpu")
     sim = Simulator(model, N, SimConfig(), requires_grad=True)
     kp, kd = pd(model, "cpu")
@@ -180,8 +181,12 @@ def test_the_physics_cannot_change_under_an_open_tape(models):
     with pytest.raises(ValueError, match="4 taped substeps since the segment's last cut"):
         sim.vary(SimConfig(kappa=600.0), PhysicsVariation())
     sim.segment.cut()
-    sim.vary(SimConfig(kappa=600.0), PhysicsVariation())
+    reads = []
+    numpy = wp.array.numpy
+    monkeypatch.setattr(wp.array, "numpy", lambda a: (reads.append(a.shape), numpy(a))[1])
+    sim.vary(SimConfig(kappa=600.0), PhysicsVariation(body_mass_offset=np.eye(model.nb)[1], friction_scale=0.8))
     assert sim.config.kappa == 600.0
+    assert reads == []
 
 
 def test_a_captured_step_still_checks_its_result(models):

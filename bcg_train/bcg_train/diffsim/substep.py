@@ -17,7 +17,7 @@ from .config import SimConfig
 from .kernels import contact as ck
 from .kernels import dynamics as dk
 from .kernels import integrator as ik
-from .kernels.device_model import DeviceModel, device_model, write_physics
+from .kernels.device_model import DeviceModel, device_model, nominal_physics, write_physics
 from .kernels.launch import LaunchSites
 from .model import Model
 from .precision import scalar_types
@@ -96,6 +96,7 @@ class Substep:
         self.variation = PhysicsVariation()
         self.kernel_model: DeviceModel = device_model(model, config)
         """The model's arrays and these settings' constants, the first argument of every kernel."""
+        self._nominal = nominal_physics(model)
 
     def vary(self, config: SimConfig, variation: PhysicsVariation) -> None:
         """Run later substeps with `config` and `variation` (domain randomisation). Settings that size
@@ -104,13 +105,13 @@ class Substep:
         read the new physics when they next run, so no tape whose backward pass is still to run may
         hold any (the simulator checks)."""
         config.validate()
-        variation.validate(self.model)
+        variation.validate(self._nominal["body_mass"])
         for name in ("substeps", "contact_iterations", "bundle"):
             if getattr(config, name) != getattr(self.config, name):
                 raise ValueError(f"{name}: a varied simulator keeps {getattr(self.config, name)!r}, got "
                                  f"{getattr(config, name)!r}")
         self.config, self.variation = config, variation
-        write_physics(self.kernel_model, self.model, config, variation)
+        write_physics(self.kernel_model, self._nominal, config, variation)
 
     def scratch(self, rows: int, requires_grad: bool) -> Scratch:
         """Fresh intermediates for `rows` rows (with adjoints when `requires_grad`), all in use."""

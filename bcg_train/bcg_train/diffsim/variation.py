@@ -17,16 +17,18 @@ class PhysicsVariation:
     friction_scale: float = 1.0
     """Multiplier on every foot sphere's Coulomb coefficient against the floor [-]."""
 
-    def validate(self, model) -> None:
-        """ValueError naming the field when a shape does not fit `model` or a value is not physical."""
+    def validate(self, body_mass: np.ndarray) -> None:
+        """ValueError naming the field when a shape does not fit the model whose body masses are
+        `body_mass` ((nb,) kg, on the host) or a value is not physical."""
+        nb = len(body_mass)
         if self.body_mass_offset is not None:
             offset = np.asarray(self.body_mass_offset)
-            if offset.shape != (model.nb,):
-                raise ValueError(f"body_mass_offset: shape {offset.shape}, the model has {model.nb} bodies")
-            if np.any(model.body_mass.numpy() + offset <= 0):
+            if offset.shape != (nb,):
+                raise ValueError(f"body_mass_offset: shape {offset.shape}, the model has {nb} bodies")
+            if np.any(body_mass + offset <= 0):
                 raise ValueError("body_mass_offset: would make a body's mass <= 0")
-        if self.body_com_offset is not None and np.asarray(self.body_com_offset).shape != (model.nb, 3):
+        if self.body_com_offset is not None and np.asarray(self.body_com_offset).shape != (nb, 3):
             raise ValueError(f"body_com_offset: shape {np.asarray(self.body_com_offset).shape}, expected "
-                             f"({model.nb}, 3)")
+                             f"({nb}, 3)")
         if not self.friction_scale > 0:
             raise ValueError(f"friction_scale: must be > 0, got {self.friction_scale!r}")

@@ -9,6 +9,7 @@ centres of mass and sphere frictions of a `PhysicsVariation`) lives in arrays th
 included, see diffsim.step_graphs), stays valid and reads the new values. The solver constants are
 one array `solver`, indexed by the constants below (e.g. `mdl.solver[KAPPA]`)."""
 import functools
+from typing import Dict
 
 import numpy as np
 import warp as wp
@@ -70,10 +71,9 @@ VARIED_ARRAYS = ("body_mass", "body_com", "sphere_friction")
 """The Model arrays a `PhysicsVariation` changes: the struct holds copies of these."""
 
 
-def device_model(model, cfg, variation=None) -> DeviceModel:
+def device_model(model, cfg) -> DeviceModel:
     """The struct for `model` (a `Model`: its arrays by reference, but copies of VARIED_ARRAYS) with the
-    solver constants of `cfg` (a `SimConfig`) and `variation` (a `PhysicsVariation` or None: none)
-    written in (`write_physics`); the Model is never changed."""
+    solver constants of `cfg` (a `SimConfig`); the Model is never changed."""
     d = DeviceModel()
     d.nb, d.nv, d.nc = model.nb, model.nv, model.nc
     d.gravity = vec3(*model.gravity)
@@ -81,26 +81,34 @@ def device_model(model, cfg, variation=None) -> DeviceModel:
         value = getattr(model, name, None)
         if isinstance(value, wp.array):
             setattr(d, name, wp.clone(value) if name in VARIED_ARRAYS else value)
-    d.solver = wp.zeros(len(SOLVER_CONSTANTS), dtype=real, device=model.device)
-    write_physics(d, model, cfg, variation)
+    d.solver = wp.array(_solver_constants(cfg), dtype=real, device=model.device)
     return d
 
 
-def write_physics(d: DeviceModel, model, cfg, variation=None) -> None:
-    """Overwrite, in place, the solver constants of `d` (built by `device_model` for `model`) with those
-    of `cfg` and its varied arrays with the Model's plus `variation` (None: none). Launches that
-    already packed `d` read the new values when they next run."""
-    d.solver.assign(np.array([getattr(cfg, name) for name in SOLVER_CONSTANTS], dtype=d.solver.numpy().dtype))
-    mass, com, friction = model.body_mass.numpy(), model.body_com.numpy(), model.sphere_friction.numpy()
-    if variation is not None:
-        if variation.body_mass_offset is not None:
-            mass = mass + variation.body_mass_offset
-        if variation.body_com_offset is not None:
-            com = com + variation.body_com_offset
-        friction = friction * variation.friction_scale
+def nominal_physics(model) -> Dict[str, np.ndarray]:
+    """Host copies of `model`'s VARIED_ARRAYS, which `write_physics` varies (read once, so that it
+    asks the device nothing)."""
+    return {name: getattr(model, name).numpy().copy() for name in VARIED_ARRAYS}
+
+
+def write_physics(d: DeviceModel, nominal: Dict[str, np.ndarray], cfg, variation) -> None:
+    """Overwrite, in place, the solver constants of `d` with those of `cfg` (a `SimConfig`) and its
+    VARIED_ARRAYS with `nominal` (`nominal_physics` of its Model) changed by `variation` (a
+    `PhysicsVariation`). Only copies to the device; launches that already packed `d` read the new
+    values when they next run."""
+    mass, com = nominal["body_mass"], nominal["body_com"]
+    if variation.body_mass_offset is not None:
+        mass = mass + variation.body_mass_offset
+    if variation.body_com_offset is not None:
+        com = com + variation.body_com_offset
+    d.solver.assign(_solver_constants(cfg))
     d.body_mass.assign(mass)
     d.body_com.assign(com)
-    d.sphere_friction.assign(friction)
+    d.sphere_friction.assign(nominal["sphere_friction"] * variation.friction_scale)
+
+
+def _solver_constants(cfg) -> np.ndarray:
+    return np.array([getattr(cfg, name) for name in SOLVER_CONSTANTS], dtype=np.float64)
 
 
 @functools.lru_cache(maxsize=None)
