@@ -131,12 +131,13 @@ def test_graphs_follow_a_new_dt_and_new_physics(models):
     assert not np.array_equal(results[True][0][0], results[True][3][0])
 
 
-def test_physics_redrawn_every_window_is_captured_once(models, monkeypatch):
+@pytest.mark.parametrize("device", DEVICES)
+def test_physics_redrawn_every_window_is_captured_once(models, monkeypatch, device):
     """Domain randomisation redraws the physics between windows (contact, masses, centres of mass,
     friction): the steps are captured once, in their forward pass (on a GPU a capture must not overlap
     the updates that run beside the backward pass), and every later window replays them with its own
     physics, bit-identical to launching kernel by kernel."""
-    model = model_on(models, "cpu")
+    model = model_on(models, device)
     config = SimConfig(kappa=300.0)
     rng = np.random.default_rng(0)
     draws = [(dataclasses.replace(config, kappa=300.0 * rng.uniform(0.67, 1.5),
