@@ -56,6 +56,8 @@ def test_variations_refuse_what_would_resize_the_simulator_or_is_not_physical(mo
     sim = Simulator(model, 1)
     with pytest.raises(ValueError, match="substeps: a varied simulator keeps 4"):
         sim.vary(dataclasses.replace(sim.config, substeps=2), PhysicsVariation())
+    with pytest.raises(ValueError, match="precision: a varied simulator keeps 'float64'"):
+        sim.vary(dataclasses.replace(sim.config, precision="float32"), PhysicsVariation())
     with pytest.raises(ValueError, match="body_mass_offset: would make a body's mass <= 0"):
         sim.vary(sim.config, PhysicsVariation(body_mass_offset=-100.0 * np.ones(model.nb)))
     with pytest.raises(ValueError, match="friction_scale: must be > 0"):

@@ -100,13 +100,13 @@ class Substep:
 
     def vary(self, config: SimConfig, variation: PhysicsVariation) -> None:
         """Run later substeps with `config` and `variation` (domain randomisation). Settings that size
-        the buffers (substeps, contact_iterations) and bundling must stay as they are. The kernel model
-        is overwritten in place (`write_physics`): launches that packed it, captured graphs included,
-        read the new physics when they next run, so no tape whose backward pass is still to run may
-        hold any (the simulator checks)."""
+        the buffers (substeps, contact_iterations), bundling and the precision must stay as they are.
+        The kernel model is overwritten in place (`write_physics`): launches that packed it, captured
+        graphs included, read the new physics when they next run, so no tape whose backward pass is
+        still to run may hold any (the simulator checks)."""
         config.validate()
         variation.validate(self._nominal["body_mass"])
-        for name in ("substeps", "contact_iterations", "bundle"):
+        for name in ("substeps", "contact_iterations", "bundle", "precision"):
             if getattr(config, name) != getattr(self.config, name):
                 raise ValueError(f"{name}: a varied simulator keeps {getattr(self.config, name)!r}, got "
                                  f"{getattr(config, name)!r}")
