@@ -35,9 +35,7 @@ class State:
 
     def zero_gradients(self) -> None:
         """Zero the adjoints of the fields that have them."""
-        for arr in (self.q, self.qd, self.contact_impulse, self.contact_height):
-            if arr is not None and arr.grad is not None:
-                arr.grad.zero_()
+        _zero_adjoints(self.q, self.qd, self.contact_impulse, self.contact_height)
 
     def assign(self, q: np.ndarray, qd: np.ndarray = None) -> "State":
         """Set q (N, nq) or (nq,) and qd (N, nv) or (nv,) from host arrays (broadcast over envs)."""
@@ -69,9 +67,7 @@ class Control:
 
     def zero_gradients(self) -> None:
         """Zero the adjoints of the fields that have them."""
-        for arr in (self.q_target, self.qd_target, self.kp, self.kd, self.tau):
-            if arr.grad is not None:
-                arr.grad.zero_()
+        _zero_adjoints(self.q_target, self.qd_target, self.kp, self.kd, self.tau)
 
     def set_pd(self, q_target=None, kp=None, kd=None, qd_target=None, tau=None) -> "Control":
         """Assign any of the fields from host arrays of shape (nj,) or (N, nj)."""
@@ -80,3 +76,10 @@ class Control:
                 arr = getattr(self, name)
                 arr.assign(np.broadcast_to(np.asarray(value, dtype=T.numpy), arr.shape).copy())
         return self
+
+
+def _zero_adjoints(*arrays) -> None:
+    """Zero the adjoint of each of `arrays` that has one (None entries skipped)."""
+    for arr in arrays:
+        if arr is not None and arr.grad is not None:
+            arr.grad.zero_()
