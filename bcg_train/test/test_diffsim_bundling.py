@@ -157,6 +157,46 @@ def test_environments_and_open_branches_take_a_substep_in_one_physics_run():
     assert any(event for _, event, _ in runs)
 
 
+def test_max_branch_rows_bounds_every_physics_run_and_rotates_who_is_bundled():
+    """Six environments landing together, B 3, at most 6 branch rows: no substep runs the physics on
+    more than 6 + 6 rows (a re-run on more than 6), never more than two bundles are open, the events
+    that found no rows are counted, and the environments left out at one touch-down get the rows freed
+    later (not the first two again, which are still above the threshold too)."""
+    from bcg_train.diffsim.kernel_profile import profile_kernels
+    n, cap = 6, 6
+    config = dataclasses.replace(sim_config(enabled=True, branches=3, max_branch_rows=cap), substeps=1)
+    q0, qd0 = initial_state(MODEL, n)
+    sim = Simulator(MODEL, n, config, requires_grad=True)
+    r = MODEL.robot
+    s = sim.state().assign(q0, qd0)
+    ctrl = sim.control().set_pd(q_target=np.tile(r.default_q, (n, 1)), kp=r.kp * 10, kd=r.kd * 3)
+    rows, bundled = set(), set()
+    with Tape():
+        for _ in range(40):
+            with profile_kernels("cpu") as profile:
+                s1 = sim.state()
+                sim.step(s, s1, ctrl, DT / 4)
+            s = s1
+            rows |= {count for k, _, count in profile.launches if k == "kinematics"}
+            assert sim.bundler.counts.sum() <= cap
+            bundled |= set(sim.bundler.bundle_env)
+    stats = sim.bundle_stats
+    assert max(rows) == n + cap and stats.skipped_events > 0
+    assert len(bundled) > cap // 3 and stats.bundles > cap // 3
+    assert np.isfinite(s.q.numpy()).all()
+
+
+def test_a_row_bound_that_is_never_reached_changes_nothing():
+    q0, qd0 = initial_state(MODEL, 3, dropped=[True, False, True])
+    a = np.tile(MODEL.robot.default_q, (3, 1)) + RNG.normal(0, 0.02, (3, MODEL.nj))
+    w = RNG.normal(size=(3, MODEL.nq))
+    *free, free_stats = rollout(sim_config(enabled=True, branches=4), 6, q0, qd0, a, True, w)
+    *bound, bound_stats = rollout(sim_config(enabled=True, branches=4, max_branch_rows=8), 6, q0, qd0, a, True, w)
+    assert free_stats.bundles == 2 and bound_stats == free_stats and bound_stats.skipped_events == 0
+    for x, y in zip(free, bound):
+        np.testing.assert_array_equal(x, y)
+
+
 def test_open_branches_outlive_the_pools_release_between_substeps_without_gradients():
     """Without gradients the pool is released every substep; the open branches (after a quiet substep
     rows of that substep's run) are kept: whatever the pool hands out next, zeroed, leaves them."""
@@ -359,7 +399,8 @@ def test_restarting_one_env_keeps_the_other_bundles_gradients(frozen_noise):
 
 @pytest.mark.parametrize("field, value", [("branches", 0), ("span_steps", 1.5), ("threshold", -1.0),
                                           ("sigma_p", -0.01), ("damping", 0.0), ("onset_fraction", 1.5),
-                                          ("sigma_p_widths", -0.5), ("sigma_v_per_speed", -0.1)])
+                                          ("sigma_p_widths", -0.5), ("sigma_v_per_speed", -0.1),
+                                          ("max_branch_rows", -1), ("max_branch_rows", 9)])
 def test_bad_bundle_config_names_the_field(field, value):
     with pytest.raises(ConfigError, match=f"^bundle.{field}: "):
         Simulator(MODEL, 1, sim_config(enabled=True, **{field: value}))

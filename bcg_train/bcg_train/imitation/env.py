@@ -337,10 +337,10 @@ class G1ImitationEnv:
             last_action=last_action, default_joint_pos=self.default_q, reference=reference))
 
     def _counters(self) -> Dict[str, float]:
-        """Running totals (bundles opened, and ended early among them), this step's fraction of
-        environment-substeps inside a bundle, the B of the bundles opened next, the last measured
-        spread of a bundle's branch gradients, the perturbed feet's mean approach speed [m/s] and the
-        alpha-order weight."""
+        """Running totals (bundles opened, ended early among them, events left unbundled for want of
+        rows), this step's fraction of environment-substeps inside a bundle, the B of the bundles opened
+        next, the last measured spread of a bundle's branch gradients, the perturbed feet's mean
+        approach speed [m/s] and the alpha-order weight."""
         out = {"env_steps": float(self.env_steps)}
         st = self.sim.bundle_stats
         if st is not None:
@@ -348,7 +348,7 @@ class G1ImitationEnv:
             self._bundled_seen = (st.env_substeps, st.bundled_env_substeps)
             stepped = st.env_substeps - seen_env
             out.update(branch_substeps=float(st.branch_substeps), bundles=float(st.bundles),
-                       released=float(st.released),
+                       released=float(st.released), skipped_events=float(st.skipped_events),
                        triggered_fraction=(st.bundled_env_substeps - seen_bundled) / stepped if stepped else 0.0,
                        branches=float(st.branches), branch_rse=st.branch_rse,
                        branch_top_share=st.branch_top_share, approach_speed=st.approach_speed, alpha=st.alpha)

@@ -85,6 +85,8 @@ class BundleStats:
     """Bundles opened."""
     reperturbations: int = 0
     """Branch legs perturbed again on a new contact inside a bundle."""
+    skipped_events: int = 0
+    """Events that opened no bundle because `max_branch_rows` left too few rows free."""
     released: int = 0
     """Bundles ended before their H steps because no branch's foot was above the threshold any more
     (`end_when_released`)."""
@@ -254,7 +256,7 @@ class Bundler:
             self.unloaded = loads[m0:] == 0
         env_ev = np.where(in_bundle, 0, onset)
         br_ev = np.where(self.flags == 0, above[:m0], 0)
-        new_envs = np.flatnonzero(env_ev.any(axis=1))
+        new_envs = self._admit(np.flatnonzero(env_ev.any(axis=1)), m0, b, n)
         released = np.zeros(len(self.bundle_env) + len(new_envs), dtype=bool)   # bundles opened now: never
         if cfg.end_when_released and m0:
             released[:len(self.bundle_env)] = np.add.reduceat(above[:m0].any(axis=1), self._first_rows()) == 0
@@ -292,6 +294,20 @@ class Bundler:
         ending = (self.left <= 0) | released
         if ending.any():
             self._keep_bundles(np.flatnonzero(~ending), tape)
+
+    def _admit(self, triggered: np.ndarray, rows: int, b: int, n: int) -> np.ndarray:
+        """The environments among `triggered` (sorted) that open a bundle of `b` branches this substep,
+        sorted, with `rows` branch rows open: all of them, or with `max_branch_rows` as many as fit,
+        taken from the environment the substep count points at onwards (cyclically); the others count
+        in `stats.skipped_events`."""
+        cap = self.cfg.max_branch_rows
+        fit = (cap - rows) // b if cap else len(triggered)
+        if len(triggered) <= fit:
+            return triggered
+        start = (self.stats.env_substeps // n) % n      # the substeps simulated before this one
+        admitted = np.sort(triggered[np.argsort((triggered - start) % n, kind="stable")[:max(fit, 0)]])
+        self.stats.skipped_events += len(triggered) - len(admitted)
+        return admitted
 
     def _rerun(self, run_in: State, sc: Scratch, env_row: int, new_src, new_legs, rerun, rerun_legs, control, h,
                tape) -> Tuple[State, Optional[wp.array]]:
