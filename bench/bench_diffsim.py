@@ -17,7 +17,9 @@ step h = 0.005 s (the simulator: dt 0.02 s with 4 substeps; MuJoCo: Euler at
 - `--bundle`: the same taped window with bundling on (B = 10, H = 2, kappa 300) and the robots
   dropped from staggered heights (BUNDLE_DROPS) so that their landings open bundles, timed against
   the same dropped window without bundling, interleaved, medians of `--repeats` warm windows each,
-  with the bundling counters of the last one.
+  with the bundling counters of the last one and both windows' tape memory (as above); with
+  `--max-branch-rows R` the bundles hold at most R branch rows at once (`bundle.max_branch_rows`: the
+  landings that find no room are not bundled, counted as skipped).
 - `--graphs`: a window of the standing scenario stepped through `torch_bridge` (what training
   runs: copies in and out, torch's autograd), taped with its backward pass and without gradients,
   by simulators that launch one kernel at a time and by simulators that replay captured graphs
@@ -28,7 +30,8 @@ step h = 0.005 s (the simulator: dt 0.02 s with 4 substeps; MuJoCo: Euler at
   `--bundle` also the bundled dropped window's. On a GPU this says which kernels set a window's time
   and whether the device (kernel time near the wall time) or the host (far below) is the bound.
 
-    python bench/bench_diffsim.py [--device cpu] [--envs 64] [--steps 50] [--bundle] [--precision float32]
+    python bench/bench_diffsim.py [--device cpu] [--envs 64] [--steps 50] [--bundle [--max-branch-rows R]]
+        [--precision float32]
         [--kernels] [--graphs]
     python bench/bench_diffsim.py --device cuda:0 --envs 4096
 
@@ -135,6 +138,11 @@ def _live_arrays() -> dict:
     return live
 
 
+def _bytes_since(before: dict) -> int:
+    """Bytes of the live allocations (`_live_arrays`) that `before` did not hold."""
+    return sum(c for p, c in _live_arrays().items() if p not in before)
+
+
 def taped_forward(sim: Simulator, s0, ctrl, window: int):
     """`window` steps from s0 under ctrl on a new tape: (tape, the states, s0 first)."""
     tape = flavour(sim.model.precision).Tape()
@@ -168,7 +176,7 @@ def taped_windows(model: Model, envs: int, window: int, repeats: int):
         wp.synchronize_device(dev)
         t1 = time.perf_counter()
         if rep == 0:
-            tape_bytes = sum(c for p, c in _live_arrays().items() if p not in before)
+            tape_bytes = _bytes_since(before)
             pool_bytes = wp.get_mempool_used_mem_current(dev) - pool0 if pool else None
         tape.backward(grads={states[-1].q: seed})
         wp.synchronize_device(dev)
@@ -268,26 +276,35 @@ def dropped_setup(sim: Simulator):
     return sim.state().assign(q, qd), sim.control().set_pd(q_target=model.robot.default_q, kp=kp, kd=kd)
 
 
-def bundled_windows(model: Model, envs: int, window: int, repeats: int):
-    """Taped forward + backward of the dropped scenario with and without bundling, on warm buffers,
-    interleaved. Returns (median plain s, median bundled s, the last bundled window's BundleStats)."""
+def bundled_windows(model: Model, envs: int, window: int, repeats: int, max_branch_rows: int = 0):
+    """Taped forward + backward of the dropped scenario with and without bundling (at most
+    `max_branch_rows` branch rows open, 0: unbounded), on warm buffers, interleaved. Returns ({arm:
+    median s}, {arm: the first window's tape bytes, as `taped_windows`}, the last bundled window's
+    BundleStats)."""
+    bundled = dataclasses.replace(BUNDLED, bundle=dataclasses.replace(BUNDLED.bundle, max_branch_rows=max_branch_rows))
     sims = {name: simulator(model, envs, config, requires_grad=True)
-            for name, config in (("plain", CONFIG), ("bundled", BUNDLED))}
+            for name, config in (("plain", CONFIG), ("bundled", bundled))}
     times = {name: [] for name in sims}
+    tape_bytes = {}
     for rep in range(repeats + 1):
         for name, sim in sims.items():
             sim.segment.cut()
             if sim.bundler is not None:
                 sim.bundler.reset()
             s0, ctrl = dropped_setup(sim)
+            if rep == 0:
+                gc.collect()
+                before = _live_arrays()
             wp.synchronize_device(model.device)
             t0 = time.perf_counter()
             tape, states = taped_forward(sim, s0, ctrl, window)
+            if rep == 0:
+                tape_bytes[name] = _bytes_since(before)
             tape.backward(grads={states[-1].q: wp.ones_like(s0.q, requires_grad=False)})
             wp.synchronize_device(model.device)
             if rep > 0:
                 times[name].append(time.perf_counter() - t0)
-    return float(np.median(times["plain"])), float(np.median(times["bundled"])), sims["bundled"].bundle_stats
+    return {name: float(np.median(t)) for name, t in times.items()}, tape_bytes, sims["bundled"].bundle_stats
 
 
 def main():
@@ -300,6 +317,8 @@ def main():
     parser.add_argument("--repeats", type=int, default=3, help="taped windows measured (best is reported)")
     parser.add_argument("--model", default=None, help="MuJoCo XML (default: $BCG_G1_MODEL)")
     parser.add_argument("--bundle", action="store_true", help="also time a bundled window of dropped robots")
+    parser.add_argument("--max-branch-rows", type=int, default=0,
+                        help="with --bundle: at most this many branch rows open at once (0: unbounded)")
     parser.add_argument("--precision", choices=PRECISIONS, default="float64", help="the simulator's floating point")
     parser.add_argument("--kernels", action="store_true",
                         help="also profile a warm taped window kernel by kernel (and the bundled one with --bundle)")
@@ -330,11 +349,13 @@ def main():
         print(f"mempool growth : {pool_bytes / env_substeps / 1024:.1f} KiB per env-substep")
     last = f"forward_vs_mujoco={warp_rate / mj_rate:.3f} backward_over_forward={(t_fwd + t_bwd) / t_fwd:.3f}"
     if args.bundle:
-        t_plain, t_bundled, st = bundled_windows(model, args.envs, args.window, args.repeats)
-        print(f"dropped window : plain {t_plain * 1e3:.1f} ms, bundled {t_bundled * 1e3:.1f} ms (taped forward + "
-              f"backward, medians of {args.repeats}); {st.bundles} bundles, {st.branch_substeps} branch-substeps "
-              f"for {st.env_substeps} env-substeps")
-        last += f" bundled_over_plain={t_bundled / t_plain:.3f}"
+        t, mem, st = bundled_windows(model, args.envs, args.window, args.repeats, args.max_branch_rows)
+        print(f"dropped window : plain {t['plain'] * 1e3:.1f} ms, bundled {t['bundled'] * 1e3:.1f} ms (taped forward + "
+              f"backward, medians of {args.repeats}); {st.bundles} bundles ({st.skipped_events} landings skipped, "
+              f"at most {args.max_branch_rows or 'any number of'} branch rows), {st.branch_substeps} branch-substeps "
+              f"for {st.env_substeps} env-substeps; tape memory plain {mem['plain'] / 2**20:.1f} MiB, bundled "
+              f"{mem['bundled'] / 2**20:.1f} MiB")
+        last += f" bundled_over_plain={t['bundled'] / t['plain']:.3f}"
     if args.graphs:
         t, same = graph_windows(model, args.envs, args.window, args.repeats)
         print(f"captured graphs: {args.window}-step window through torch_bridge, medians of {args.repeats}: taped "
