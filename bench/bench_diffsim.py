@@ -18,8 +18,8 @@ step h = 0.005 s (the simulator: dt 0.02 s with 4 substeps; MuJoCo: Euler at
   dropped from staggered heights (BUNDLE_DROPS) so that their landings open bundles, timed against
   the same dropped window without bundling, interleaved, medians of `--repeats` warm windows each,
   with the bundling counters of the last one and both windows' tape memory (as above); with
-  `--max-branch-rows R` the bundles hold at most R branch rows at once (`bundle.max_branch_rows`: the
-  landings that find no room are not bundled, counted as skipped).
+  `--max-branch-rows R` the bundles hold at most R branch rows at once (`bundle.max_branch_rows`: a
+  landing that finds no room is not bundled, and counts as refused each substep it is).
 - `--graphs`: a window of the standing scenario stepped through `torch_bridge` (what training
   runs: copies in and out, torch's autograd), taped with its backward pass and without gradients,
   by simulators that launch one kernel at a time and by simulators that replay captured graphs
@@ -52,7 +52,7 @@ import argparse  # noqa: E402
 import dataclasses  # noqa: E402
 import gc  # noqa: E402
 import time  # noqa: E402
-from typing import List  # noqa: E402
+from typing import List, Optional  # noqa: E402
 
 import mujoco  # noqa: E402
 import numpy as np  # noqa: E402
@@ -239,10 +239,15 @@ def graph_windows(model: Model, envs: int, window: int, repeats: int):
     return {key: float(np.median(t)) for key, t in times.items()}, same
 
 
-def kernel_profiles(model: Model, envs: int, window: int, bundled: bool) -> List[KernelProfile]:
+def bundled_config(max_branch_rows: int) -> SimConfig:
+    """BUNDLED with at most `max_branch_rows` branch rows open at once (0: unbounded)."""
+    return dataclasses.replace(BUNDLED, bundle=dataclasses.replace(BUNDLED.bundle, max_branch_rows=max_branch_rows))
+
+
+def kernel_profiles(model: Model, envs: int, window: int, bundled: Optional[SimConfig]) -> List[KernelProfile]:
     """Kernel by kernel (diffsim.kernel_profile), a warm taped window's forward and its backward: the
-    standing scenario, or with `bundled` the dropped one with bundling on."""
-    sim = simulator(model, envs, BUNDLED if bundled else CONFIG, requires_grad=True)
+    standing scenario, or given `bundled` (a bundling config) the dropped one with it."""
+    sim = simulator(model, envs, bundled or CONFIG, requires_grad=True)
     setup = dropped_setup if bundled else standing_setup
 
     def start():
@@ -276,12 +281,10 @@ def dropped_setup(sim: Simulator):
     return sim.state().assign(q, qd), sim.control().set_pd(q_target=model.robot.default_q, kp=kp, kd=kd)
 
 
-def bundled_windows(model: Model, envs: int, window: int, repeats: int, max_branch_rows: int = 0):
-    """Taped forward + backward of the dropped scenario with and without bundling (at most
-    `max_branch_rows` branch rows open, 0: unbounded), on warm buffers, interleaved. Returns ({arm:
-    median s}, {arm: the first window's tape bytes, as `taped_windows`}, the last bundled window's
-    BundleStats)."""
-    bundled = dataclasses.replace(BUNDLED, bundle=dataclasses.replace(BUNDLED.bundle, max_branch_rows=max_branch_rows))
+def bundled_windows(model: Model, envs: int, window: int, repeats: int, bundled: SimConfig):
+    """Taped forward + backward of the dropped scenario without bundling and with `bundled` (a bundling
+    config), on warm buffers, interleaved. Returns ({arm: median s}, {arm: the first window's tape
+    bytes, as `taped_windows`}, the last bundled window's BundleStats)."""
     sims = {name: simulator(model, envs, config, requires_grad=True)
             for name, config in (("plain", CONFIG), ("bundled", bundled))}
     times = {name: [] for name in sims}
@@ -325,6 +328,10 @@ def main():
     parser.add_argument("--graphs", action="store_true",
                         help="also time training's window stepped as captured graphs against one kernel at a time")
     args = parser.parse_args()
+    if args.max_branch_rows and not args.bundle:
+        parser.error("--max-branch-rows bounds the bundled window: give --bundle too")
+    bundled = bundled_config(args.max_branch_rows)
+    bound = f"at most {args.max_branch_rows} branch rows" if args.max_branch_rows else "unbounded"
     wp.init()
     model = flavour(args.precision).Model.from_mujoco(args.model, device=args.device)
     print(f"device {args.device}: {wp.get_device(args.device).name}; envs {args.envs}; h {DT / SUBSTEPS} s; "
@@ -349,10 +356,10 @@ def main():
         print(f"mempool growth : {pool_bytes / env_substeps / 1024:.1f} KiB per env-substep")
     last = f"forward_vs_mujoco={warp_rate / mj_rate:.3f} backward_over_forward={(t_fwd + t_bwd) / t_fwd:.3f}"
     if args.bundle:
-        t, mem, st = bundled_windows(model, args.envs, args.window, args.repeats, args.max_branch_rows)
+        t, mem, st = bundled_windows(model, args.envs, args.window, args.repeats, bundled)
         print(f"dropped window : plain {t['plain'] * 1e3:.1f} ms, bundled {t['bundled'] * 1e3:.1f} ms (taped forward + "
-              f"backward, medians of {args.repeats}); {st.bundles} bundles ({st.skipped_events} landings skipped, "
-              f"at most {args.max_branch_rows or 'any number of'} branch rows), {st.branch_substeps} branch-substeps "
+              f"backward, medians of {args.repeats}); {st.bundles} bundles ({bound}; {st.skipped_events} env-substeps "
+              f"refused), {st.branch_substeps} branch-substeps "
               f"for {st.env_substeps} env-substeps; tape memory plain {mem['plain'] / 2**20:.1f} MiB, bundled "
               f"{mem['bundled'] / 2**20:.1f} MiB")
         last += f" bundled_over_plain={t['bundled'] / t['plain']:.3f}"
@@ -367,12 +374,12 @@ def main():
         last += (f" graphs_over_eager={t[('graphs', 'taped')] / t[('eager', 'taped')]:.3f}"
                  f" plain_graphs_over_eager={t[('graphs', 'plain')] / t[('eager', 'plain')]:.3f}")
     if args.kernels:
-        for bundled in (False, True) if args.bundle else (False,):
-            forward, backward = kernel_profiles(model, args.envs, args.window, bundled)
-            name = "bundled dropped window" if bundled else "taped window"
+        for config in (None, bundled) if args.bundle else (None,):
+            forward, backward = kernel_profiles(model, args.envs, args.window, config)
+            name = f"bundled dropped window ({bound})" if config else "taped window"
             print(f"\n{forward.table(f'{name}, forward, kernel by kernel')}\n\n"
                   f"{backward.table(f'{name}, backward, kernel by kernel')}\n")
-            if not bundled:
+            if config is None:
                 share = (forward.kernel_s + backward.kernel_s) / (forward.wall_s + backward.wall_s)
                 last += f" kernels_over_wall={share:.3f}"
     print(last)

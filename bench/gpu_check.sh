@@ -16,10 +16,7 @@
 #   train        bench/bench_train.py --preset paper --iterations 3 --motion synthetic_dance (the built-in
 #                motion: the GPU machine has no motion capture, and the motion does not change the cost)
 #   train_scaled SHAC + BCG alone at 4096 environments in float32 (as many iterations): what a GPU gives
-#                when it is filled (the paper's 64 environments leave it mostly idle); bundles hold at
-#                most N x B / 8 branch rows (bundle.max_branch_rows: an eighth of the environments
-#                bundled at once, where the paper's preset averages 7.6%), so a burst of landings cannot
-#                outgrow the GPU's memory
+#                when it is filled (the paper's 64 environments leave it mostly idle)
 # With --device cpu the same steps run on the CPU at small sizes (diffsim at 4 and 16 environments,
 # short windows; bench_train at cpu-smoke for 1 iteration, scaled to 16 environments), so the script
 # itself is checked here.
@@ -216,8 +213,7 @@ done
 if selected train && [ -f bench/bench_train.py ]; then
   step train "$TRAIN_CAP" "$PYTHON" bench/bench_train.py "${TRAIN_ARGS[@]}"
   step train_scaled "$TRAIN_CAP" "$PYTHON" bench/bench_train.py "${TRAIN_ARGS[@]}" --variants shac \
-    --set "shac.num_envs=$SCALED_ENVS" --set env.sim.precision=float32 \
-    --set "env.sim.bundle.max_branch_rows=$((SCALED_ENVS * 10 / 8))"
+    --set "shac.num_envs=$SCALED_ENVS" --set env.sim.precision=float32
 elif selected train; then
   not_available train "bench/bench_train.py does not exist"
 fi

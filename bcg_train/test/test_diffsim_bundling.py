@@ -157,44 +157,102 @@ def test_environments_and_open_branches_take_a_substep_in_one_physics_run():
     assert any(event for _, event, _ in runs)
 
 
-def test_max_branch_rows_bounds_every_physics_run_and_rotates_who_is_bundled():
-    """Six environments landing together, B 3, at most 6 branch rows: no substep runs the physics on
-    more than 6 + 6 rows (a re-run on more than 6), never more than two bundles are open, the events
-    that found no rows are counted, and the environments left out at one touch-down get the rows freed
-    later (not the first two again, which are still above the threshold too)."""
+def _bounded_landing(n, cap, steps, requires_grad=True, sim=None, s=None):
+    """Six dropped environments (`initial_state`), B 3, substeps of DT / 4, at most `cap` branch rows
+    (unless `sim` and its state `s` are given, to go on): (sim, final state, per step the kinematics
+    launches' row counts, the run first, then the re-run when there is one)."""
     from bcg_train.diffsim.kernel_profile import profile_kernels
-    n, cap = 6, 6
-    config = dataclasses.replace(sim_config(enabled=True, branches=3, max_branch_rows=cap), substeps=1)
-    q0, qd0 = initial_state(MODEL, n)
-    sim = Simulator(MODEL, n, config, requires_grad=True)
+    if sim is None:
+        config = dataclasses.replace(sim_config(enabled=True, branches=3, max_branch_rows=cap), substeps=1)
+        sim = Simulator(MODEL, n, config, requires_grad=requires_grad)
+        s = sim.state().assign(*initial_state(MODEL, n))
     r = MODEL.robot
-    s = sim.state().assign(q0, qd0)
     ctrl = sim.control().set_pd(q_target=np.tile(r.default_q, (n, 1)), kp=r.kp * 10, kd=r.kd * 3)
-    rows, bundled = set(), set()
+    launches = []
     with Tape():
-        for _ in range(40):
+        for _ in range(steps):
             with profile_kernels("cpu") as profile:
                 s1 = sim.state()
                 sim.step(s, s1, ctrl, DT / 4)
             s = s1
-            rows |= {count for k, _, count in profile.launches if k == "kinematics"}
+            launches.append([count for kind, _, count in profile.launches if kind == "kinematics"])
             assert sim.bundler.counts.sum() <= cap
-            bundled |= set(sim.bundler.bundle_env)
+    return sim, s, launches
+
+
+def test_max_branch_rows_bounds_every_physics_run():
+    """Six environments landing together, B 3, at most 6 branch rows: no substep runs the physics on
+    more than 6 + 6 rows or re-runs more than 6, never more than two bundles are open, and the
+    environments refused at the touch-down are counted, each substep they are refused."""
+    n, cap = 6, 6
+    sim, s, launches = _bounded_landing(n, cap, 40)
+    assert max(run[0] for run in launches) == n + cap
+    assert max(max(run[1:], default=0) for run in launches) == cap
     stats = sim.bundle_stats
-    assert max(rows) == n + cap and stats.skipped_events > 0
-    assert len(bundled) > cap // 3 and stats.bundles > cap // 3
+    assert (stats.bundles, stats.skipped_events, stats.bundled_env_substeps) == (4, 8, 8)
     assert np.isfinite(s.q.numpy()).all()
 
 
-def test_a_row_bound_that_is_never_reached_changes_nothing():
+def test_who_gets_the_rows_is_a_uniform_draw():
+    """4096 environments, 11 of them triggering in every substep, room for 2 bundles: over 4096
+    substeps each is admitted about 2/11 of the time (a rotation by the substep count would give the
+    rows to the first two after the widest gap nearly every time)."""
+    sim = Simulator(MODEL, 1, sim_config(enabled=True, branches=3, max_branch_rows=6))
+    n, triggered = 4096, np.arange(100, 111)
+    admitted = np.zeros(n, int)
+    for substep in range(n):
+        sim.bundler.stats.env_substeps = substep * n
+        chosen = sim.bundler._admit(triggered, 0, 3, n)
+        assert len(chosen) == 2 and np.all(np.diff(chosen) > 0) and set(chosen) <= set(triggered)
+        admitted[chosen] += 1
+    expected = n * 2 / 11
+    assert np.all(np.abs(admitted[triggered] - expected) < 0.1 * expected), admitted[triggered]
+    assert sim.bundle_stats.skipped_events == n * 9
+
+
+def test_a_bounded_landing_resumes_exactly():
+    n, cap = 6, 6
+    sim, s, _ = _bounded_landing(n, cap, 14, requires_grad=False)
+    assert sim.bundle_stats.skipped_events > 0 and len(sim.bundler.bundle_env) > 0
+    saved, q, qd = sim.state_dict(), s.q.numpy(), s.qd.numpy()
+    _, going_on, _ = _bounded_landing(n, cap, 10, sim=sim, s=s)
+    fresh = Simulator(MODEL, n, sim.config)
+    fresh.load_state_dict(saved)
+    fresh, resumed, _ = _bounded_landing(n, cap, 10, sim=fresh, s=fresh.state().assign(q, qd))
+    np.testing.assert_array_equal(resumed.q.numpy(), going_on.q.numpy())
+    assert fresh.bundle_stats == sim.bundle_stats
+
+
+def test_a_row_bound_that_every_bundle_just_fits_changes_nothing():
     q0, qd0 = initial_state(MODEL, 3, dropped=[True, False, True])
     a = np.tile(MODEL.robot.default_q, (3, 1)) + RNG.normal(0, 0.02, (3, MODEL.nj))
     w = RNG.normal(size=(3, MODEL.nq))
     *free, free_stats = rollout(sim_config(enabled=True, branches=4), 6, q0, qd0, a, True, w)
     *bound, bound_stats = rollout(sim_config(enabled=True, branches=4, max_branch_rows=8), 6, q0, qd0, a, True, w)
-    assert free_stats.bundles == 2 and bound_stats == free_stats and bound_stats.skipped_events == 0
+    assert free_stats.bundles == 2 and bound_stats.skipped_events == 0
+    assert dataclasses.asdict(bound_stats) == dataclasses.asdict(free_stats)
     for x, y in zip(free, bound):
         np.testing.assert_array_equal(x, y)
+
+
+def test_a_refused_onset_stays_pending_while_its_leg_is_above_the_threshold():
+    """Impact-only trigger (onset_fraction), room for one bundle of 3, landings at 2.5 m/s whose force
+    stays above a 200 N threshold for some substeps: environments refused at the touch-down still open
+    bundles later in the same stance (without the pending onset, only the first bundle opens)."""
+    n = 6
+    config = dataclasses.replace(sim_config(enabled=True, branches=3, max_branch_rows=3, threshold=200.0,
+                                            **IMPACT_ONLY), substeps=1)
+    sim = Simulator(MODEL, n, config)
+    q0, qd0 = initial_state(MODEL, n)
+    qd0[:, 2] = -2.5
+    s = sim.state().assign(q0, qd0)
+    r = MODEL.robot
+    ctrl = sim.control().set_pd(q_target=np.tile(r.default_q, (n, 1)), kp=r.kp * 10, kd=r.kd * 3)
+    for _ in range(40):
+        s1 = sim.state()
+        sim.step(s, s1, ctrl, DT / 4)
+        s = s1
+    assert sim.bundle_stats.skipped_events > 0 and sim.bundle_stats.bundles > 1
 
 
 def test_open_branches_outlive_the_pools_release_between_substeps_without_gradients():

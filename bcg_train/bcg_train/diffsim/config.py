@@ -100,12 +100,13 @@ class BundleConfig:
     magnitude as training goes) [-]."""
     max_branch_rows: int = 0
     """0: unbounded (the paper). R > 0: at most R branch rows (the B of every open bundle, summed) at
-    once, so a substep runs the physics on at most R + N rows and keeps at most that much on its tape,
-    however many environments touch down together. An environment whose event finds too few rows free
-    is not bundled then (its gradient that substep is the plain one; `BundleStats.skipped_events`
-    counts it); with the paper's trigger it triggers again at its next substep above the threshold.
-    When more environments trigger than fit, which ones open a bundle rotates with the substep count, so
-    no environment is favoured. Must hold one bundle (>= branches, >= max_branches with `auto_branches`)."""
+    once, so a substep runs the physics on at most R + N rows and re-runs at most R, however many
+    environments touch down together (a checkpoint that holds more keeps them until those bundles end).
+    An environment whose event finds too few rows free is not bundled then (its gradient in that substep
+    is the plain one; `BundleStats.skipped_events`) and triggers again at its next substep above the
+    threshold (with `onset_fraction`, its onset stays pending while the leg stays above it). When more
+    environments trigger than fit, the ones that open a bundle are drawn uniformly (seeded by `seed`).
+    Must hold one bundle: >= branches, >= max_branches with `auto_branches`."""
     branch_clip: float = 0.0
     """0: off. c > 0: in the backward pass, each new bundle's branch whose entry-state adjoint is longer
     than c times the median of its bundle's is scaled down to that length, before they are summed: a
@@ -124,9 +125,12 @@ class BundleConfig:
         require_positive(self, "threshold", "damping", "branch_rse_target")
         require_non_negative(self, "sigma_p", "sigma_v", "sigma_p_widths", "sigma_v_per_speed", "max_dq", "max_dqd",
                              "branch_clip", "max_branch_rows")
-        largest = self.max_branches if self.auto_branches else self.branches
-        check(self.max_branch_rows == 0 or self.max_branch_rows >= largest, "max_branch_rows",
-              f"must be 0 (unbounded) or hold one bundle of {largest} branches, got {self.max_branch_rows}")
+        rows = self.max_branch_rows
+        largest = ("max_branches", self.max_branches) if self.auto_branches else ("branches", self.branches)
+        check(isinstance(rows, int) and not isinstance(rows, bool), "max_branch_rows",
+              f"must be an integer, got {rows!r}")
+        check(rows == 0 or rows >= largest[1], "max_branch_rows",
+              f"must be 0 (unbounded) or hold one bundle (>= {largest[0]}, {largest[1]}), got {rows}")
         check(0.0 <= self.onset_fraction <= 1.0, "onset_fraction", f"must be in [0, 1], got {self.onset_fraction}")
         check(0.0 <= self.alpha_memory < 1.0, "alpha_memory", f"must be in [0, 1), got {self.alpha_memory}")
         if self.alpha_order:

@@ -40,11 +40,11 @@ adjoint is that branch's own share of the loss; the perturbation kernel keeps ea
 draws and its leg's unit response.
 
 Branches exist only for environments in a bundle, so memory and compute grow with the number of
-triggered environments, not with N x B. Bundle bookkeeping is on the host: one small copy to the
-host per substep (the leg events of the environments and of the branches together), and one per
-segment for the spread; the counter of clamped perturbations stays on the device
-(`clamped_perturbations` reads it). The states, perturbations and
-means are Warp kernels on the simulator's device. The bundler runs substeps only through the
+triggered environments, not with N x B; `max_branch_rows` bounds them. Bundle bookkeeping is on the
+host: one small copy to the host per substep (the leg events of the environments and of the branches
+together), and one per segment for the spread; the counter of clamped perturbations stays on the
+device (`clamped_perturbations` reads it). The states, perturbations and means are Warp kernels on
+the simulator's device. The bundler runs substeps only through the
 `Substep` seam it is given.
 """
 import dataclasses
@@ -86,7 +86,8 @@ class BundleStats:
     reperturbations: int = 0
     """Branch legs perturbed again on a new contact inside a bundle."""
     skipped_events: int = 0
-    """Events that opened no bundle because `max_branch_rows` left too few rows free."""
+    """Environment-substeps whose event opened no bundle because `max_branch_rows` left too few rows free
+    (an environment refused again at its next substeps counts again each time)."""
     released: int = 0
     """Bundles ended before their H steps because no branch's foot was above the threshold any more
     (`end_when_released`)."""
@@ -256,7 +257,11 @@ class Bundler:
             self.unloaded = loads[m0:] == 0
         env_ev = np.where(in_bundle, 0, onset)
         br_ev = np.where(self.flags == 0, above[:m0], 0)
-        new_envs = self._admit(np.flatnonzero(env_ev.any(axis=1)), m0, b, n)
+        triggered = np.flatnonzero(env_ev.any(axis=1))
+        new_envs = self._admit(triggered, m0, b, n)
+        if cfg.onset_fraction > 0 and len(new_envs) < len(triggered):     # a refused onset stays pending
+            refused = np.setdiff1d(triggered, new_envs)
+            self.unloaded[refused] |= env_ev[refused] > 0
         released = np.zeros(len(self.bundle_env) + len(new_envs), dtype=bool)   # bundles opened now: never
         if cfg.end_when_released and m0:
             released[:len(self.bundle_env)] = np.add.reduceat(above[:m0].any(axis=1), self._first_rows()) == 0
@@ -296,18 +301,18 @@ class Bundler:
             self._keep_bundles(np.flatnonzero(~ending), tape)
 
     def _admit(self, triggered: np.ndarray, rows: int, b: int, n: int) -> np.ndarray:
-        """The environments among `triggered` (sorted) that open a bundle of `b` branches this substep,
-        sorted, with `rows` branch rows open: all of them, or with `max_branch_rows` as many as fit,
-        taken from the environment the substep count points at onwards (cyclically); the others count
-        in `stats.skipped_events`."""
+        """The environments among `triggered` (sorted indices < n, the environments' count) that open a
+        bundle of `b` branches this substep, sorted, with `rows` branch rows open: all of them, or with
+        `max_branch_rows` as many as fit, drawn uniformly without replacement (seeded by `seed` and the
+        substeps simulated so far, so a resumed run draws the same); the others count in
+        `stats.skipped_events`."""
         cap = self.cfg.max_branch_rows
-        fit = (cap - rows) // b if cap else len(triggered)
+        fit = max((cap - rows) // b, 0) if cap else len(triggered)
         if len(triggered) <= fit:
             return triggered
-        start = (self.stats.env_substeps // n) % n      # the substeps simulated before this one
-        admitted = np.sort(triggered[np.argsort((triggered - start) % n, kind="stable")[:max(fit, 0)]])
-        self.stats.skipped_events += len(triggered) - len(admitted)
-        return admitted
+        draw = np.random.default_rng([self.cfg.seed % 2**32, self.stats.env_substeps // n])
+        self.stats.skipped_events += len(triggered) - fit
+        return np.sort(draw.choice(triggered, fit, replace=False))
 
     def _rerun(self, run_in: State, sc: Scratch, env_row: int, new_src, new_legs, rerun, rerun_legs, control, h,
                tape) -> Tuple[State, Optional[wp.array]]:
