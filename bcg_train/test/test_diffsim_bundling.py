@@ -221,6 +221,10 @@ def test_a_bounded_landing_resumes_exactly():
     fresh, resumed, _ = _bounded_landing(n, cap, 10, sim=fresh, s=fresh.state().assign(q, qd))
     np.testing.assert_array_equal(resumed.q.numpy(), going_on.q.numpy())
     assert fresh.bundle_stats == sim.bundle_stats
+    saved["stats"]["branches"] = 7               # e.g. a run whose auto_branches chose B 7
+    with pytest.raises(ValueError, match="max_branch_rows=6 cannot hold one bundle of the 7 branches"):
+        fresh.load_state_dict(saved)
+    assert fresh.bundle_stats == sim.bundle_stats            # nothing restored
 
 
 def test_a_row_bound_that_every_bundle_just_fits_changes_nothing():

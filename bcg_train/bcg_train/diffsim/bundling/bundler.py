@@ -188,7 +188,12 @@ class Bundler:
                 "branch": {} if bi is None else {k: v.numpy().copy() for k, v in zip(_FIELDS, _fields(bi))}}
 
     def load_state_dict(self, state: dict) -> None:
-        """Restore `state_dict()` (same model and number of environments)."""
+        """Restore `state_dict()` (same model and number of environments). ValueError, with nothing
+        restored, when the B its bundles open with does not fit `max_branch_rows` (no bundle could open)."""
+        branches, cap = int(state["stats"].get("branches", self.cfg.branches)), self.cfg.max_branch_rows
+        if cap and branches > cap:
+            raise ValueError(f"bundle.max_branch_rows={cap} cannot hold one bundle of the {branches} branches this "
+                             f"state's bundles open with: give at least {branches}, or 0 (unbounded)")
         self.bundle_env = [int(e) for e in np.asarray(state["bundle_env"])]
         self.counts = np.asarray(state.get("counts", np.full(len(self.bundle_env), self.cfg.branches)), dtype=int)
         self.left = np.asarray(state["left"], dtype=int).copy()
