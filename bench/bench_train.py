@@ -14,7 +14,9 @@ and is not part of the iteration's), host synchronisations per iteration
 kernel launches per iteration (forward and adjoint; what sets a GPU's time at small batches).
 Checkpoints and curves are billed per iteration as their cost per call over `checkpoint_every` /
 `curves_every`. The simulator's own time is "sim forward" (`Simulator.step`, bundling included, or
-a captured step's replay) plus "sim backward" (the Warp tape's backward of those steps).
+a captured step's replay) plus "sim backward" (the Warp tape's backward of those steps). With
+bundling, its counters over the run (bundles, environment-substeps refused under
+`bundle.max_branch_rows`, fraction bundled, rows per environment-substep) say what the time bought.
 
     python bench/bench_train.py [--preset cpu-small] [--device cpu] [--motion dance] [--iterations 3]
         [--warmup 2] [--variants shac,shac-nobundle,ppo] [--set shac.critic_iterations=4 ...]
@@ -70,6 +72,8 @@ class Measurement:
     """Milliseconds per window of "sim forward" and "sim backward" when nothing else runs (`simulator_alone`)."""
     parallel: Set[str]
     """Phases that ran in the update thread, beside the loop's own (not part of the iteration's sum)."""
+    bundling: str
+    """Bundling's counters over the run (warm-up included), or "-" without bundling."""
 
     @property
     def sim_alone_ms(self) -> float:
@@ -150,6 +154,7 @@ def measure(cfg: TrainConfig, variant: str, motion: str, device: str, warmup: in
             with timer, count_host_syncs(timer), count_kernel_launches(timer):
                 runner.train()
             stop_recording()
+            bundling = bundling_counters(alg.env.sim.bundle_stats)
             sim_alone = simulator_alone(alg.env, windows, alg.name == "shac", synchronize)
         curves_s = drawing_time(Path(run_dir))
     ms, syncs, launches = {"curves": 1e3 * curves_s / cfg.runner.curves_every}, {"curves": 0.0}, {"curves": 0.0}
@@ -162,7 +167,17 @@ def measure(cfg: TrainConfig, variant: str, motion: str, device: str, warmup: in
         syncs[name] = timer.syncs.get(name, 0) / calls / every
         launches[name] = timer.launches.get(name, 0) / calls / every
     return Measurement(variant, alg.env.num_envs, alg.env_steps_per_iteration, ms, syncs, launches, sim_alone,
-                       set(timer.parallel))
+                       set(timer.parallel), bundling)
+
+
+def bundling_counters(st) -> str:
+    """Bundles opened, environment-substeps refused for want of rows (`bundle.max_branch_rows`), the
+    fraction of environment-substeps in a bundle and the rows simulated per environment-substep, of
+    a simulator's BundleStats (None: "-")."""
+    if st is None or not st.env_substeps:
+        return "-"
+    return (f"{st.bundles} bundles, {st.skipped_events} refused, {st.triggered_fraction:.3f} bundled, "
+            f"rows {1 + st.branch_substeps / st.env_substeps:.2f}x")
 
 
 def drawing_time(run_dir: Path) -> float:
@@ -236,6 +251,7 @@ def table(results: List[Measurement]) -> str:
         f"{r.iteration_ms / r.sim_ms:.2f}" if r.sim_ms else "-" for r in results) + " |")
     lines.append("| iteration / simulator alone | " + " | ".join(
         f"{r.iteration_ms / r.sim_alone_ms:.2f}" if r.sim_alone_ms else "-" for r in results) + " |")
+    lines.append("| bundling over the run (warm-up included) | " + " | ".join(r.bundling for r in results) + " |")
     lines.append("| environment steps / s | " + " | ".join(f"{r.steps_per_s:.0f}" for r in results) + " |")
     return "\n".join(lines)
 
