@@ -38,11 +38,16 @@ def require_fraction(cfg, *names: str) -> None:
         check(0.0 <= getattr(cfg, n) <= 1.0, n, f"must be in [0, 1], got {getattr(cfg, n)!r}")
 
 
-def require_count(cfg, *names: str) -> None:
-    """Whole numbers >= 1 (booleans refused)."""
+def _is_integer(value: Any) -> bool:
+    """An int, not a bool."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def require_count(cfg, *names: str, minimum: int = 1) -> None:
+    """Whole numbers >= `minimum` (booleans refused)."""
     for n in names:
         v = getattr(cfg, n)
-        check(isinstance(v, int) and not isinstance(v, bool) and v >= 1, n, f"must be an integer >= 1, got {v!r}")
+        check(_is_integer(v) and v >= minimum, n, f"must be an integer >= {minimum}, got {v!r}")
 
 
 def require_layers(cfg, *names: str) -> None:
@@ -74,7 +79,7 @@ def _convert(value: Any, hint: Any, key: str) -> Any:
         check(isinstance(value, bool), key, f"expected true/false, got {value!r}")
         return value
     if hint is int:
-        check(isinstance(value, int) and not isinstance(value, bool), key, f"expected an integer, got {value!r}")
+        check(_is_integer(value), key, f"expected an integer, got {value!r}")
         return value
     if hint is float:
         check(isinstance(value, (int, float)) and not isinstance(value, bool), key, f"expected a number, got {value!r}")

@@ -124,11 +124,10 @@ class BundleConfig:
         require_count(self, "branches", "span_steps", "min_branches", "max_branches")
         require_positive(self, "threshold", "damping", "branch_rse_target")
         require_non_negative(self, "sigma_p", "sigma_v", "sigma_p_widths", "sigma_v_per_speed", "max_dq", "max_dqd",
-                             "branch_clip", "max_branch_rows")
+                             "branch_clip")
+        require_count(self, "max_branch_rows", minimum=0)
         rows = self.max_branch_rows
         largest = ("max_branches", self.max_branches) if self.auto_branches else ("branches", self.branches)
-        check(isinstance(rows, int) and not isinstance(rows, bool), "max_branch_rows",
-              f"must be an integer, got {rows!r}")
         check(rows == 0 or rows >= largest[1], "max_branch_rows",
               f"must be 0 (unbounded) or hold one bundle (>= {largest[0]}, {largest[1]}), got {rows}")
         check(0.0 <= self.onset_fraction <= 1.0, "onset_fraction", f"must be in [0, 1], got {self.onset_fraction}")

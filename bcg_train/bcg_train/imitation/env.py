@@ -337,8 +337,8 @@ class G1ImitationEnv:
             last_action=last_action, default_joint_pos=self.default_q, reference=reference))
 
     def _counters(self) -> Dict[str, float]:
-        """Running totals (bundles opened, ended early among them, events left unbundled for want of
-        rows), this step's fraction of environment-substeps inside a bundle, the B of the bundles opened
+        """Running totals (bundles opened, ended early among them, environment-substeps refused for
+        want of rows), this step's fraction of environment-substeps inside a bundle, the B of the bundles opened
         next, the last measured spread of a bundle's branch gradients, the perturbed feet's mean
         approach speed [m/s] and the alpha-order weight."""
         out = {"env_steps": float(self.env_steps)}
