@@ -1,7 +1,9 @@
 """Bundled Contact Gradients in the simulator: identity with the plain simulator where it must be,
 exact gradients of the bundled map, contact-local branching, re-perturbation, the nominal-forward
-ablation, seeding and bad configuration. Scenario: PD holding the default pose, dropped so the feet
-hit the floor hard enough to trigger (400 N on a sphere)."""
+ablation, seeding and bad configuration; at the end, bundling with its bookkeeping on the device
+(`bundle.on_device`): the host's bundles to the last bit given the device's perturbations, rows within
+the slots, a uniform draw, exact resume (captured as graphs: test_diffsim_step_graphs). Scenario: PD
+holding the default pose, dropped so the feet hit the floor hard enough to trigger (400 N on a sphere)."""
 import dataclasses
 
 import numpy as np
@@ -11,6 +13,7 @@ import warp as wp
 from bcg.config_check import ConfigError
 from bcg_train.diffsim import BundleConfig, Model, SimConfig, Simulator, Tape
 from bcg_train.diffsim.bundling import kernels as bk
+from bcg_train.diffsim.bundling import slot_kernels as sk
 
 DT = 0.02
 DROP = 0.10           # m above standing height
@@ -239,13 +242,15 @@ def test_a_row_bound_that_every_bundle_just_fits_changes_nothing():
         np.testing.assert_array_equal(x, y)
 
 
-def test_a_refused_onset_stays_pending_while_its_leg_is_above_the_threshold():
+@pytest.mark.parametrize("on_device", [False, True])
+def test_a_refused_onset_stays_pending_while_its_leg_is_above_the_threshold(on_device):
     """Impact-only trigger (onset_fraction), room for one bundle of 3, landings at 2.5 m/s whose force
     stays above a 200 N threshold for some substeps: environments refused at the touch-down still open
-    bundles later in the same stance (without the pending onset, only the first bundle opens)."""
+    bundles later in the same stance (without the pending onset, only the first bundle opens); the
+    host's bundler and the device's."""
     n = 6
     config = dataclasses.replace(sim_config(enabled=True, branches=3, max_branch_rows=3, threshold=200.0,
-                                            **IMPACT_ONLY), substeps=1)
+                                            on_device=on_device, **IMPACT_ONLY), substeps=1)
     sim = Simulator(MODEL, n, config)
     q0, qd0 = initial_state(MODEL, n)
     qd0[:, 2] = -2.5
@@ -256,6 +261,7 @@ def test_a_refused_onset_stays_pending_while_its_leg_is_above_the_threshold():
         s1 = sim.state()
         sim.step(s, s1, ctrl, DT / 4)
         s = s1
+    sim.segment.cut()       # the device's counters are read at the cut
     assert sim.bundle_stats.skipped_events > 0 and sim.bundle_stats.bundles > 1
 
 
@@ -490,7 +496,7 @@ def _perturb_left_foot(rows, sigma_p, sigma_v, sigma_v_per_speed, base_velocity)
             wp.zeros((rows, 4), dtype=wp.float64))
     wp.launch(bk.foot_perturbation, dim=(rows, 2), inputs=[
         sim.physics.kernel_model, s.q, sc.xrot, sc.xpos, sc.s_ang, sc.s_lin, sc.vel_ang, sc.vel_lin,
-        wp.array(np.arange(rows, dtype=np.int32), dtype=int), wp.array(legs, dtype=int), 11,
+        wp.array(np.arange(rows, dtype=np.int32), dtype=int), wp.array(legs, dtype=int), 11, wp.zeros(1, dtype=int),
         wp.float64(sigma_p), wp.float64(sigma_v), wp.float64(sigma_v_per_speed), wp.float64(1e-4),
         wp.float64(1.0), wp.float64(5.0)], outputs=[dq, dqd, clamped, approach, 1, *kept])
     return (q[0], qd[0], dq.numpy(), dqd.numpy(), clamped.numpy()[0], approach.numpy(),
@@ -1028,3 +1034,177 @@ def test_alpha_is_a_running_mean_of_the_zero_order_variance_share(memory, second
     bundler._spread_recorded = True
     bundler.measure_spread()
     assert restored.bundle_stats.alpha == bundler.stats.alpha
+
+
+# -- bundling on the device (bundle.on_device, bundling.device_bundler) ------------------------------
+DEVICE_N = 5
+DEVICE_RNG = np.random.default_rng(11)    # not RNG: the tests above keep their draws
+DEVICE_ACTIONS = np.tile(MODEL.robot.default_q, (DEVICE_N, 1)) + DEVICE_RNG.normal(0, 0.02, (DEVICE_N, MODEL.nj))
+DEVICE_WEIGHTS = DEVICE_RNG.standard_normal((DEVICE_N, MODEL.nq))
+
+
+def _landings():
+    """Four of five robots dropped, rolled, at three speeds: their feet land at different substeps,
+    one leg before the other (so branches are perturbed again)."""
+    q0, qd0 = initial_state(MODEL, DEVICE_N, dropped=[True, False, True, True, True], roll=0.15)
+    qd0[3, 2], qd0[4, 2] = -2.5, -0.5
+    return q0, qd0
+
+
+def _device_run(config, steps, setup, restart_at=None):
+    """(final q, final qd, d(DEVICE_WEIGHTS . q_final)/d actions, the simulator) of `steps` steps from the
+    landings under PD on DEVICE_ACTIONS, taped; `setup(sim)` first; environment 3 restarted (its bundle
+    closed) before step `restart_at`."""
+    sim = Simulator(MODEL, DEVICE_N, config, requires_grad=True)
+    setup(sim)
+    r = MODEL.robot
+    s = sim.state().assign(*_landings())
+    ctrl = sim.control().set_pd(q_target=DEVICE_ACTIONS, kp=r.kp * 10, kd=r.kd * 3)
+    tape = Tape()
+    with tape:
+        for t in range(steps):
+            if t == restart_at:
+                sim.segment.restart([3])
+                sim.closed_a_bundle = 3 in getattr(sim.bundler, "bundle_env", ())   # the host's
+            s1 = sim.state()
+            sim.step(s, s1, ctrl, DT)
+            s = s1
+    tape.backward(grads={s.q: wp.array(DEVICE_WEIGHTS, dtype=wp.float64)})
+    return s.q.numpy(), s.qd.numpy(), ctrl.q_target.grad.numpy(), sim
+
+
+DEVICE_VARIANTS = {"paper": {}, "onset": {"onset_fraction": 0.5}, "release": {"end_when_released": True},
+            "nominal_forward": {"nominal_forward": True, "span_steps": 3}}
+
+
+@pytest.mark.parametrize("variant", DEVICE_VARIANTS)
+def test_device_bundles_are_the_host_bundles_given_the_same_perturbations(variant):
+    """Fifteen steps of landings, B 3, bundles of two steps that close and reopen, branches perturbed
+    again, a restart: the device bundler (room for every bundle) records its perturbations, the host's
+    bundler replays them, and states, gradients and every counter agree to the last bit."""
+    bundle = {"enabled": True, "branches": 3, "span_steps": 2, "seed": 5, "threshold": 300.0,
+              **DEVICE_VARIANTS[variant]}
+    recorded = []
+
+    def record(sim):
+        sim.bundler.recorded = recorded
+
+    config = sim_config(on_device=True, max_branch_rows=DEVICE_N * 3, **bundle)
+    *device, dsim = _device_run(config, 15, record, restart_at=3)
+    dsim.segment.cut()                              # the device's counters are read at the cut
+    replayed = iter(recorded)
+
+    def replay(sim):
+        sim.bundler.replay = replayed
+
+    *host, hsim = _device_run(sim_config(**bundle), 15, replay, restart_at=3)
+    assert next(replayed, None) is None and len(recorded) >= 5
+    for x, y in zip(device, host, strict=True):
+        np.testing.assert_array_equal(x, y)
+    counters = [(name, getattr(dsim.bundle_stats, name), getattr(hsim.bundle_stats, name)) for name in sk.COUNTERS]
+    assert all(d == h for _, d, h in counters), counters
+    stats = hsim.bundle_stats
+    assert stats.bundles >= 4 and stats.reperturbations > 0 and np.abs(device[2]).sum() > 0
+    assert hsim.closed_a_bundle
+    if variant == "release":
+        assert stats.released > 0
+
+
+def test_device_rows_stay_in_their_slots_and_refusals_count_as_on_the_host():
+    """Six robots landing together, B 3, room for two bundles (the host's test_max_branch_rows_bounds_
+    every_physics_run): the same bundles, refused environment-substeps and bundled ones, (4, 8, 8); the
+    physics runs 6 + 6 rows and re-runs 6 at every substep, whatever lands."""
+    from bcg_train.diffsim.kernel_profile import profile_kernels
+    n, counts = 6, {}
+    for on_device in (False, True):
+        config = dataclasses.replace(sim_config(enabled=True, branches=3, max_branch_rows=6, on_device=on_device),
+                                     substeps=1)
+        sim = Simulator(MODEL, n, config, requires_grad=True)
+        s = sim.state().assign(*initial_state(MODEL, n))
+        r = MODEL.robot
+        ctrl = sim.control().set_pd(q_target=np.tile(r.default_q, (n, 1)), kp=r.kp * 10, kd=r.kd * 3)
+        rows = set()
+        with Tape():
+            for _ in range(40):
+                with profile_kernels("cpu") as profile:
+                    s1 = sim.state()
+                    sim.step(s, s1, ctrl, DT / 4)
+                s = s1
+                rows.add(tuple(c for kind, _, c in profile.launches if kind == "kinematics"))
+        sim.segment.cut()
+        st = sim.bundle_stats
+        counts[on_device] = (st.bundles, st.skipped_events, st.bundled_env_substeps)
+        assert np.isfinite(s.q.numpy()).all()
+    assert counts == {False: (4, 8, 8), True: (4, 8, 8)}
+    assert rows == {(12, 6)}
+
+
+def test_who_gets_the_device_rows_is_a_uniform_draw():
+    """`slot_events` with 11 of 4096 environments triggering and room for 2 bundles, 4096 substeps:
+    each is admitted about 2/11 of the time, always two, in increasing slots."""
+    n, b, slots, triggered = 4096, 3, 2, np.arange(100, 111)
+    rows = slots * b
+    loads = np.zeros((rows + n, 2), np.int32)
+    loads[rows + triggered, 0] = sk.ABOVE
+
+    def ints(shape, fill=0):
+        return wp.array(np.full(shape, fill, np.int32), dtype=wp.int32)
+
+    slot_env, env_slot, counters = ints(slots, -1), ints(n, -1), wp.zeros(len(sk.COUNTERS), dtype=wp.int64)
+    args = [wp.array(loads, dtype=wp.int32), b, 8, 0, 0, 7, ints(1), slot_env, ints(slots), ints(slots), env_slot,
+            ints((rows, 2)), ints((n, 2), 1), ints((n, 2)), counters, ints(rows), ints((rows, 2)), ints(rows),
+            ints(rows), ints(slots), ints(n), ints(n)]
+    admitted = np.zeros(n, int)
+    for _ in range(n):
+        slot_env.fill_(-1)
+        env_slot.fill_(-1)
+        wp.launch(sk.slot_events, 1, inputs=args)
+        chosen = slot_env.numpy()
+        assert np.all(np.diff(chosen) > 0) and set(chosen) <= set(triggered), chosen
+        assert np.array_equal(np.flatnonzero(env_slot.numpy() >= 0), chosen)
+        admitted[chosen] += 1
+    expected = n * 2 / 11
+    assert np.all(np.abs(admitted[triggered] - expected) < 0.1 * expected), admitted[triggered]
+    assert counters.numpy()[sk.COUNTERS.index("skipped_events")] == n * 9
+
+
+def test_a_device_bundled_run_resumes_exactly():
+    """From a state_dict taken with bundles open (some refused), ten more steps in a new simulator give
+    the states and counters of going on; a host bundler's state is refused, with nothing restored."""
+    n = 6
+    config = dataclasses.replace(sim_config(enabled=True, branches=3, max_branch_rows=6, on_device=True), substeps=1)
+    r = MODEL.robot
+
+    def steps(sim, s, count):
+        ctrl = sim.control().set_pd(q_target=np.tile(r.default_q, (n, 1)), kp=r.kp * 10, kd=r.kd * 3)
+        for _ in range(count):
+            s1 = sim.state()
+            sim.step(s, s1, ctrl, DT / 4)
+            s = s1
+        sim.segment.cut()
+        return s
+
+    sim = Simulator(MODEL, n, config)
+    s = steps(sim, sim.state().assign(*initial_state(MODEL, n)), 14)
+    saved, q, qd = sim.state_dict(), s.q.numpy(), s.qd.numpy()
+    assert saved["stats"]["skipped_events"] > 0 and (saved["slot_env"] >= 0).any()
+    going_on = steps(sim, s, 10)
+    fresh = Simulator(MODEL, n, config)
+    fresh.load_state_dict(saved)
+    resumed = steps(fresh, fresh.state().assign(q, qd), 10)
+    np.testing.assert_array_equal(resumed.q.numpy(), going_on.q.numpy())
+    assert fresh.bundle_stats == sim.bundle_stats
+    host = Simulator(MODEL, n, dataclasses.replace(config, bundle=dataclasses.replace(config.bundle, on_device=False)))
+    with pytest.raises(ValueError, match="saved by the host's bundler"):
+        fresh.load_state_dict({**host.state_dict()})
+    assert fresh.bundle_stats == sim.bundle_stats
+
+
+@pytest.mark.parametrize("settings, message", [
+    ({}, "needs max_branch_rows > 0"),
+    ({"max_branch_rows": 20, "auto_branches": True, "max_branches": 16}, "no auto_branches"),
+    ({"max_branch_rows": 20, "alpha_order": True}, "no alpha_order"),
+    ({"max_branch_rows": 20, "branch_clip": 3.0}, "no branch_clip")])
+def test_bad_device_bundling_config_names_the_field(settings, message):
+    with pytest.raises(ConfigError, match=f"^bundle.on_device: .*{message}"):
+        Simulator(MODEL, 1, sim_config(enabled=True, on_device=True, **settings))

@@ -1,7 +1,7 @@
 """Simulator steps captured as graphs and replayed (`Simulator(capture_graphs=True)`, diffsim.step_graphs)
 give the values and gradients of steps launched one kernel at a time, bit for bit, through
 `torch_bridge` as training runs them; a replayed window launches no kernel from Python; graphs are
-captured again when what they hold by value changes."""
+captured again when what they hold by value changes; bundled steps too, with the bundles on the device."""
 import dataclasses
 
 import numpy as np
@@ -36,10 +36,16 @@ def pd(model, device):
     return torch.tensor(r.kp * 10, device=device), torch.tensor(r.kd * 3, device=device)
 
 
-def windows(sim: Simulator, lengths, seed: int = 0, dt: float = DT):
+BUNDLED_ON_DEVICE = SimConfig(kappa=300.0, bundle=BundleConfig(enabled=True, on_device=True, branches=2,
+                                                                max_branch_rows=4, span_steps=2, threshold=200.0))
+"""Bundling with its bookkeeping on the device, room for two of the three robots' bundles (some refused)."""
+
+
+def windows(sim: Simulator, lengths, seed: int = 0, dt: float = DT, restart=None):
     """Windows of `lengths` steps through torch_bridge.step from a drop (each from the last one's end,
     the graph cut between them) under random PD targets; per window its final (q, qd) and the
-    gradients of a loss of them with respect to the actions and the window's first state."""
+    gradients of a loss of them with respect to the actions and the window's first state. With
+    `restart`, those environments are restarted (their states kept) before each window's second step."""
     model, device = sim.model, sim.model.device
     kp, kd = pd(model, device)
     gen = torch.Generator().manual_seed(seed)
@@ -54,6 +60,8 @@ def windows(sim: Simulator, lengths, seed: int = 0, dt: float = DT):
         actions = (torch.tensor(model.robot.default_q) + noise).to(device).requires_grad_(True)
         q, qd = q0, qd
         for k in range(length):
+            if k == 1 and restart is not None:
+                sim.segment.restart(restart)
             q, qd = step(sim, q, qd, actions[k], dt, kp, kd)
         ((q[:, :3] ** 2).sum() + (qd ** 2).sum()).backward()
         sim.segment.cut()
@@ -204,10 +212,49 @@ def test_a_captured_step_still_checks_its_result(models):
         step_without_gradient(sim, q, qd, target, DT, kp, kd)
 
 
-def test_a_bundled_simulator_is_not_captured(models):
+def test_a_simulator_bundling_on_the_host_is_not_captured(models):
     model = model_on(models, "cpu")
-    with pytest.raises(ValueError, match="bundled simulator cannot run as captured graphs"):
+    with pytest.raises(ValueError, match="bundling on the host cannot run as captured graphs"):
         Simulator(model, N, SimConfig(bundle=BundleConfig(enabled=True)), requires_grad=True, capture_graphs=True)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_device_bundled_windows_are_captured_and_match_steps_launched_one_by_one(models, device):
+    """Bundling on the device (bundle.on_device): five windows, every robot restarted in each (closing
+    what is open), bundles opened,
+    refused, perturbed again and closed, launched kernel by kernel and captured (the first window
+    launched, the second captured, the others replayed): states, gradients and counters equal to the
+    last bit; a replayed window launches no kernel from Python. Without gradients too."""
+    model = model_on(models, device)
+    runs = {}
+    for capture in (False, True):
+        sim = Simulator(model, N, BUNDLED_ON_DEVICE, requires_grad=True, check_finite=False, capture_graphs=capture)
+        out = windows(sim, (3, 3, 3, 3), restart=[0, 1, 2])
+        launches = []
+        with intercepted_launches(lambda kernel, adjoint, threads, launch: (launches.append(kernel), launch())[1]):
+            out += windows(sim, (3,), seed=1, restart=[0, 1, 2])
+        runs[capture] = (out, dataclasses.asdict(sim.bundle_stats), len(launches))
+        assert sim.segment.pending_restarts == []       # every restart reached the device before its step
+    assert_identical(runs[False][0], runs[True][0])
+    assert runs[False][1] == runs[True][1]
+    stats = runs[True][1]
+    assert stats["bundles"] > 3 and stats["skipped_events"] > 0 and stats["reperturbations"] > 0, stats
+    assert runs[False][2] > 0 and runs[True][2] == 0
+
+    kp, kd = pd(model, device)
+    target = torch.tensor(model.robot.default_q, device=device).expand(N, -1)
+    states = {}
+    for capture in (False, True):
+        sim = Simulator(model, N, BUNDLED_ON_DEVICE, capture_graphs=capture)
+        q = torch.tensor(np.tile(model.default_qpos(0.80), (N, 1)), device=device)
+        qd = torch.full((N, model.nv), 0.0, dtype=torch.float64, device=device)
+        qd[:, 2] = -0.8
+        for _ in range(8):
+            q, qd = step_without_gradient(sim, q, qd, target, DT, kp, kd)
+        sim.segment.cut()
+        states[capture] = (q.cpu().numpy(), qd.cpu().numpy(), np.array(sim.bundle_stats.bundles))
+    assert states[True][2] > 0
+    assert_identical([states[False]], [states[True]])
 
 
 def test_no_capture_allocates(models, monkeypatch):
@@ -224,8 +271,9 @@ def test_no_capture_allocates(models, monkeypatch):
         return allocate(size)
 
     monkeypatch.setattr(allocator, "allocate", counted)
-    for requires_grad in (True, False):
-        sim = Simulator(model, N, SimConfig(kappa=300.0), requires_grad=requires_grad, capture_graphs=True)
+    for requires_grad, config in ((True, SimConfig(kappa=300.0)), (False, SimConfig(kappa=300.0)),
+                                  (True, BUNDLED_ON_DEVICE), (False, BUNDLED_ON_DEVICE)):
+        sim = Simulator(model, N, config, requires_grad=requires_grad, capture_graphs=True)
         if requires_grad:
             windows(sim, (2, 2, 2))
         else:

@@ -107,6 +107,17 @@ class BundleConfig:
     threshold (with `onset_fraction`, its onset stays pending while the leg stays above it). When more
     environments trigger than fit, the ones that open a bundle are drawn uniformly (seeded by `seed`).
     Must hold one bundle: >= branches, >= max_branches with `auto_branches`."""
+    on_device: bool = False
+    """False: the bundles are kept on the host, which decides every substep which rows to run (one copy
+    to the host per substep; the paper's bundling, every option). True: kept on the device, in R / B
+    fixed slots of B rows (R = `max_branch_rows`, required), every decision a kernel, so a bundled step
+    launches the same kernels on the same buffers whatever lands and can be captured as a graph
+    (`Simulator(..., capture_graphs=True)`; bundling.device_bundler). The same bundles, events, counters
+    and gradients as on the host with the same perturbations (tested); other random draws (which
+    environments get the rows, the perturbation noise). It pays for fixed shapes: the physics runs on
+    R + N rows and re-runs R rows at every substep, open or not (on a GPU a launch's latency, on a CPU
+    its rows, set the cost). Counters (`BundleStats`) are read at the segment's cut. Without
+    `auto_branches`, `alpha_order`, `branch_clip` or the spread measurement (`branch_rse` stays NaN)."""
     branch_clip: float = 0.0
     """0: off. c > 0: in the backward pass, each new bundle's branch whose entry-state adjoint is longer
     than c times the median of its bundle's is scaled down to that length, before they are summed: a
@@ -130,6 +141,11 @@ class BundleConfig:
         largest = ("max_branches", self.max_branches) if self.auto_branches else ("branches", self.branches)
         check(rows == 0 or rows >= largest[1], "max_branch_rows",
               f"must be 0 (unbounded) or hold one bundle (>= {largest[0]}, {largest[1]}), got {rows}")
+        if self.on_device:
+            check(rows > 0, "on_device", "needs max_branch_rows > 0: the fixed rows the device's slots hold")
+            for name in ("auto_branches", "alpha_order", "branch_clip"):
+                check(not getattr(self, name), "on_device", f"bundling on the device has no {name} (the host's "
+                      f"bundler has)")
         check(0.0 <= self.onset_fraction <= 1.0, "onset_fraction", f"must be in [0, 1], got {self.onset_fraction}")
         check(0.0 <= self.alpha_memory < 1.0, "alpha_memory", f"must be in [0, 1), got {self.alpha_memory}")
         if self.alpha_order:

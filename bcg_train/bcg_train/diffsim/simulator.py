@@ -6,8 +6,9 @@
 hand-written adjoints are added to the same tape) and raises `TapeRequiredError` when none is active,
 so a step can never silently drop its gradient. What the simulator keeps between steps (taped
 buffers, restarted environments) is its `segment`; bundling, when `config.bundle.enabled`, is its
-`bundler`. With `capture_graphs` (not with bundling) its `graphs` hold the steps captured as graphs,
-which `torch_bridge` replays (diffsim.step_graphs). Runs on any Warp device with the same code.
+`bundler` (`DeviceBundler` with `bundle.on_device`). With `capture_graphs` (not with the host's
+bundler) its `graphs` hold the steps captured as graphs, which `torch_bridge` replays
+(diffsim.step_graphs). Runs on any Warp device with the same code.
 """
 from typing import Optional
 
@@ -15,7 +16,7 @@ import numpy as np
 import warp as wp
 from warp._src import context as _warp_context
 
-from .bundling import Bundler, BundleStats
+from .bundling import Bundler, BundleStats, DeviceBundler
 from .config import SimConfig
 from .errors import NonFiniteStateError, TapeRequiredError
 from .kernels import integrator as ik
@@ -60,9 +61,14 @@ class Simulator:
         self.physics = Substep(model, self.config)
         bundled = self.config.bundle.enabled
         self.segment = Segment(self.physics, num_envs, requires_grad, substep_buffers=not bundled)
-        self.bundler = Bundler(self.physics, self.config.bundle, requires_grad, self.segment.pool) if bundled else None
-        if self.bundler is not None and requires_grad:
-            self.segment.before_cut(self.bundler.measure_spread)
+        self.bundler = None
+        if bundled and self.config.bundle.on_device:
+            self.bundler = DeviceBundler(self.physics, self.config.bundle, requires_grad, num_envs)
+            self.segment.before_cut(self.bundler.read_stats)
+        elif bundled:
+            self.bundler = Bundler(self.physics, self.config.bundle, requires_grad, self.segment.pool)
+            if requires_grad:
+                self.segment.before_cut(self.bundler.measure_spread)
         self._flags = wp.zeros(num_envs, dtype=int, device=model.device)
         self._nonfinite = CachedLaunch(ik.nonfinite_flags, model.device)
         self.graphs = StepGraphs(self) if capture_graphs else None
@@ -106,13 +112,17 @@ class Simulator:
                                     "requires_grad=False to step without gradients")
         substeps = self.config.substeps
         h = dt / substeps
-        restarted = self.segment.take_restarted()
+        restarted = self.prepare_step()
         src = state_in
         for k in range(substeps):
             scratch, buf, sites = self.segment.buffers()
             if self.bundler is None:
                 dst = state_out if k == substeps - 1 else buf
                 self.physics.run(src, dst, control, h, scratch, tape)
+            elif isinstance(self.bundler, DeviceBundler):   # its own buffers, per position with gradients
+                position = self.segment.taped_substeps - 1 if self.requires_grad else 0
+                dst = self.bundler.substep(src, state_out if k == substeps - 1 else buf, control, h, sites, tape,
+                                           position, first=k == 0)
             else:   # the bundler's buffers come from the segment's pool
                 if restarted:
                     self.bundler.close(restarted, sites, tape)
@@ -121,6 +131,16 @@ class Simulator:
                        self.segment.pool.state(self.num_envs) if self.requires_grad else buf)
                 self.bundler.substep(src, dst, control, h, sites, tape)
             src = dst
+
+    def prepare_step(self) -> list:
+        """What the next step takes from the host before its launches: the environments restarted since
+        the last step, returned for the host's bundler to close in its first substep, or handed to the
+        device bundler now (a copy to the device; a captured step calls this before it replays)."""
+        restarted = self.segment.take_restarted()
+        if isinstance(self.bundler, DeviceBundler):
+            self.bundler.restart(restarted)
+            return []
+        return restarted
 
     def state_dict(self) -> dict:
         """What a later step depends on besides the states (open bundles and restarts not yet

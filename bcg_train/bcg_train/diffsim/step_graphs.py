@@ -24,7 +24,11 @@ costs more than launching (on the CPU a 64-environment taped window that capture
 launched kernel by kernel, `bench_diffsim.py --graphs`), which is why settings that change every
 window would run launch by launch.
 
-Not with bundling: its bundler decides on the host, every substep, which rows to run (ValueError).
+Bundled steps only with the bundles on the device (`bundle.on_device`, bundling.device_bundler: the
+same launches on the same buffers at every substep); the host's bundler decides on the host, every
+substep, which branch rows to run (ValueError). Restarted environments reach the device bundler
+before a step is replayed or captured (`Simulator.prepare_step`), and its buffers, like the
+segment's, are per position.
 """
 from typing import Callable, List, Optional, Tuple
 
@@ -74,6 +78,7 @@ class CapturedStep:
         """Advance `state_in` into `state_out` by dt [s]: replayed, captured (the second run in a row
         with these settings) or launch by launch."""
         sim = self.sim
+        sim.prepare_step()
         settings = (dt, sim.config.substeps)
         if self._forward is not None and self._captured_with == settings:
             sim.segment.advance(sim.config.substeps)
@@ -120,10 +125,10 @@ class StepGraphs:
     (`Simulator(..., capture_graphs=True)`) and reaches it as `sim.graphs`."""
 
     def __init__(self, sim):
-        if sim.bundler is not None:
-            raise ValueError("capture_graphs: a bundled simulator cannot run as captured graphs (its bundler decides "
-                             "on the host, every substep, which branch rows to run); build it with "
-                             "capture_graphs=False or without bundling")
+        if sim.bundler is not None and not sim.config.bundle.on_device:
+            raise ValueError("capture_graphs: a simulator bundling on the host cannot run as captured graphs (its "
+                             "bundler decides on the host, every substep, which branch rows to run); build it with "
+                             "bundle.on_device (and max_branch_rows), with capture_graphs=False or without bundling")
         self.sim = sim
         self._steps: List[CapturedStep] = []
         self._position = 0

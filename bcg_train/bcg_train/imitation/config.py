@@ -84,8 +84,9 @@ class ImitationEnvConfig:
     capture_graphs: bool = True
     """Step the simulators as captured graphs where they can (diffsim.step_graphs: CUDA graphs on a
     GPU, Warp's recorded launch streams on the CPU; the same values and gradients, bit for bit): the
-    one without gradients always, the one with gradients when bundling is off (a bundled step
-    decides on the host, every substep, which branches to run). False: one kernel launch at a time."""
+    one without gradients always, the one with gradients when bundling is off or on the device
+    (`sim.bundle.on_device`; the host's bundler decides on the host, every substep, which branches to
+    run). False: one kernel launch at a time."""
     kp_scale: float = 1.0
     """Multiplier on the description's PD stiffness (config/g1.yaml) [-]; the exported contract carries the product."""
     kd_scale: float = 1.0

@@ -57,8 +57,9 @@ class G1ImitationEnv:
         self.model = simulator.Model.from_mujoco(model_path, device=wp_device)
         plain_cfg = dataclasses.replace(cfg.sim, bundle=dataclasses.replace(cfg.sim.bundle, enabled=False))
         # non-finite states are handled per environment in `step` (a failure), not raised
+        bundle = cfg.sim.bundle
         self.sim = simulator.Simulator(self.model, num_envs, cfg.sim, requires_grad=True, check_finite=False,
-                                       capture_graphs=cfg.capture_graphs and not cfg.sim.bundle.enabled)
+                                       capture_graphs=cfg.capture_graphs and (not bundle.enabled or bundle.on_device))
         self.sim_plain = simulator.Simulator(self.model, num_envs, plain_cfg, check_finite=False,
                                              capture_graphs=cfg.capture_graphs)
         robot = self.robot = self.model.robot
@@ -114,7 +115,8 @@ class G1ImitationEnv:
         from it without asking the device."""
         self.last_action = torch.zeros(num_envs, n, **real)
         self.env_steps = 0
-        self._bundled_seen = (0, 0)   # bundle stats (env_substeps, bundled_env_substeps) at the last step
+        self._bundled_seen = (0, 0)   # bundle stats (env_substeps, bundled_env_substeps) when they last moved
+        self._triggered = 0.0         # the fraction bundled over the substeps the stats last moved by
 
     # -- DiffEnv --------------------------------------------------------------------------------------
     def reset(self) -> torch.Tensor:
@@ -338,18 +340,22 @@ class G1ImitationEnv:
 
     def _counters(self) -> Dict[str, float]:
         """Running totals (bundles opened, ended early among them, environment-substeps refused for
-        want of rows), this step's fraction of environment-substeps inside a bundle, the B of the bundles opened
+        want of rows), this step's fraction of environment-substeps inside a bundle (with the bundles on
+        the device, whose counters are read at the segment's cut: the fraction over the last window, and
+        the totals as of that cut), the B of the bundles opened
         next, the last measured spread of a bundle's branch gradients, the perturbed feet's mean
         approach speed [m/s] and the alpha-order weight."""
         out = {"env_steps": float(self.env_steps)}
         st = self.sim.bundle_stats
         if st is not None:
             seen_env, seen_bundled = self._bundled_seen
-            self._bundled_seen = (st.env_substeps, st.bundled_env_substeps)
             stepped = st.env_substeps - seen_env
+            if stepped:     # every step on the host; on the device (read at the cut) the last window
+                self._triggered = (st.bundled_env_substeps - seen_bundled) / stepped
+                self._bundled_seen = (st.env_substeps, st.bundled_env_substeps)
             out.update(branch_substeps=float(st.branch_substeps), bundles=float(st.bundles),
                        released=float(st.released), skipped_events=float(st.skipped_events),
-                       triggered_fraction=(st.bundled_env_substeps - seen_bundled) / stepped if stepped else 0.0,
+                       triggered_fraction=self._triggered,
                        branches=float(st.branches), branch_rse=st.branch_rse,
                        branch_top_share=st.branch_top_share, approach_speed=st.approach_speed, alpha=st.alpha)
         if self.randomizer:

@@ -135,6 +135,7 @@ class Bundler:
         """Branch probes (bk.branch_mean) are kept, and new bundles' noise, for the alpha-order mix."""
         device = physics.model.device
         self._no_probe = wp.zeros(1, dtype=real, device=device)
+        self._no_offset = wp.zeros(1, dtype=wp.int32, device=device)   # the perturbations' seed is by value
         self._no_noise = (wp.zeros((1, bk.NOISE_PER_ROW), dtype=real, device=device),
                           wp.zeros((1, 1, 3), dtype=real, device=device), wp.zeros((1, 4), dtype=real, device=device))
         self._mix_launch = CachedLaunch(bk.alpha_order_mix, device)
@@ -352,7 +353,8 @@ class Bundler:
                 kept = (noise[rows], response[rows], scales[rows]) if mixing else self._no_noise
                 sites(bk.foot_perturbation, (count, 2), [
                     self.physics.kernel_model, run_in.q, sc.xrot, sc.xpos, sc.s_ang, sc.s_lin, sc.vel_ang, sc.vel_lin,
-                    src, pool.ints(legs), seed, real(self._sigma_p), real(self._sigma_v), real(self._sigma_v_per_speed),
+                    src, pool.ints(legs), seed, self._no_offset, real(self._sigma_p), real(self._sigma_v),
+                    real(self._sigma_v_per_speed),
                     real(cfg.damping), real(cfg.max_dq), real(cfg.max_dqd), dq[rows], dqd[rows], self._clamped,
                     self._approach, int(mixing), *kept])
         if self.recorded is not None:

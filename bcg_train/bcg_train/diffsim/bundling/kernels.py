@@ -81,6 +81,7 @@ def foot_perturbation(
     mdl: DeviceModel, q: wp.array2d(dtype=real), xrot: wp.array2d(dtype=quat), xpos: wp.array2d(dtype=vec3),
     s_ang: wp.array2d(dtype=vec3), s_lin: wp.array2d(dtype=vec3), vel_ang: wp.array2d(dtype=vec3),
     vel_lin: wp.array2d(dtype=vec3), src: wp.array(dtype=int), legs: wp.array2d(dtype=int), seed: int,
+    seed_offset: wp.array(dtype=int),
     sigma_p: real, sigma_v: real, sigma_v_per_speed: real, damping: real, max_dq: real, max_dqd: real,
     dq: wp.array2d(dtype=real), dqd: wp.array2d(dtype=real), clamped: wp.array(dtype=int),
     approach: wp.array(dtype=wp.float64), keep_noise: int, noise: wp.array2d(dtype=real),
@@ -94,7 +95,9 @@ def foot_perturbation(
     hinge dofs by the damped pseudo-inverse J^T (J J^T + damping I)^-1 of the analytic 6-D foot Jacobian
     J (6 x leg dofs), then clamped to +-max_dq [rad] / +-max_dqd [rad/s]; clamped[0] counts the
     perturbations a clamp cut; approach[0] adds u and approach[1] one per perturbed leg. dq, dqd: (rows,
-    nv), zero elsewhere. `seed` differs per launch (the bundler mixes its seed with an event counter).
+    nv), zero elsewhere. The stream is seed + seed_offset[0] (a number that differs per launch, the host
+    bundler's seed mixed with its event counter, and one read on the device, the device bundler's
+    substep counter, or zero).
     With keep_noise == 1 it also keeps what the zero-order estimate needs (`alpha_order_mix`): the
     draws noise[i, 6 leg + (0..2 position, 3..5 velocity)] (rows, NOISE_PER_ROW), the leg's unit
     response response[i, d, k] = J^T (J J^T + damping I)^-1 e_k for its hinge dofs d (rows, nv, 3;
@@ -125,7 +128,7 @@ def foot_perturbation(
     for t in range(mdl.leg_dof_start[leg], mdl.leg_dof_start[leg + 1]):
         d = mdl.leg_dof[t]
         jjt += wp.outer(foot_column(s_lin[r, d], s_ang[r, d], arm), foot_column(s_lin[r, d], s_ang[r, d], arm))
-    rng = wp.rand_init(seed, i * 2 + leg)
+    rng = wp.rand_init(seed + seed_offset[0], i * 2 + leg)
     zp = vec3(real(wp.randn(rng)), real(wp.randn(rng)), real(wp.randn(rng)))
     zv = vec3(real(wp.randn(rng)), real(wp.randn(rng)), real(wp.randn(rng)))
     sv = sigma_v + sigma_v_per_speed * speed

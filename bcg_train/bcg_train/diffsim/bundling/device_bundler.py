@@ -1,0 +1,276 @@
+"""`DeviceBundler`: Bundled Contact Gradients with the bookkeeping on the device (`bundle.on_device`).
+
+The same bundles as `Bundler` (bundling.bundler: events, perturbations, branch means, H-step spans,
+early release, onsets, restarts, the counters), kept in S = R // B fixed slots of B rows (R =
+`max_branch_rows`) and decided by kernels (bundling.slot_kernels), so a substep launches the same
+kernels over the same buffers whatever lands and asks the host nothing: a bundled step can be
+captured as a graph (diffsim.step_graphs) and replayed. Per substep:
+1. one run of the physics over the R branch rows (free slots' rows too: they hold a valid state and
+   nobody reads them) and the N environments;
+2. `slot_events` (one thread) reads the rows' leg loads and decides the re-perturbed branches, which
+   environments open a bundle in which free slots (a seeded uniform draw when more trigger than fit),
+   which bundles end, and the counters;
+3. the perturbations of the rows it marked (seeded by `seed` and the substep counter on the device),
+   and a re-run of all R branch rows from their input (the marked ones perturbed, a new bundle's from
+   its environment's row), whose result the marked rows take;
+4. each open slot's mean (bundling.kernels.branch_mean) becomes its environment's state; the slots that
+   end are freed.
+What the host bundler reads back per substep is here read at the segment's cut (`stats`, one copy).
+
+Buffers: with gradients every position of a segment (its k-th substep since the cut) has its own
+(`_Frame`: the runs' states, intermediates, controls, perturbations and indices), so the backward
+pass finds what its substep used and a graph captured at that position finds them again; a substep's
+branch rows come from the position before, the first position's from `home`, the rows the last
+substep left (copied there after each substep, without adjoint: the segment cut the gradient there).
+Without gradients one frame serves every substep.
+
+What it pays for the fixed shapes: R + N rows run and R rows re-run at every substep, whether a bundle
+is open or not. Not here: `auto_branches`, `alpha_order`, `branch_clip` and the spread of the branch
+gradients (`BundleStats.branch_rse` stays NaN); the config refuses them.
+"""
+import dataclasses
+from typing import List, Optional, Tuple
+
+import numpy as np
+import warp as wp
+
+from ..config import BundleConfig
+from ..kernels.launch import LaunchSites
+from ..precision import scalar_types
+from ..state import Control, State
+from ..substep import Substep
+from . import kernels as bk
+from . import slot_kernels as sk
+from .bundler import _FIELDS, SEED_STRIDE, BundleStats, _fields, _rows
+
+T = scalar_types(__name__)
+real = T.real
+
+ADMISSION_SALT = 0x2545F491
+"""Mixed into the seed of the admission draw, so that it is not the perturbations' stream."""
+
+
+class _Frame:
+    """The buffers of one substep position (shapes: R branch rows, N environments, S slots)."""
+
+    def __init__(self, physics: Substep, envs: int, rows: int, slots: int, grad: bool, nominal_forward: bool):
+        m, dev = physics.model, physics.model.device
+        n, r = envs, rows
+        self.run_in, self.run_out = State.zeros(m, r + n, grad), State.zeros(m, r + n, grad)
+        self.run_control = Control.zeros(m, r + n, grad)
+        self.run_scratch = physics.scratch(r + n, grad)
+        self.rerun_in, self.rerun_out = State.zeros(m, r, grad), State.zeros(m, r, grad)
+        self.rerun_control = Control.zeros(m, r, grad)
+        self.rerun_scratch = physics.scratch(r, grad)
+        self.branch_out = State.zeros(m, r, grad)
+        """The branch rows after this substep (R rows): the next substep's input."""
+        self.mean = State.zeros(m, slots, grad)
+        self.q_sum = wp.zeros((slots, m.nq), dtype=real, device=dev, requires_grad=grad)
+        self.offset = State.zeros(m, n) if nominal_forward else None
+        self.env_out = State.zeros(m, n, grad)
+        """The environments after this substep when it is not the step's last (with gradients)."""
+        self.nominal = _rows(self.run_out, r, r + n)
+        """The environments' rows of the run: their plain substep."""
+        self.dq = wp.zeros((r, m.nv), dtype=real, device=dev)
+        self.dqd = wp.zeros((r, m.nv), dtype=real, device=dev)
+        ints = {"loads": (r + n, 2), "triggered": (n, 2), "legs": (r, 2), "env_of_row": (r + n,),
+                "rerun_env": (r,), "rerun": (r,), "src": (r,), "branch_src": (r,), "ending": (slots,),
+                "env_which": (n,), "env_src": (n,)}
+        for name, shape in ints.items():
+            setattr(self, name, wp.zeros(shape, dtype=wp.int32, device=dev))
+        self._grads = [self.run_in, self.run_out, self.run_control, self.rerun_in, self.rerun_out,
+                       self.rerun_control, self.branch_out, self.mean, self.env_out]
+
+    def reuse(self, grad: bool) -> None:
+        """Zero what this substep accumulates into, and with `grad` every adjoint (launches only: a
+        graph captures them)."""
+        self.run_scratch.reuse(self.run_scratch.capacity)
+        self.rerun_scratch.reuse(self.rerun_scratch.capacity)
+        for a in (self.mean.q, self.mean.qd, self.mean.contact_impulse, self.mean.contact_height, self.q_sum,
+                  self.dq, self.dqd):
+            a.zero_()
+        if grad:
+            for s in self._grads:
+                s.zero_gradients()
+            self.q_sum.grad.zero_()
+
+
+class DeviceBundler:
+    """The open bundles of one simulator, on its device (see the module docstring); the simulator builds
+    it for `bundle.on_device`. Same interface as `Bundler` where the simulator and the training loop
+    reach it (`substep`, `restart`, `stats`, `state_dict`, `reset`, `recorded`)."""
+
+    def __init__(self, physics: Substep, cfg: BundleConfig, requires_grad: bool, num_envs: int):
+        self.physics, self.cfg, self.requires_grad, self.num_envs = physics, cfg, requires_grad, num_envs
+        m, dev = physics.model, physics.model.device
+        b, r = cfg.branches, cfg.max_branch_rows
+        self.branches, self.rows, self.slots = b, r, r // b
+        self._span = cfg.span_steps * physics.config.substeps
+        self._sigma_p, self._sigma_v, self._sigma_v_per_speed = cfg.perturbation_scales(physics.config.kappa)
+        self._seed = (cfg.seed * SEED_STRIDE) & 0x7FFFFFFF
+        ints = {"slot_env": (self.slots,), "slot_left": (self.slots,), "slot_opened": (self.slots,),
+                "env_slot": (num_envs,), "flags": (r, 2), "unloaded": (num_envs, 2), "restart": (num_envs,),
+                "key": (1,), "clamped": (1,)}
+        self._ints = {name: wp.zeros(shape, dtype=wp.int32, device=dev) for name, shape in ints.items()}
+        self._counters = wp.zeros(len(sk.COUNTERS), dtype=wp.int64, device=dev)
+        self._approach = wp.zeros(2, dtype=wp.float64, device=dev)
+        self._first = wp.array(np.arange(self.slots, dtype=np.int32) * b, dtype=wp.int32, device=dev)
+        self._count = wp.full(self.slots, b, dtype=wp.int32, device=dev)
+        self._no_probe = wp.zeros(1, dtype=real, device=dev)
+        self._no_noise = (wp.zeros((1, bk.NOISE_PER_ROW), dtype=real, device=dev),
+                          wp.zeros((1, 1, 3), dtype=real, device=dev), wp.zeros((1, 4), dtype=real, device=dev))
+        self._no_rows = wp.zeros(0, dtype=wp.int32, device=dev)
+        self.home = State.zeros(m, r, requires_grad)
+        """The branch rows the last substep left (R rows), where the first position reads them."""
+        self._frames: List[_Frame] = []
+        self.stats = BundleStats(branches=b)
+        """The counters as read at the last segment cut (`read_stats`)."""
+        self.recorded: Optional[List[Tuple[np.ndarray, np.ndarray]]] = None
+        """When a list: every substep with re-run rows appends their perturbations (dq, dqd), (rows, nv)
+        each, in the host bundler's row order (the re-perturbed branches by bundle age, then the new
+        bundles by environment), which `Bundler.replay` reads: the two bundlers then compute the same
+        bundles (tests). A copy to the host per substep."""
+        self.reset()
+
+    # -- state ---------------------------------------------------------------------------------------
+    def reset(self) -> None:
+        """Close every bundle and zero the counters and the noise stream."""
+        for name, a in self._ints.items():
+            a.fill_(-1 if name in ("slot_env", "env_slot") else 1 if name == "unloaded" else 0)
+        self._counters.zero_()
+        self._approach.zero_()
+        for a in _fields(self.home):
+            a.zero_()
+        self.stats = BundleStats(branches=self.branches)
+
+    @property
+    def clamped_perturbations(self) -> int:
+        """Leg perturbations a joint clamp cut (see `Bundler.clamped_perturbations`); a host sync."""
+        return int(self._ints["clamped"].numpy()[0])
+
+    def read_stats(self) -> None:
+        """stats <- the device's counters and the mean approach speed of the feet perturbed since the
+        last reading (one copy each; the simulator calls it at every segment cut)."""
+        counts = self._counters.numpy()
+        for name, value in zip(sk.COUNTERS, counts):
+            setattr(self.stats, name, int(value))
+        speed_sum, legs = self._approach.numpy()
+        if legs:
+            self.stats.approach_speed = float(speed_sum / legs)
+            self._approach.zero_()
+
+    def state_dict(self) -> dict:
+        """Slots, flags, counters, the noise stream's position and the branch rows (numpy arrays)."""
+        self.read_stats()
+        return {"on_device": True, **{k: a.numpy().copy() for k, a in self._ints.items()},
+                "counters": self._counters.numpy().copy(), "stats": dataclasses.asdict(self.stats),
+                "branch": {k: a.numpy().copy() for k, a in zip(_FIELDS, _fields(self.home))}}
+
+    def load_state_dict(self, state: dict) -> None:
+        """Restore `state_dict()` of a device bundler of the same shape; ValueError (nothing restored) for
+        a host bundler's state or another shape."""
+        if not state.get("on_device"):
+            raise ValueError("bundle.on_device: this state was saved by the host's bundler (bundle.on_device "
+                             "false); resume with the settings it was saved with")
+        for k, a in self._ints.items():
+            if tuple(np.shape(state[k])) != tuple(a.shape):
+                raise ValueError(f"bundle.on_device: the state's {k} has shape {np.shape(state[k])}, this "
+                                 f"bundler's {a.shape} (another max_branch_rows, branches or number of environments)")
+        for k, a in self._ints.items():
+            a.assign(np.asarray(state[k], dtype=np.int32))
+        self._counters.assign(np.asarray(state["counters"], dtype=np.int64))
+        for k, a in zip(_FIELDS, _fields(self.home)):
+            a.assign(np.asarray(state["branch"][k]))
+        self.stats = BundleStats(**{**dataclasses.asdict(BundleStats(branches=self.branches)), **state["stats"]})
+
+    def restart(self, env_ids: List[int]) -> None:
+        """The bundles of `env_ids` close at the next step's first substep (a copy to the device, when
+        any; call it before a step, not while one is being captured)."""
+        if env_ids:     # the mask is all zero: the first substep of every step consumes it
+            mask = np.zeros(self.num_envs, dtype=np.int32)
+            mask[np.asarray(env_ids, dtype=int)] = 1
+            self._ints["restart"].assign(mask)
+
+    # -- the substep ---------------------------------------------------------------------------------
+    def substep(self, s_in: State, s_out: Optional[State], control: Control, h: float, sites: LaunchSites,
+                tape: Optional[wp.Tape], position: int, first: bool) -> State:
+        """One bundled substep of h [s] from s_in (N rows) at the segment's `position` (0 without
+        gradients), into s_out or, when None (with gradients only), the position's own state, which it
+        returns; `first`: the step's first substep (restarted environments' bundles close before it)."""
+        cfg, ints, b, r, n = self.cfg, self._ints, self.branches, self.rows, self.num_envs
+        mdl = self.physics.kernel_model
+        f = self._frame(position)
+        branch_in = self._frames[position - 1].branch_out if position > 0 and self.requires_grad else self.home
+        s_out = f.env_out if s_out is None else s_out
+        if first:
+            sites(sk.close_restarted, n, [ints["restart"], ints["slot_env"], ints["env_slot"], ints["unloaded"]])
+        sites(bk.select_rows, (r + n, self.physics.model.nq), [
+            self._no_rows, self._no_rows, r, 0, *_fields(branch_in), *_fields(s_in), *_fields(s_in),
+            *_fields(f.run_in)], tape)
+        self._gather(sites, f.env_of_row, control, f.run_control, r + n, tape)
+        self.physics.run(f.run_in, f.run_out, f.run_control, h, f.run_scratch, tape)
+        sites(bk.leg_loads, (r + n, 2), [mdl, f.run_out.contact_impulse, real(cfg.threshold * h),
+                                         real(cfg.onset_fraction * cfg.threshold * h), f.loads])
+        sites(sk.slot_events, 1, [
+            f.loads, b, self._span, int(cfg.onset_fraction > 0), int(cfg.end_when_released),
+            self._seed ^ ADMISSION_SALT, ints["key"], ints["slot_env"], ints["slot_left"], ints["slot_opened"],
+            ints["env_slot"], ints["flags"], ints["unloaded"], f.triggered, self._counters, f.rerun, f.legs, f.src,
+            f.branch_src, f.ending, f.env_which, f.env_src])
+        sc = f.run_scratch
+        sites(bk.foot_perturbation, (r, 2), [
+            mdl, f.run_in.q, sc.xrot, sc.xpos, sc.s_ang, sc.s_lin, sc.vel_ang, sc.vel_lin, f.src, f.legs, self._seed,
+            ints["key"], real(self._sigma_p), real(self._sigma_v), real(self._sigma_v_per_speed), real(cfg.damping),
+            real(cfg.max_dq), real(cfg.max_dqd), f.dq, f.dqd, ints["clamped"], self._approach, 0, *self._no_noise])
+        if self.recorded is not None:
+            self._record(f)
+        sites(bk.perturbed_rows, (r, self.physics.model.nq), [f.run_in.q, f.run_in.qd, f.src, 0, f.dq, f.dqd,
+                                                             f.rerun_in.q, f.rerun_in.qd], tape)
+        self._gather(sites, f.rerun_env, control, f.rerun_control, r, tape)
+        self.physics.run(f.rerun_in, f.rerun_out, f.rerun_control, h, f.rerun_scratch, tape)
+        sites(bk.select_rows, (r, self.physics.model.nq), [
+            f.rerun, f.branch_src, 0, 0, *_fields(f.run_out), *_fields(f.rerun_out), *_fields(f.rerun_out),
+            *_fields(f.branch_out)], tape)
+        sites(bk.branch_mean, self.slots, [
+            self._first, self._count, *_fields(f.branch_out), 0, self._no_probe, f.q_sum, *_fields(f.mean)], tape)
+        nominal = f.nominal
+        offset = f.offset if f.offset is not None else f.mean
+        if f.offset is not None:
+            sites(bk.nominal_offset, (n, self.physics.model.nq), [ints["env_slot"], *_fields(nominal),
+                                                                    *_fields(f.mean), *_fields(f.offset)])
+        sites(bk.select_rows, (n, self.physics.model.nq), [
+            f.env_which, f.env_src, 0, int(f.offset is not None), *_fields(nominal), *_fields(f.mean),
+            *_fields(offset), *_fields(s_out)], tape)
+        sites(sk.close_ending, self.slots, [f.ending, ints["slot_env"], ints["env_slot"]])
+        sites(bk.select_rows, (r, self.physics.model.nq), [
+            self._no_rows, self._no_rows, r, 0, *_fields(f.branch_out), *_fields(f.branch_out),
+            *_fields(f.branch_out), *_fields(self.home)])
+        return s_out
+
+    def _gather(self, sites: LaunchSites, env_of_row: wp.array, control: Control, out: Control, rows: int,
+                tape) -> None:
+        """out (rows) <- the control of each row's environment (sk.slot_rows, from the slots as they are)."""
+        sites(sk.slot_rows, rows, [self._ints["slot_env"], self.branches, self.rows, env_of_row])
+        sites(bk.gather_control, (rows, self.physics.model.nj), [
+            env_of_row, control.q_target, control.qd_target, control.kp, control.kd, control.tau,
+            out.q_target, out.qd_target, out.kp, out.kd, out.tau], tape)
+
+    def _frame(self, position: int) -> _Frame:
+        """The buffers of `position`, made at its first substep, zeroed for reuse."""
+        if position == len(self._frames):
+            self._frames.append(_Frame(self.physics, self.num_envs, self.rows, self.slots, self.requires_grad,
+                                       self.cfg.nominal_forward))
+        f = self._frames[position]
+        f.reuse(self.requires_grad)
+        if position == 0 and self.requires_grad:
+            self.home.zero_gradients()
+        return f
+
+    def _record(self, f: _Frame) -> None:
+        """Append this substep's perturbations of the re-run rows, in the host bundler's order."""
+        rerun = np.flatnonzero(f.rerun.numpy())
+        if not len(rerun):
+            return
+        slot_env, opened = self._ints["slot_env"].numpy(), self._ints["slot_opened"].numpy()
+        slot = rerun // self.branches
+        order = rerun[np.lexsort((rerun, slot_env[slot], opened[slot]))]
+        self.recorded.append((f.dq.numpy()[order].copy(), f.dqd.numpy()[order].copy()))
