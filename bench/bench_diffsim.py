@@ -19,18 +19,21 @@ step h = 0.005 s (the simulator: dt 0.02 s with 4 substeps; MuJoCo: Euler at
   the same dropped window without bundling, interleaved, medians of `--repeats` warm windows each,
   with the bundling counters of the last one and both windows' tape memory (as above); with
   `--max-branch-rows R` the bundles hold at most R branch rows at once (`bundle.max_branch_rows`: a
-  landing that finds no room is not bundled, and counts as refused each substep it is).
+  landing that finds no room is not bundled, and counts as refused each substep it is), with
+  `--on-device` too kept on the device (`bundle.on_device`: R rows run and re-run at every substep).
 - `--graphs`: a window of the standing scenario stepped through `torch_bridge` (what training
   runs: copies in and out, torch's autograd), taped with its backward pass and without gradients,
   by simulators that launch one kernel at a time and by simulators that replay captured graphs
   (`capture_graphs`, diffsim.step_graphs), interleaved, medians of `--repeats` warm windows; says
-  whether both give bit-identical states and gradients.
+  whether both give bit-identical states and gradients; with `--on-device` also the bundled dropped
+  window so (its step captured with its bundling).
 - `--kernels`: a warm taped window's forward and backward kernel by kernel (diffsim.kernel_profile:
   launches, time, threads per launch; wall time on the CPU, Warp's activity timing on CUDA), with
   `--bundle` also the bundled dropped window's. On a GPU this says which kernels set a window's time
   and whether the device (kernel time near the wall time) or the host (far below) is the bound.
 
-    python bench/bench_diffsim.py [--device cpu] [--envs 64] [--steps 50] [--bundle [--max-branch-rows R]]
+    python bench/bench_diffsim.py [--device cpu] [--envs 64] [--steps 50] [--bundle [--max-branch-rows R
+        [--on-device]]]
         [--precision float32]
         [--kernels] [--graphs]
     python bench/bench_diffsim.py --device cuda:0 --envs 4096
@@ -41,7 +44,8 @@ Last line: forward_vs_mujoco=<Warp env-substeps/s over MuJoCo's> backward_over_f
 `--bundle` also bundled_over_plain=<bundled taped window (forward + backward) over the plain one>, with
 `--kernels` also kernels_over_wall=<the plain taped window's kernel time over its wall time>, with `--graphs`
 also graphs_over_eager=<the taped window as graphs over one kernel at a time> and
-plain_graphs_over_eager=<the same without gradients>.
+plain_graphs_over_eager=<the same without gradients>, with `--on-device` too
+bundled_graphs_over_eager=<the same for the bundled taped window>.
 """
 import os
 
@@ -188,13 +192,15 @@ def taped_windows(model: Model, envs: int, window: int, repeats: int):
     return best[0], best[1], tape_bytes, pool_bytes, ok
 
 
-def graph_windows(model: Model, envs: int, window: int, repeats: int):
-    """The standing scenario's `window` steps through `torch_bridge` (what training runs), taped with a
-    backward pass (loss: the sum of the final q) and without gradients, on simulators stepping one
-    kernel at a time and as captured graphs (`capture_graphs`), interleaved, `repeats` warm windows
-    each after two (the second captures). Returns ({(arm, "taped" | "plain"): median seconds}, whether the
-    arms' final states and action gradients are bit-identical); ("capture", kind) is the graphs arm's
-    second window, the one that captures."""
+def graph_windows(model: Model, envs: int, window: int, repeats: int, config: SimConfig = CONFIG,
+                  dropped: bool = False):
+    """The standing scenario's `window` steps (with `dropped`, `dropped_start`'s) through `torch_bridge`
+    (what training runs), taped with a backward pass (loss: the sum of the final q) and without
+    gradients, on simulators of `config` stepping one kernel at a time and as captured graphs
+    (`capture_graphs`), interleaved, `repeats` warm windows each after two (the second captures); a
+    bundling config's bundles are closed before each window. Returns ({(arm, "taped" | "plain"): median
+    seconds}, whether the arms' final states and action gradients are bit-identical); ("capture", kind)
+    is the graphs arm's second window, the one that captures."""
     import importlib
 
     import torch
@@ -202,18 +208,25 @@ def graph_windows(model: Model, envs: int, window: int, repeats: int):
     torch_bridge = importlib.import_module(".torch_bridge", flavour(model.precision).__name__)
     dev = str(model.device)
     kp, kd = (torch.tensor(g, device=dev) for g in stand_gains(model.robot))
-    q0 = torch.tensor(np.tile(model.default_qpos(vd.drop_height(model, vd.DROP_CLEARANCES[0])), (envs, 1)), device=dev)
-    qd0 = torch.zeros(envs, model.nv, dtype=torch.float64, device=dev)
+    if dropped:
+        q0, qd0 = (torch.tensor(x, device=dev) for x in dropped_start(model, envs))
+    else:
+        q0 = torch.tensor(np.tile(model.default_qpos(vd.drop_height(model, vd.DROP_CLEARANCES[0])), (envs, 1)),
+                          device=dev)
+        qd0 = torch.zeros(envs, model.nv, dtype=torch.float64, device=dev)
     target = torch.tensor(model.robot.default_q, device=dev).expand(envs, -1)
     arms = {"eager": False, "graphs": True}
-    taped = {arm: simulator(model, envs, CONFIG, requires_grad=True, check_finite=False, capture_graphs=c)
+    taped = {arm: simulator(model, envs, config, requires_grad=True, check_finite=False, capture_graphs=c)
              for arm, c in arms.items()}
-    plain = {arm: simulator(model, envs, CONFIG, check_finite=False, capture_graphs=c) for arm, c in arms.items()}
+    plain = {arm: simulator(model, envs, config, check_finite=False, capture_graphs=c) for arm, c in arms.items()}
     times = {(arm, kind): [] for arm in arms for kind in ("taped", "plain")}
     """Per (arm, kind) the timed windows; ("capture", kind): the graphs arm's capturing window."""
     results = {}
     for rep in range(repeats + 2):     # a step runs launch by launch first, is captured on its second run
         for arm in arms:
+            for sim in (taped[arm], plain[arm]):
+                if sim.bundler is not None:
+                    sim.bundler.reset()
             actions = target.expand(window, -1, -1).clone().requires_grad_(True)
             wp.synchronize_device(model.device)
             t0 = time.perf_counter()
@@ -239,9 +252,11 @@ def graph_windows(model: Model, envs: int, window: int, repeats: int):
     return {key: float(np.median(t)) for key, t in times.items()}, same
 
 
-def bundled_config(max_branch_rows: int) -> SimConfig:
-    """BUNDLED with at most `max_branch_rows` branch rows open at once (0: unbounded)."""
-    return dataclasses.replace(BUNDLED, bundle=dataclasses.replace(BUNDLED.bundle, max_branch_rows=max_branch_rows))
+def bundled_config(max_branch_rows: int, on_device: bool = False) -> SimConfig:
+    """BUNDLED with at most `max_branch_rows` branch rows open at once (0: unbounded), its bundles kept
+    on the device when `on_device` (`bundle.on_device`)."""
+    return dataclasses.replace(BUNDLED, bundle=dataclasses.replace(BUNDLED.bundle, max_branch_rows=max_branch_rows,
+                                                                   on_device=on_device))
 
 
 def kernel_profiles(model: Model, envs: int, window: int, bundled: Optional[SimConfig]) -> List[KernelProfile]:
@@ -269,16 +284,22 @@ def kernel_profiles(model: Model, envs: int, window: int, bundled: Optional[SimC
     return [forward, backward]
 
 
+def dropped_start(model: Model, envs: int):
+    """(q (envs, nq), qd (envs, nv)): each robot in the default pose BUNDLE_DROPS[0] .. BUNDLE_DROPS[1]
+    above standing (evenly spread), falling at BUNDLE_FALL."""
+    q = np.tile(model.default_qpos(model.robot.standing_height), (envs, 1))
+    q[:, 2] += np.linspace(*BUNDLE_DROPS, envs)
+    qd = np.zeros((envs, model.nv))
+    qd[:, 2] = -BUNDLE_FALL
+    return q, qd
+
+
 def dropped_setup(sim: Simulator):
-    """(state_in, control): the PD standing scenario, each robot released BUNDLE_DROPS[0] ..
-    BUNDLE_DROPS[1] above standing (evenly spread) at BUNDLE_FALL downwards."""
+    """(state_in, control): the PD standing scenario from `dropped_start`."""
     model = sim.model
     kp, kd = stand_gains(model.robot)
-    q = np.tile(model.default_qpos(model.robot.standing_height), (sim.num_envs, 1))
-    q[:, 2] += np.linspace(*BUNDLE_DROPS, sim.num_envs)
-    qd = np.zeros((sim.num_envs, model.nv))
-    qd[:, 2] = -BUNDLE_FALL
-    return sim.state().assign(q, qd), sim.control().set_pd(q_target=model.robot.default_q, kp=kp, kd=kd)
+    return (sim.state().assign(*dropped_start(model, sim.num_envs)),
+            sim.control().set_pd(q_target=model.robot.default_q, kp=kp, kd=kd))
 
 
 def bundled_windows(model: Model, envs: int, window: int, repeats: int, bundled: SimConfig):
@@ -307,6 +328,7 @@ def bundled_windows(model: Model, envs: int, window: int, repeats: int, bundled:
             wp.synchronize_device(model.device)
             if rep > 0:
                 times[name].append(time.perf_counter() - t0)
+    sims["bundled"].segment.cut()       # a device bundler's counters are read at the cut
     return {name: float(np.median(t)) for name, t in times.items()}, tape_bytes, sims["bundled"].bundle_stats
 
 
@@ -322,6 +344,9 @@ def main():
     parser.add_argument("--bundle", action="store_true", help="also time a bundled window of dropped robots")
     parser.add_argument("--max-branch-rows", type=int, default=0,
                         help="with --bundle: at most this many branch rows open at once (0: unbounded)")
+    parser.add_argument("--on-device", action="store_true",
+                        help="with --bundle and --max-branch-rows: the bundles kept on the device (bundle.on_device); "
+                             "with --graphs also the bundled window as captured graphs against one kernel at a time")
     parser.add_argument("--precision", choices=PRECISIONS, default="float64", help="the simulator's floating point")
     parser.add_argument("--kernels", action="store_true",
                         help="also profile a warm taped window kernel by kernel (and the bundled one with --bundle)")
@@ -330,8 +355,12 @@ def main():
     args = parser.parse_args()
     if args.max_branch_rows and not args.bundle:
         parser.error("--max-branch-rows bounds the bundled window: give --bundle too")
-    bundled = bundled_config(args.max_branch_rows)
+    if args.on_device and not (args.bundle and args.max_branch_rows):
+        parser.error("--on-device keeps the bundled window's bundles on the device, in max_branch_rows rows: give "
+                     "--bundle and --max-branch-rows too")
+    bundled = bundled_config(args.max_branch_rows, args.on_device)
     bound = f"at most {args.max_branch_rows} branch rows" if args.max_branch_rows else "unbounded"
+    bound += ", on the device" if args.on_device else ""
     wp.init()
     model = flavour(args.precision).Model.from_mujoco(args.model, device=args.device)
     print(f"device {args.device}: {wp.get_device(args.device).name}; envs {args.envs}; h {DT / SUBSTEPS} s; "
@@ -373,6 +402,13 @@ def main():
               f"{t[('capture', 'plain')] * 1e3:.1f} ms")
         last += (f" graphs_over_eager={t[('graphs', 'taped')] / t[('eager', 'taped')]:.3f}"
                  f" plain_graphs_over_eager={t[('graphs', 'plain')] / t[('eager', 'plain')]:.3f}")
+        if args.on_device:
+            t, same = graph_windows(model, args.envs, args.window, args.repeats, bundled, dropped=True)
+            print(f"captured bundled graphs: the dropped {args.window}-step window bundled ({bound}) through "
+                  f"torch_bridge, medians of {args.repeats}: taped {t[('eager', 'taped')] * 1e3:.1f} ms one kernel at "
+                  f"a time, {t[('graphs', 'taped')] * 1e3:.1f} ms as graphs; without gradients "
+                  f"{t[('eager', 'plain')] * 1e3:.1f} ms, {t[('graphs', 'plain')] * 1e3:.1f} ms; bit-identical: {same}")
+            last += f" bundled_graphs_over_eager={t[('graphs', 'taped')] / t[('eager', 'taped')]:.3f}"
     if args.kernels:
         for config in (None, bundled) if args.bundle else (None,):
             forward, backward = kernel_profiles(model, args.envs, args.window, config)

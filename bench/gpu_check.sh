@@ -17,11 +17,17 @@
 #                motion: the GPU machine has no motion capture, and the motion does not change the cost)
 #   train_scaled SHAC + BCG alone at 4096 environments in float32 (as many iterations): what a GPU gives
 #                when it is filled (the paper's 64 environments leave it mostly idle)
+#   diffsim_bundled_device  bench_diffsim's bundled dropped window at 4096 environments in float32 with the
+#                bundles on the device (bundle.on_device, 5120 branch rows: an eighth of the environments
+#                bundled at once, B = 10), launched one kernel at a time and as captured graphs (--graphs)
+#   train_scaled_device     train_scaled with the bundles on the device (5120 rows): the whole SHAC + BCG
+#                step captured
 # With --device cpu the same steps run on the CPU at small sizes (diffsim at 4 and 16 environments,
 # short windows; bench_train at cpu-smoke for 1 iteration, scaled to 16 environments), so the script
 # itself is checked here.
 # A bench or a flag that does not exist (yet) is recorded "not available", never fatal.
-# --only runs the named steps alone (environment, cuda_tests, diffsim, train: train and train_scaled),
+# --only runs the named steps alone (environment, cuda_tests, diffsim: every diffsim_ step, train: train and
+# train_scaled*),
 # e.g. --only cuda_tests.
 #
 # Environment: sources .gpu-site/env.sh when tools/gpu/stage.py installed the staged wheels (the
@@ -177,11 +183,11 @@ export PYTHON ENV_PY
 if ((ON_CPU)); then
   SIZES=(4 16); DIFFSIM_ARGS=(--steps 5 --window 4 --repeats 1 --mujoco-envs 4); DIFFSIM_CAP=150
   TRAIN_ARGS=(--preset cpu-smoke --device cpu --iterations 1 --motion synthetic_dance); TRAIN_CAP=240
-  SCALED_ENVS=16
+  SCALED_ENVS=16; DEVICE_ROWS=20
 else
   SIZES=(64 4096); DIFFSIM_ARGS=(); DIFFSIM_CAP=120
   TRAIN_ARGS=(--preset paper --device "$DEVICE" --iterations 3 --motion synthetic_dance); TRAIN_CAP=180
-  SCALED_ENVS=4096
+  SCALED_ENVS=4096; DEVICE_ROWS=5120
 fi
 
 selected environment && step environment 60 env_step
@@ -209,11 +215,21 @@ for envs in "${SIZES[@]}"; do
     fi
   done
 done
+if selected diffsim && "$PYTHON" bench/bench_diffsim.py --help 2>/dev/null | grep -q -- "--on-device"; then
+  step diffsim_bundled_device "$DIFFSIM_CAP" "$PYTHON" bench/bench_diffsim.py --device "$DEVICE" \
+    --envs "$SCALED_ENVS" "${DIFFSIM_ARGS[@]}" --precision float32 --bundle --max-branch-rows "$DEVICE_ROWS" \
+    --on-device --graphs
+elif selected diffsim; then
+  not_available diffsim_bundled_device "bench/bench_diffsim.py has no --on-device option"
+fi
 
 if selected train && [ -f bench/bench_train.py ]; then
   step train "$TRAIN_CAP" "$PYTHON" bench/bench_train.py "${TRAIN_ARGS[@]}"
   step train_scaled "$TRAIN_CAP" "$PYTHON" bench/bench_train.py "${TRAIN_ARGS[@]}" --variants shac \
     --set "shac.num_envs=$SCALED_ENVS" --set env.sim.precision=float32
+  step train_scaled_device "$TRAIN_CAP" "$PYTHON" bench/bench_train.py "${TRAIN_ARGS[@]}" --variants shac \
+    --set "shac.num_envs=$SCALED_ENVS" --set env.sim.precision=float32 --set env.sim.bundle.on_device=true \
+    --set "env.sim.bundle.max_branch_rows=$DEVICE_ROWS"
 elif selected train; then
   not_available train "bench/bench_train.py does not exist"
 fi

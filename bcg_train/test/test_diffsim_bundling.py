@@ -1140,32 +1140,33 @@ def test_device_rows_stay_in_their_slots_and_refusals_count_as_on_the_host():
 
 
 def test_who_gets_the_device_rows_is_a_uniform_draw():
-    """`slot_events` with 11 of 4096 environments triggering and room for 2 bundles, 4096 substeps:
-    each is admitted about 2/11 of the time, always two, in increasing slots."""
-    n, b, slots, triggered = 4096, 3, 2, np.arange(100, 111)
-    rows = slots * b
+    """The device bundler's decisions (`DeviceBundler.decide`) with 11 of 4096 environments triggering
+    (in several chunks) and room for 2 bundles, 4096 substeps: always two admitted, in slots that are
+    theirs, each about 2/11 of the time; the other nine counted as refused."""
+    from bcg_train.diffsim.bundling.device_bundler import Decisions
+    from bcg_train.diffsim.kernels.launch import LaunchSites
+    n, b, rows, triggered = 4096, 3, 6, np.array([3, 64, 65, 100, 700, 1500, 2047, 2048, 3000, 4000, 4095])
+    sim = Simulator(MODEL, n, sim_config(enabled=True, branches=b, max_branch_rows=rows, on_device=True))
+    bundler, d, sites = sim.bundler, Decisions(n, rows, rows // b, "cpu"), LaunchSites("cpu")
     loads = np.zeros((rows + n, 2), np.int32)
     loads[rows + triggered, 0] = sk.ABOVE
-
-    def ints(shape, fill=0):
-        return wp.array(np.full(shape, fill, np.int32), dtype=wp.int32)
-
-    slot_env, env_slot, counters = ints(slots, -1), ints(n, -1), wp.zeros(len(sk.COUNTERS), dtype=wp.int64)
-    args = [wp.array(loads, dtype=wp.int32), b, 8, 0, 0, 7, ints(1), slot_env, ints(slots), ints(slots), env_slot,
-            ints((rows, 2)), ints((n, 2), 1), ints((n, 2)), counters, ints(rows), ints((rows, 2)), ints(rows),
-            ints(rows), ints(slots), ints(n), ints(n)]
+    d.loads.assign(loads)
+    slot_env, env_slot = bundler._ints["slot_env"], bundler._ints["env_slot"]
     admitted = np.zeros(n, int)
     for _ in range(n):
         slot_env.fill_(-1)
         env_slot.fill_(-1)
-        wp.launch(sk.slot_events, 1, inputs=args)
-        chosen = slot_env.numpy()
-        assert np.all(np.diff(chosen) > 0) and set(chosen) <= set(triggered), chosen
-        assert np.array_equal(np.flatnonzero(env_slot.numpy() >= 0), chosen)
+        d.reuse()
+        sites.begin()
+        bundler.decide(sites, d)
+        chosen, slots = slot_env.numpy(), env_slot.numpy()
+        assert len(set(chosen)) == 2 and set(chosen) <= set(triggered), chosen
+        assert np.array_equal(slots[chosen], [0, 1]) and (slots >= 0).sum() == 2
         admitted[chosen] += 1
     expected = n * 2 / 11
     assert np.all(np.abs(admitted[triggered] - expected) < 0.1 * expected), admitted[triggered]
-    assert counters.numpy()[sk.COUNTERS.index("skipped_events")] == n * 9
+    bundler.read_stats()
+    assert (bundler.stats.skipped_events, bundler.stats.bundles) == (n * 9, n * 2)
 
 
 def test_a_device_bundled_run_resumes_exactly():

@@ -7,9 +7,10 @@ kernels over the same buffers whatever lands and asks the host nothing: a bundle
 captured as a graph (diffsim.step_graphs) and replayed. Per substep:
 1. one run of the physics over the R branch rows (free slots' rows too: they hold a valid state and
    nobody reads them) and the N environments;
-2. `slot_events` (one thread) reads the rows' leg loads and decides the re-perturbed branches, which
-   environments open a bundle in which free slots (a seeded uniform draw when more trigger than fit),
-   which bundles end, and the counters;
+2. kernels over the slots, branch rows and environments (bundling.slot_kernels) read the rows' leg
+   loads and decide the re-perturbed branches, which environments open a bundle in which free slots
+   (when more trigger than fit, each is admitted with the same probability, a seeded draw), which
+   bundles end, and the counters;
 3. the perturbations of the rows it marked (seeded by `seed` and the substep counter on the device),
    and a re-run of all R branch rows from their input (the marked ones perturbed, a new bundle's from
    its environment's row), whose result the marked rows take;
@@ -50,6 +51,24 @@ ADMISSION_SALT = 0x2545F491
 """Mixed into the seed of the admission draw, so that it is not the perturbations' stream."""
 
 
+class Decisions:
+    """What one substep's bookkeeping decides (bundling.slot_kernels), int32 on `device`: for R branch
+    rows, N environments and S slots."""
+
+    def __init__(self, envs: int, rows: int, slots: int, device):
+        shapes = {"loads": (rows + envs, 2), "triggered": (envs, 2), "fired": (envs,), "legs": (rows, 2),
+                  "rerun": (rows,), "src": (rows,), "branch_src": (rows,), "ending": (slots,), "loaded": (slots,),
+                  "free": (slots,), "env_which": (envs,), "env_src": (envs,), "chunk_count": (sk.chunks(envs),),
+                  "chunk_first": (sk.chunks(envs),), "admission": (len(sk.ADMISSION),)}
+        for name, shape in shapes.items():
+            setattr(self, name, wp.zeros(shape, dtype=wp.int32, device=device))
+
+    def reuse(self) -> None:
+        """Zero the counts the kernels add to."""
+        self.chunk_count.zero_()
+        self.admission.zero_()
+
+
 class _Frame:
     """The buffers of one substep position (shapes: R branch rows, N environments, S slots)."""
 
@@ -73,17 +92,16 @@ class _Frame:
         """The environments' rows of the run: their plain substep."""
         self.dq = wp.zeros((r, m.nv), dtype=real, device=dev)
         self.dqd = wp.zeros((r, m.nv), dtype=real, device=dev)
-        ints = {"loads": (r + n, 2), "triggered": (n, 2), "legs": (r, 2), "env_of_row": (r + n,),
-                "rerun_env": (r,), "rerun": (r,), "src": (r,), "branch_src": (r,), "ending": (slots,),
-                "env_which": (n,), "env_src": (n,)}
-        for name, shape in ints.items():
-            setattr(self, name, wp.zeros(shape, dtype=wp.int32, device=dev))
+        self.env_of_row = wp.zeros(r + n, dtype=wp.int32, device=dev)
+        self.rerun_env = wp.zeros(r, dtype=wp.int32, device=dev)
+        self.d = Decisions(envs, rows, slots, dev)
         self._grads = [self.run_in, self.run_out, self.run_control, self.rerun_in, self.rerun_out,
                        self.rerun_control, self.branch_out, self.mean, self.env_out]
 
     def reuse(self, grad: bool) -> None:
         """Zero what this substep accumulates into, and with `grad` every adjoint (launches only: a
         graph captures them)."""
+        self.d.reuse()
         self.run_scratch.reuse(self.run_scratch.capacity)
         self.rerun_scratch.reuse(self.rerun_scratch.capacity)
         for a in (self.mean.q, self.mean.qd, self.mean.contact_impulse, self.mean.contact_height, self.q_sum,
@@ -197,7 +215,7 @@ class DeviceBundler:
         """One bundled substep of h [s] from s_in (N rows) at the segment's `position` (0 without
         gradients), into s_out or, when None (with gradients only), the position's own state, which it
         returns; `first`: the step's first substep (restarted environments' bundles close before it)."""
-        cfg, ints, b, r, n = self.cfg, self._ints, self.branches, self.rows, self.num_envs
+        cfg, ints, r, n = self.cfg, self._ints, self.rows, self.num_envs
         mdl = self.physics.kernel_model
         f = self._frame(position)
         branch_in = self._frames[position - 1].branch_out if position > 0 and self.requires_grad else self.home
@@ -209,26 +227,23 @@ class DeviceBundler:
             *_fields(f.run_in)], tape)
         self._gather(sites, f.env_of_row, control, f.run_control, r + n, tape)
         self.physics.run(f.run_in, f.run_out, f.run_control, h, f.run_scratch, tape)
+        d = f.d
         sites(bk.leg_loads, (r + n, 2), [mdl, f.run_out.contact_impulse, real(cfg.threshold * h),
-                                         real(cfg.onset_fraction * cfg.threshold * h), f.loads])
-        sites(sk.slot_events, 1, [
-            f.loads, b, self._span, int(cfg.onset_fraction > 0), int(cfg.end_when_released),
-            self._seed ^ ADMISSION_SALT, ints["key"], ints["slot_env"], ints["slot_left"], ints["slot_opened"],
-            ints["env_slot"], ints["flags"], ints["unloaded"], f.triggered, self._counters, f.rerun, f.legs, f.src,
-            f.branch_src, f.ending, f.env_which, f.env_src])
+                                         real(cfg.onset_fraction * cfg.threshold * h), d.loads])
+        self.decide(sites, d)
         sc = f.run_scratch
         sites(bk.foot_perturbation, (r, 2), [
-            mdl, f.run_in.q, sc.xrot, sc.xpos, sc.s_ang, sc.s_lin, sc.vel_ang, sc.vel_lin, f.src, f.legs, self._seed,
+            mdl, f.run_in.q, sc.xrot, sc.xpos, sc.s_ang, sc.s_lin, sc.vel_ang, sc.vel_lin, d.src, d.legs, self._seed,
             ints["key"], real(self._sigma_p), real(self._sigma_v), real(self._sigma_v_per_speed), real(cfg.damping),
             real(cfg.max_dq), real(cfg.max_dqd), f.dq, f.dqd, ints["clamped"], self._approach, 0, *self._no_noise])
         if self.recorded is not None:
             self._record(f)
-        sites(bk.perturbed_rows, (r, self.physics.model.nq), [f.run_in.q, f.run_in.qd, f.src, 0, f.dq, f.dqd,
+        sites(bk.perturbed_rows, (r, self.physics.model.nq), [f.run_in.q, f.run_in.qd, d.src, 0, f.dq, f.dqd,
                                                              f.rerun_in.q, f.rerun_in.qd], tape)
         self._gather(sites, f.rerun_env, control, f.rerun_control, r, tape)
         self.physics.run(f.rerun_in, f.rerun_out, f.rerun_control, h, f.rerun_scratch, tape)
         sites(bk.select_rows, (r, self.physics.model.nq), [
-            f.rerun, f.branch_src, 0, 0, *_fields(f.run_out), *_fields(f.rerun_out), *_fields(f.rerun_out),
+            d.rerun, d.branch_src, 0, 0, *_fields(f.run_out), *_fields(f.rerun_out), *_fields(f.rerun_out),
             *_fields(f.branch_out)], tape)
         sites(bk.branch_mean, self.slots, [
             self._first, self._count, *_fields(f.branch_out), 0, self._no_probe, f.q_sum, *_fields(f.mean)], tape)
@@ -238,13 +253,34 @@ class DeviceBundler:
             sites(bk.nominal_offset, (n, self.physics.model.nq), [ints["env_slot"], *_fields(nominal),
                                                                     *_fields(f.mean), *_fields(f.offset)])
         sites(bk.select_rows, (n, self.physics.model.nq), [
-            f.env_which, f.env_src, 0, int(f.offset is not None), *_fields(nominal), *_fields(f.mean),
+            d.env_which, d.env_src, 0, int(f.offset is not None), *_fields(nominal), *_fields(f.mean),
             *_fields(offset), *_fields(s_out)], tape)
-        sites(sk.close_ending, self.slots, [f.ending, ints["slot_env"], ints["env_slot"]])
+        sites(sk.close_ending, self.slots, [d.ending, ints["slot_env"], ints["env_slot"]])
         sites(bk.select_rows, (r, self.physics.model.nq), [
             self._no_rows, self._no_rows, r, 0, *_fields(f.branch_out), *_fields(f.branch_out),
             *_fields(f.branch_out), *_fields(self.home)])
         return s_out
+
+    def decide(self, sites: LaunchSites, d: Decisions) -> None:
+        """The substep's bookkeeping from the leg loads in `d` (bundling.slot_kernels, in its order): the
+        slots, flags, onsets and counters move on, `d` holds the rows to re-run and the selections."""
+        cfg, ints, b, n = self.cfg, self._ints, self.branches, self.num_envs
+        onset = int(cfg.onset_fraction > 0)
+        slot_env, counters = ints["slot_env"], self._counters
+        sites(sk.slot_start, self.slots, [slot_env, d.ending, d.loaded, d.admission])
+        sites(sk.branch_events, self.rows, [d.loads, b, slot_env, ints["flags"], d.loaded, counters, d.rerun, d.legs,
+                                            d.src, d.branch_src])
+        sites(sk.env_events, n, [d.loads, self.rows, onset, ints["env_slot"], ints["unloaded"], d.triggered, d.fired,
+                                 d.chunk_count])
+        sites(sk.admission_draw, 1, [self._seed ^ ADMISSION_SALT, n, ints["key"], d.chunk_count, d.chunk_first,
+                                     d.admission, counters])
+        sites(sk.free_slots, self.slots, [slot_env, d.free])
+        sites(sk.open_bundles, n, [
+            b, self._span, onset, d.fired, d.triggered, d.chunk_first, d.admission, d.free, slot_env,
+            ints["slot_left"], ints["slot_opened"], ints["env_slot"], ints["flags"], ints["unloaded"], counters,
+            d.rerun, d.legs, d.src, d.branch_src, d.env_which, d.env_src])
+        sites(sk.count_down, self.slots, [int(cfg.end_when_released), d.admission, slot_env, ints["slot_left"],
+                                          ints["slot_opened"], d.loaded, d.ending, counters])
 
     def _gather(self, sites: LaunchSites, env_of_row: wp.array, control: Control, out: Control, rows: int,
                 tape) -> None:
@@ -267,7 +303,7 @@ class DeviceBundler:
 
     def _record(self, f: _Frame) -> None:
         """Append this substep's perturbations of the re-run rows, in the host bundler's order."""
-        rerun = np.flatnonzero(f.rerun.numpy())
+        rerun = np.flatnonzero(f.d.rerun.numpy())
         if not len(rerun):
             return
         slot_env, opened = self._ints["slot_env"].numpy(), self._ints["slot_opened"].numpy()

@@ -1,12 +1,15 @@
 """Warp kernels of the device bundler's bookkeeping (bundling.device_bundler): its decisions, made on
-the device over fixed slots, so that nothing is read back and every launch has the same shape.
+the device over fixed slots, so that nothing is read back and every launch has the same shape; a
+thread per slot, branch row or environment (one thread only to scan the chunks' counts).
 
 Layout: R branch rows in S = R // B slots of B rows (slot s: rows s B .. s B + B - 1; rows from S B on,
 when B does not divide R, stay idle); a substep's run is the R branch rows, then the N environments'
 rows. Per slot: `slot_env` (the environment whose bundle it holds, -1 free), `slot_left` (substeps
 left), `slot_opened` (the substep it opened at); per environment `env_slot` (-1: no bundle); per
 branch row and leg `flags` (perturbed already). Counters: `COUNTERS` (int64, summed over substeps).
-No kernel here has an adjoint: they move indices, never states.
+No kernel here has an adjoint: they move indices, never states. A substep's decisions, in order:
+slot_start, branch_events, env_events, admission_draw, free_slots, open_bundles, count_down (then,
+after the branch means, close_ending).
 """
 import warp as wp
 
@@ -33,136 +36,199 @@ def slot_rows(slot_env: wp.array(dtype=int), branches: int, rows: int, env_of_ro
     env_of_row[i] = e
 
 
+CHUNK = 64
+"""Environments per chunk of the admission's ranking: a thread per chunk sums its events, one thread
+scans the chunk sums, a thread per environment ranks itself within its chunk."""
+
+ADMISSION = ("free", "count", "fit", "offset", "now")
+"""`admission` (int32): free slots, environments triggered, those admitted, the draw's offset, the substep."""
+FREE, COUNT, FIT, OFFSET, NOW = range(len(ADMISSION))
+ENV_SUBSTEPS, BUNDLED, BRANCH_SUBSTEPS, BUNDLES, REPERTURBATIONS, SKIPPED, RELEASED = range(len(COUNTERS))
+
+
+def chunks(envs: int) -> int:
+    """Chunks of CHUNK environments covering `envs`."""
+    return (envs + CHUNK - 1) // CHUNK
+
+
 @wp.kernel(enable_backward=False)
-def slot_events(loads: wp.array2d(dtype=int), branches: int, span: int, onset: int, release: int, seed: int,
-                key: wp.array(dtype=int), slot_env: wp.array(dtype=int), slot_left: wp.array(dtype=int),
-                slot_opened: wp.array(dtype=int), env_slot: wp.array(dtype=int), flags: wp.array2d(dtype=int),
-                unloaded: wp.array2d(dtype=int), triggered: wp.array2d(dtype=int),
-                counters: wp.array(dtype=wp.int64), rerun: wp.array(dtype=int), legs: wp.array2d(dtype=int),
-                src: wp.array(dtype=int), branch_src: wp.array(dtype=int), ending: wp.array(dtype=int),
-                env_which: wp.array(dtype=int), env_src: wp.array(dtype=int)):
-    """One thread: a substep's events, from the loads (R + N, 2) of its run (bundling.kernels.leg_loads).
-    - a branch row whose leg is ABOVE and not yet perturbed is re-run with that leg perturbed
-      (rerun[r] = 1, legs[r, leg] = 1, src[r] = r); with `release` 1 an open bundle none of whose rows is
-      ABOVE ends after this substep;
-    - an environment without a bundle triggers on a leg ABOVE (with `onset` 1 only where that leg was
-      unloaded, below the onset level, the substep before: `unloaded`); as many as there are free slots
-      open one, drawn uniformly without replacement (selection sampling, seeded by `seed` and the
-      substep counter key[0]) and placed in the free slots in increasing order; their B rows re-run from
-      the environment's row (src = R + e) with the triggering legs perturbed; a refused onset stays
-      pending (its leg stays unloaded);
-    - every open bundle counts a substep down and ends at zero; `ending` (S) 1 for those that end after
-      this substep (`close_ending` frees them); env_which / env_src select each environment's state
-      (1, its slot: the branch mean; 0, e: its own row); branch_src the row a branch row keeps (its own,
-      or in a free slot the first environment's, a valid state); the counters; key[0] += 1."""
-    now = key[0]
-    slots = slot_env.shape[0]
+def slot_start(slot_env: wp.array(dtype=int), ending: wp.array(dtype=int), loaded: wp.array(dtype=int),
+               admission: wp.array(dtype=int)):
+    """Slot s: nothing ending and no branch loaded yet; counts the free slots (admission[FREE], zeroed)."""
+    s = wp.tid()
+    ending[s] = 0
+    loaded[s] = 0
+    if slot_env[s] < 0:
+        wp.atomic_add(admission, FREE, 1)
+
+
+@wp.kernel(enable_backward=False)
+def branch_events(loads: wp.array2d(dtype=int), branches: int, slot_env: wp.array(dtype=int),
+                  flags: wp.array2d(dtype=int), loaded: wp.array(dtype=int), counters: wp.array(dtype=wp.int64),
+                  rerun: wp.array(dtype=int), legs: wp.array2d(dtype=int), src: wp.array(dtype=int),
+                  branch_src: wp.array(dtype=int)):
+    """Branch row r (R rows; R + N loads): in an open slot, a leg ABOVE the threshold and not perturbed
+    yet is perturbed now (legs[r, leg] = flags[r, leg] = 1) and the row re-run from itself (rerun[r] = 1,
+    src[r] = r), and its slot counts as loaded; the row keeps its own result (branch_src[r] = r). In a
+    free slot (or beyond the last) it is idle and keeps the first environment's row (branch_src = R)."""
+    r = wp.tid()
     rows = rerun.shape[0]
-    n = env_slot.shape[0]
-    old_rows = int(0)
-    rerun_rows = int(0)
-    reperturbed = int(0)
-    for s in range(slots):
-        e = slot_env[s]
-        ending[s] = 0
-        any_above = int(0)
-        for b in range(branches):
-            r = s * branches + b
-            rerun[r] = 0
-            src[r] = r
-            branch_src[r] = r
-            for leg in range(2):
-                legs[r, leg] = 0
-                if e >= 0 and loads[r, leg] == ABOVE:
-                    any_above = 1
-                    if flags[r, leg] == 0:
-                        legs[r, leg] = 1
-                        flags[r, leg] = 1
-                        rerun[r] = 1
-                        reperturbed += 1
-            if e < 0:
-                branch_src[r] = rows
-            rerun_rows += rerun[r]
-        if e >= 0:
-            old_rows += branches
-            if release == 1 and any_above == 0:
-                ending[s] = 2
-    for r in range(slots * branches, rows):
-        rerun[r] = 0
-        src[r] = r
+    s = r // branches
+    rerun[r] = 0
+    src[r] = r
+    branch_src[r] = r
+    legs[r, 0] = 0
+    legs[r, 1] = 0
+    if s >= slot_env.shape[0]:
         branch_src[r] = rows
-        legs[r, 0] = 0
-        legs[r, 1] = 0
+        return
+    if slot_env[s] < 0:
+        branch_src[r] = rows
+        return
+    perturbed = int(0)
+    for leg in range(2):
+        if loads[r, leg] == ABOVE:
+            loaded[s] = 1
+            if flags[r, leg] == 0:
+                legs[r, leg] = 1
+                flags[r, leg] = 1
+                perturbed += 1
+    wp.atomic_add(counters, BRANCH_SUBSTEPS, wp.int64(1))
+    if perturbed > 0:
+        rerun[r] = 1
+        wp.atomic_add(counters, REPERTURBATIONS, wp.int64(perturbed))
+        wp.atomic_add(counters, BRANCH_SUBSTEPS, wp.int64(1))
+
+
+@wp.kernel(enable_backward=False)
+def env_events(loads: wp.array2d(dtype=int), rows: int, onset: int, env_slot: wp.array(dtype=int),
+               unloaded: wp.array2d(dtype=int), triggered: wp.array2d(dtype=int), fired: wp.array(dtype=int),
+               chunk_count: wp.array(dtype=int)):
+    """Environment e (loads of row R + e): a leg ABOVE the threshold triggers it when it has no bundle
+    (with `onset` 1 only where the leg was unloaded, below the onset level, the substep before; the
+    unloaded legs are updated); fired[e] = 1 when any leg did, counted in its chunk (zeroed)."""
+    e = wp.tid()
+    any_leg = int(0)
+    for leg in range(2):
+        load = loads[rows + e, leg]
+        ev = int(0)
+        if load == ABOVE and env_slot[e] < 0 and (onset == 0 or unloaded[e, leg] == 1):
+            ev = 1
+        triggered[e, leg] = ev
+        any_leg += ev
+        if onset == 1:
+            unloaded[e, leg] = int(load == 0)
+    fired[e] = int(any_leg > 0)
+    if any_leg > 0:
+        wp.atomic_add(chunk_count, e // CHUNK, 1)
+
+
+@wp.kernel(enable_backward=False)
+def admission_draw(seed: int, envs: int, key: wp.array(dtype=int), chunk_count: wp.array(dtype=int),
+                   chunk_first: wp.array(dtype=int), admission: wp.array(dtype=int),
+                   counters: wp.array(dtype=wp.int64)):
+    """One thread: the chunks' first ranks (an exclusive scan of their counts), how many environments
+    triggered and how many fit the free slots, and when fewer fit a uniform offset in [0, count) (seeded
+    by `seed` and the substep key[0]): the environment of rank k is admitted where (k - offset) mod count
+    < fit, so each triggered environment is admitted with probability fit / count. The substep is kept
+    in admission[NOW] and key[0] moves on; counts the environment-substeps and the refused ones."""
+    now = key[0]
     count = int(0)
-    for e in range(n):
-        fired = int(0)
-        for leg in range(2):
-            load = loads[rows + e, leg]
-            ev = int(0)
-            if load == ABOVE and env_slot[e] < 0 and (onset == 0 or unloaded[e, leg] == 1):
-                ev = 1
-            triggered[e, leg] = ev
-            fired += ev
-            if onset == 1:
-                unloaded[e, leg] = int(load == 0)
-        if fired > 0:
-            count += 1
-    fit = wp.min(slots - old_rows // branches, count)
-    rng = wp.rand_init(seed, now)
-    needed = fit
-    remaining = count
-    s = int(0)
-    opened = int(0)
-    for e in range(n):
-        if triggered[e, 0] + triggered[e, 1] > 0:
-            if needed > 0 and wp.randf(rng) * float(remaining) < float(needed):
-                needed -= 1
-                while slot_env[s] >= 0:
-                    s += 1
-                slot_env[s] = e
-                env_slot[e] = s
-                slot_left[s] = span
-                slot_opened[s] = now
-                for b in range(branches):
-                    r = s * branches + b
-                    rerun[r] = 1
-                    src[r] = rows + e
-                    branch_src[r] = r
-                    for leg in range(2):
-                        legs[r, leg] = triggered[e, leg]
-                        flags[r, leg] = triggered[e, leg]
-                opened += 1
-            elif onset == 1:
-                for leg in range(2):
-                    if triggered[e, leg] == 1:
-                        unloaded[e, leg] = 1
-            remaining -= 1
-    bundled = int(0)
-    released = int(0)
-    for w in range(slots):
-        if slot_env[w] >= 0:
-            bundled += 1
-            slot_left[w] = slot_left[w] - 1
-            if ending[w] == 2 and slot_left[w] > 0:
-                released += 1
-            if slot_left[w] <= 0 or ending[w] == 2:
-                ending[w] = 1
-            else:
-                ending[w] = 0
-    for e in range(n):
-        w = env_slot[e]
-        env_which[e] = int(w >= 0)
-        env_src[e] = e
-        if w >= 0:
-            env_src[e] = w
-    counters[0] = counters[0] + wp.int64(n)
-    counters[1] = counters[1] + wp.int64(bundled)
-    counters[2] = counters[2] + wp.int64(old_rows + rerun_rows + opened * branches)
-    counters[3] = counters[3] + wp.int64(opened)
-    counters[4] = counters[4] + wp.int64(reperturbed)
-    counters[5] = counters[5] + wp.int64(count - fit)
-    counters[6] = counters[6] + wp.int64(released)
+    for c in range(chunk_count.shape[0]):
+        chunk_first[c] = count
+        count += chunk_count[c]
+    fit = wp.min(admission[FREE], count)
+    offset = int(0)
+    if count > fit:
+        rng = wp.rand_init(seed, now)
+        offset = wp.min(int(wp.randf(rng) * float(count)), count - 1)
+    admission[COUNT] = count
+    admission[FIT] = fit
+    admission[OFFSET] = offset
+    admission[NOW] = now
     key[0] = now + 1
+    counters[ENV_SUBSTEPS] = counters[ENV_SUBSTEPS] + wp.int64(envs)
+    counters[SKIPPED] = counters[SKIPPED] + wp.int64(count - fit)
+
+
+@wp.kernel(enable_backward=False)
+def free_slots(slot_env: wp.array(dtype=int), free: wp.array(dtype=int)):
+    """free[k] = the k-th free slot, in increasing order."""
+    s = wp.tid()
+    if slot_env[s] >= 0:
+        return
+    k = int(0)
+    for t in range(s):
+        if slot_env[t] < 0:
+            k += 1
+    free[k] = s
+
+
+@wp.kernel(enable_backward=False)
+def open_bundles(branches: int, span: int, onset: int, fired: wp.array(dtype=int), triggered: wp.array2d(dtype=int),
+                 chunk_first: wp.array(dtype=int), admission: wp.array(dtype=int), free: wp.array(dtype=int),
+                 slot_env: wp.array(dtype=int), slot_left: wp.array(dtype=int), slot_opened: wp.array(dtype=int),
+                 env_slot: wp.array(dtype=int), flags: wp.array2d(dtype=int), unloaded: wp.array2d(dtype=int),
+                 counters: wp.array(dtype=wp.int64), rerun: wp.array(dtype=int), legs: wp.array2d(dtype=int),
+                 src: wp.array(dtype=int), branch_src: wp.array(dtype=int), env_which: wp.array(dtype=int),
+                 env_src: wp.array(dtype=int)):
+    """Environment e: triggered and admitted (`admission_draw`), it takes the free slot of its rank among
+    the admitted and the slot's B rows re-run from its row (src = R + e) with its triggering legs
+    perturbed; triggered and refused with `onset` 1, its onset stays pending (those legs stay
+    unloaded). Then env_which / env_src select its state: (1, its slot) the branch mean, (0, e) its own."""
+    e = wp.tid()
+    if fired[e] == 1:
+        c = e // CHUNK
+        rank = chunk_first[c]
+        for i in range(c * CHUNK, e):
+            rank += fired[i]
+        count = admission[COUNT]
+        k = (rank - admission[OFFSET] + count) % count
+        if k < admission[FIT]:
+            s = free[k]
+            slot_env[s] = e
+            env_slot[e] = s
+            slot_left[s] = span
+            slot_opened[s] = admission[NOW]
+            rows = rerun.shape[0]
+            for b in range(branches):
+                r = s * branches + b
+                rerun[r] = 1
+                src[r] = rows + e
+                branch_src[r] = r
+                for leg in range(2):
+                    legs[r, leg] = triggered[e, leg]
+                    flags[r, leg] = triggered[e, leg]
+            wp.atomic_add(counters, BUNDLES, wp.int64(1))
+            wp.atomic_add(counters, BRANCH_SUBSTEPS, wp.int64(branches))
+        elif onset == 1:
+            for leg in range(2):
+                if triggered[e, leg] == 1:
+                    unloaded[e, leg] = 1
+    w = env_slot[e]
+    env_which[e] = int(w >= 0)
+    env_src[e] = e
+    if w >= 0:
+        env_src[e] = w
+
+
+@wp.kernel(enable_backward=False)
+def count_down(release: int, admission: wp.array(dtype=int), slot_env: wp.array(dtype=int),
+               slot_left: wp.array(dtype=int), slot_opened: wp.array(dtype=int), loaded: wp.array(dtype=int),
+               ending: wp.array(dtype=int), counters: wp.array(dtype=wp.int64)):
+    """Open slot s (new ones included) counts a substep down; it ends after this substep at zero, or
+    with `release` 1 when it was open before this substep and none of its branches was loaded
+    (ending[s] = 1, counted as released when substeps were left)."""
+    s = wp.tid()
+    if slot_env[s] < 0:
+        return
+    wp.atomic_add(counters, BUNDLED, wp.int64(1))
+    released = release == 1 and slot_opened[s] != admission[NOW] and loaded[s] == 0
+    left = slot_left[s] - 1
+    slot_left[s] = left
+    if released and left > 0:
+        wp.atomic_add(counters, RELEASED, wp.int64(1))
+    ending[s] = int(left <= 0 or released)
 
 
 @wp.kernel(enable_backward=False)
