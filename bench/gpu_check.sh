@@ -18,9 +18,10 @@
 #   train_scaled SHAC + BCG alone at 4096 environments in float32 (as many iterations): what a GPU gives
 #                when it is filled (the paper's 64 environments leave it mostly idle)
 #   diffsim_bundled_device  bench_diffsim's bundled dropped window at 4096 environments in float32 with the
-#                bundles on the device (bundle.on_device, 5120 branch rows: an eighth of the environments
-#                bundled at once, B = 10), launched one kernel at a time and as captured graphs (--graphs)
-#   train_scaled_device     train_scaled with the bundles on the device (5120 rows): the whole SHAC + BCG
+#                bundles on the device (bundle.on_device, 1280 branch rows: 128 bundles of B = 10 at once,
+#                every position of a window holding buffers for 4096 + 1280 rows run and 1280 re-run),
+#                launched one kernel at a time and as captured graphs (--graphs)
+#   train_scaled_device     train_scaled with the bundles on the device (1280 rows): the whole SHAC + BCG
 #                step captured
 # With --device cpu the same steps run on the CPU at small sizes (diffsim at 4 and 16 environments,
 # short windows; bench_train at cpu-smoke for 1 iteration, scaled to 16 environments), so the script
@@ -187,7 +188,7 @@ if ((ON_CPU)); then
 else
   SIZES=(64 4096); DIFFSIM_ARGS=(); DIFFSIM_CAP=120
   TRAIN_ARGS=(--preset paper --device "$DEVICE" --iterations 3 --motion synthetic_dance); TRAIN_CAP=180
-  SCALED_ENVS=4096; DEVICE_ROWS=5120
+  SCALED_ENVS=4096; DEVICE_ROWS=1280
 fi
 
 selected environment && step environment 60 env_step

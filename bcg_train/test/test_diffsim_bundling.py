@@ -1201,6 +1201,72 @@ def test_a_device_bundled_run_resumes_exactly():
     assert fresh.bundle_stats == sim.bundle_stats
 
 
+@pytest.mark.parametrize("on_device", [False, True])
+def test_a_diverged_bundle_leaves_no_trace_in_the_next_window(on_device):
+    """Environment 1 lands (a bundle opens), then diverges under a NaN action; the window is cut and
+    environment 1 restarted from a finite state. In the next window every gradient of a loss on
+    environment 0 is finite: the closed bundle's rows are gone (host) or their slot's rows copy an
+    environment's valid state and control (device), so no zero adjoint meets a NaN partial."""
+    n, r = 3, MODEL.robot
+    config = sim_config(enabled=True, branches=3, span_steps=20, seed=5, threshold=300.0, max_branch_rows=9,
+                        on_device=on_device)
+    sim = Simulator(MODEL, n, config, requires_grad=True, check_finite=False)
+    q0, qd0 = initial_state(MODEL, n, dropped=[False, True, False])
+    s = sim.state().assign(q0, qd0)
+    good = np.tile(r.default_q, (n, 1))
+    bad = good.copy()
+    bad[1] = np.nan
+    with Tape():
+        for t in range(8):
+            ctrl = sim.control().set_pd(q_target=bad if t == 7 else good, kp=r.kp * 10, kd=r.kd * 3)
+            s1 = sim.state()
+            sim.step(s, s1, ctrl, DT)
+            s = s1
+    sim.segment.cut()
+    assert sim.bundle_stats.bundles > 0
+    q, qd = s.q.numpy(), s.qd.numpy()
+    assert not np.isfinite(q[1]).all() and np.isfinite(q[[0, 2]]).all()
+    q[1], qd[1] = q0[1], qd0[1]
+    sim.segment.restart([1])
+    s = sim.state().assign(q, qd)
+    ctrl = sim.control().set_pd(q_target=good, kp=r.kp * 10, kd=r.kd * 3)
+    tape = Tape()
+    with tape:
+        for _ in range(2):
+            s1 = sim.state()
+            sim.step(s, s1, ctrl, DT)
+            s = s1
+    weights = np.zeros((n, MODEL.nq))
+    weights[0] = 1.0
+    tape.backward(grads={s.q: wp.array(weights, dtype=wp.float64)})
+    grad = ctrl.q_target.grad.numpy()
+    assert np.isfinite(grad).all() and np.abs(grad[0]).sum() > 0
+
+
+def test_a_device_bundlers_state_loads_only_where_it_fits():
+    """A device bundler's state is refused (ValueError naming the setting, nothing restored) by the
+    host's bundler, by a device bundler of another B with as many slots, and in the middle of a
+    segment."""
+    n = 4
+    config = dataclasses.replace(sim_config(enabled=True, branches=4, max_branch_rows=8, on_device=True), substeps=1)
+    sim = Simulator(MODEL, n, config, requires_grad=True)
+    saved = sim.state_dict()
+    host = Simulator(MODEL, n, sim_config(enabled=True, branches=4))
+    with pytest.raises(ValueError, match="saved by a bundler on the device"):
+        host.load_state_dict(saved)
+    other = Simulator(MODEL, n, dataclasses.replace(config, bundle=dataclasses.replace(config.bundle, branches=3)))
+    with pytest.raises(ValueError, match="bundle.branches: the state was saved with 4, this bundler has 3"):
+        other.load_state_dict(saved)
+    r = MODEL.robot
+    ctrl = sim.control().set_pd(q_target=np.tile(r.default_q, (n, 1)), kp=r.kp * 10, kd=r.kd * 3)
+    with Tape():
+        sim.step(sim.state().assign(*initial_state(MODEL, n)), sim.state(), ctrl, DT / 4)
+    with pytest.raises(ValueError, match="1 taped substeps since the segment's last cut"):
+        sim.load_state_dict(saved)
+    sim.segment.cut()
+    sim.load_state_dict(saved)
+
+
 @pytest.mark.parametrize("settings, message", [
     ({}, "needs max_branch_rows > 0"),
     ({"max_branch_rows": 20, "auto_branches": True, "max_branches": 16}, "no auto_branches"),

@@ -76,6 +76,14 @@ def assert_identical(a, b):
             np.testing.assert_array_equal(x, y)
 
 
+def assert_close(a, b):
+    """Equal within 1e-9 relative: on a GPU, the float atomics of the adjoints that several rows add into
+    one (a bundle's branches into their environment's control) may add in another order."""
+    for window_a, window_b in zip(a, b, strict=True):
+        for x, y in zip(window_a, window_b, strict=True):
+            np.testing.assert_allclose(x, y, rtol=1e-9, atol=1e-12)
+
+
 @pytest.mark.parametrize("device", DEVICES)
 def test_captured_windows_match_steps_launched_one_by_one(models, device):
     """Four windows (the first launches kernel by kernel, the second captures, the others replay),
@@ -224,7 +232,8 @@ def test_device_bundled_windows_are_captured_and_match_steps_launched_one_by_one
     what is open), bundles opened,
     refused, perturbed again and closed, launched kernel by kernel and captured (the first window
     launched, the second captured, the others replayed): states, gradients and counters equal to the
-    last bit; a replayed window launches no kernel from Python. Without gradients too."""
+    last bit (on CUDA within 1e-9 relative, `assert_close`); a replayed window launches no kernel from
+    Python. Without gradients too."""
     model = model_on(models, device)
     runs = {}
     for capture in (False, True):
@@ -235,7 +244,8 @@ def test_device_bundled_windows_are_captured_and_match_steps_launched_one_by_one
             out += windows(sim, (3,), seed=1, restart=[0, 1, 2])
         runs[capture] = (out, dataclasses.asdict(sim.bundle_stats), len(launches))
         assert sim.segment.pending_restarts == []       # every restart reached the device before its step
-    assert_identical(runs[False][0], runs[True][0])
+    same = assert_identical if device == "cpu" else assert_close
+    same(runs[False][0], runs[True][0])
     assert runs[False][1] == runs[True][1]
     stats = runs[True][1]
     assert stats["bundles"] > 3 and stats["skipped_events"] > 0 and stats["reperturbations"] > 0, stats
@@ -254,7 +264,7 @@ def test_device_bundled_windows_are_captured_and_match_steps_launched_one_by_one
         sim.segment.cut()
         states[capture] = (q.cpu().numpy(), qd.cpu().numpy(), np.array(sim.bundle_stats.bundles))
     assert states[True][2] > 0
-    assert_identical([states[False]], [states[True]])
+    same([states[False]], [states[True]])
 
 
 def test_no_capture_allocates(models, monkeypatch):

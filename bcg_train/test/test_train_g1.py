@@ -98,13 +98,18 @@ def test_ppo_runs_on_the_g1_environment(tmp_path):
     assert all(last[k] not in ("", "nan") for k in ("reward/add", "reward/action_rate", "loss/value"))
 
 
+@pytest.mark.parametrize("bundles", ["on the host", "on the device"])
 @pytest.mark.parametrize("device", ["cpu", pytest.param("cuda:0", marks=pytest.mark.skipif(
     not torch.cuda.is_available(), reason="needs a CUDA device"))])
-def test_shac_with_bundling_resumes_on_the_device(device, tmp_path):
+def test_shac_with_bundling_resumes_on_the_device(device, bundles, tmp_path):
     """A run stopped after iteration 2 and resumed from its checkpoint against the uninterrupted run,
     on `device`: bit-exact on the CPU; on CUDA within 1e-5 relative (the tolerance stated for GPU
-    runs: float atomics may add in another order, and cuBLAS may pick other kernels)."""
+    runs: float atomics may add in another order, and cuBLAS may pick other kernels). The bundles
+    kept by the host's bundler or on the device (`bundle.on_device`, room for two of the four
+    environments: its bundled steps captured as graphs)."""
     cfg = g1_config(iterations=3)
+    if bundles == "on the device":
+        cfg = apply_overrides(cfg, {"env": {"sim": {"bundle": {"on_device": True, "max_branch_rows": 6}}}})
     runs = {}
     for name in ("whole", "part"):
         runner = Runner(make_algorithm(build_env(cfg, "synthetic_run", device), cfg), cfg, tmp_path / name,
@@ -117,6 +122,7 @@ def test_shac_with_bundling_resumes_on_the_device(device, tmp_path):
     resumed.train()
     whole, part = rows(tmp_path / "whole"), rows(tmp_path / "part")
     assert [r["iteration"] for r in part] == [r["iteration"] for r in whole] == ["1", "2", "3"]
+    assert float(whole[-1]["env/bundles"]) > 0
     if device == "cpu":
         assert part == whole
         return

@@ -105,7 +105,8 @@ class BundleConfig:
     An environment whose event finds too few rows free is not bundled then (its gradient in that substep
     is the plain one; `BundleStats.skipped_events`) and triggers again at its next substep above the
     threshold (with `onset_fraction`, its onset stays pending while the leg stays above it). When more
-    environments trigger than fit, the ones that open a bundle are drawn uniformly (seeded by `seed`).
+    environments trigger than fit, the ones that open a bundle are drawn uniformly (seeded by `seed`; with
+    `on_device` each is admitted with probability fit / count, neighbours in environment order together).
     Must hold one bundle: >= branches, >= max_branches with `auto_branches`."""
     on_device: bool = False
     """False: the bundles are kept on the host, which decides every substep which rows to run (one copy
@@ -116,8 +117,9 @@ class BundleConfig:
     and gradients as on the host with the same perturbations (tested); other random draws (which
     environments get the rows, the perturbation noise). It pays for fixed shapes: the physics runs on
     R + N rows and re-runs R rows at every substep, open or not (on a GPU a launch's latency, on a CPU
-    its rows, set the cost). Counters (`BundleStats`) are read at the segment's cut. Without
-    `auto_branches`, `alpha_order`, `branch_clip` or the spread measurement (`branch_rse` stays NaN)."""
+    its rows, set the cost), and with gradients each substep of a window holds buffers for them. Counters
+    (`BundleStats`) are read at the segment's cut. Without `auto_branches`, `alpha_order`, `branch_clip`
+    or the spread measurement (`branch_rse` stays NaN)."""
     branch_clip: float = 0.0
     """0: off. c > 0: in the backward pass, each new bundle's branch whose entry-state adjoint is longer
     than c times the median of its bundle's is scaled down to that length, before they are summed: a

@@ -11,9 +11,10 @@ It owns what the simulator must keep or defer between `step` calls, so that no c
 - no-gradient mode: one set of intermediates and launch sites, two intermediate states that
   alternate substep by substep (what a substep hands to the next stays intact), and the pool's
   buffers free again at every substep (but what the bundler carries to the next);
-- a segment built with `substep_buffers=False` (a bundled simulator's: its bundler takes each
+- a segment built with `substep_buffers=False` (a bundled simulator's: the host's bundler takes each
   substep's intermediates and states from the pool, sized to the environments and branches it runs
-  together) keeps only the launch sites, and without gradients the two alternating states;
+  together; the device's keeps its own per position) keeps only the launch sites, and without
+  gradients the two alternating states;
 - steps replayed from captured graphs (diffsim.step_graphs) do not ask for their buffers again:
   `advance` moves past the substeps they ran on the buffers they were captured with;
 - both modes: the environments whose states were replaced from outside `step` (`restart`), whose

@@ -93,7 +93,8 @@ class Simulator:
 
     @property
     def bundle_stats(self) -> Optional[BundleStats]:
-        """Bundling counters, None when bundling is off."""
+        """Bundling counters, None when bundling is off; with the bundles on the device as of the last
+        `segment.cut()` (or `bundler.read_stats()`, a copy from the device)."""
         return None if self.bundler is None else self.bundler.stats
 
     def step(self, state_in: State, state_out: State, control: Control, dt: float) -> State:
@@ -157,6 +158,10 @@ class Simulator:
         if not state:
             self.segment.restart(np.arange(self.num_envs))
             return
+        if isinstance(self.bundler, DeviceBundler) and self.segment.taped_substeps:
+            raise ValueError(f"load_state_dict: {self.segment.taped_substeps} taped substeps since the segment's last "
+                             "cut; a bundler on the device restores its branch rows for the segment's first substep: "
+                             "cut the segment first")
         self.bundler.load_state_dict(state)
         self.segment.take_restarted()
         if len(state["restarted"]):

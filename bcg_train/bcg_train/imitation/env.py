@@ -213,7 +213,8 @@ class G1ImitationEnv:
                 "steps": self.steps.clone(), "last_action": self.last_action.detach().cpu(),
                 "generator": self.generator.get_state(), "env_steps": self.env_steps,
                 "simulator": _to_torch(self.sim.state_dict()), "history": self._history.detach().cpu(),
-                "randomizer": self.randomizer.state_dict() if self.randomizer else None}
+                "randomizer": self.randomizer.state_dict() if self.randomizer else None,
+                "bundled_seen": list(self._bundled_seen), "triggered": self._triggered}
 
     def load_state_dict(self, state: dict) -> None:
         dev = self.device
@@ -224,6 +225,8 @@ class G1ImitationEnv:
         self.env_steps = int(state["env_steps"])
         self.sim.load_state_dict(_to_numpy(state["simulator"]))
         self._history = state["history"].to(dev)
+        self._bundled_seen = tuple(int(x) for x in state.get("bundled_seen", (0, 0)))   # older checkpoints: none
+        self._triggered = float(state.get("triggered", 0.0))
         if self.randomizer:
             self.randomizer.load_state_dict(state["randomizer"])
             self._apply_physics()

@@ -113,6 +113,18 @@ class BundleStats:
         return self.bundled_env_substeps / self.env_substeps if self.env_substeps else 0.0
 
 
+class Unused:
+    """Arguments of the bundling kernels for options that are off, on `device`: a probe
+    (bk.branch_mean), a zero seed offset (bk.foot_perturbation's seed is then its number) and the kept
+    noise, response and stds (bk.foot_perturbation without keep_noise)."""
+
+    def __init__(self, device):
+        self.probe = wp.zeros(1, dtype=real, device=device)
+        self.seed_offset = wp.zeros(1, dtype=wp.int32, device=device)
+        self.noise = (wp.zeros((1, bk.NOISE_PER_ROW), dtype=real, device=device),
+                      wp.zeros((1, 1, 3), dtype=real, device=device), wp.zeros((1, 4), dtype=real, device=device))
+
+
 class Bundler:
     """The open bundles and the bundled substep of one simulator (which builds it when bundling is
     enabled), running substeps through `physics` for `num_envs` environments. Every buffer it fills
@@ -134,10 +146,7 @@ class Bundler:
         self._probing = cfg.alpha_order and requires_grad
         """Branch probes (bk.branch_mean) are kept, and new bundles' noise, for the alpha-order mix."""
         device = physics.model.device
-        self._no_probe = wp.zeros(1, dtype=real, device=device)
-        self._no_offset = wp.zeros(1, dtype=wp.int32, device=device)   # the perturbations' seed is by value
-        self._no_noise = (wp.zeros((1, bk.NOISE_PER_ROW), dtype=real, device=device),
-                          wp.zeros((1, 1, 3), dtype=real, device=device), wp.zeros((1, 4), dtype=real, device=device))
+        self._unused = Unused(device)
         self._mix_launch = CachedLaunch(bk.alpha_order_mix, device)
         self._spread, self._approach = self._sums[:4], self._sums[4:]
         self._sigma_p, self._sigma_v, self._sigma_v_per_speed = cfg.perturbation_scales(physics.config.kappa)
@@ -190,7 +199,11 @@ class Bundler:
 
     def load_state_dict(self, state: dict) -> None:
         """Restore `state_dict()` (same model and number of environments). ValueError, with nothing
-        restored, when the B its bundles open with does not fit `max_branch_rows` (no bundle could open)."""
+        restored, when the B its bundles open with does not fit `max_branch_rows` (no bundle could open),
+        or for a device bundler's state (`bundle.on_device`)."""
+        if state.get("on_device"):
+            raise ValueError("bundle.on_device: this state was saved by a bundler on the device (bundle.on_device "
+                             "true); resume with the settings it was saved with")
         branches, cap = int(state["stats"].get("branches", self.cfg.branches)), self.cfg.max_branch_rows
         if cap and branches > cap:
             raise ValueError(f"bundle.max_branch_rows={cap} cannot hold one bundle of the {branches} branches this "
@@ -337,7 +350,7 @@ class Bundler:
             raise ValueError("bundle.alpha_order needs sampled perturbations, not replayed ones")
         noise, response, scales = ((pool.array(r, (bk.NOISE_PER_ROW,), real, zero=True),
                                     pool.array(r, (m.nv, 3), real, zero=True), pool.array(r, (4,), real, zero=True))
-                                   if mixing else self._no_noise)
+                                   if mixing else self._unused.noise)
         parts = [(pool.ints(src), len(src), legs, first)
                  for src, legs, first in ((rerun, rerun_legs, 0), (env_row + new_src, new_legs, len(rerun)))
                  if len(src)]
@@ -350,10 +363,10 @@ class Bundler:
                 self._events += 1
                 seed = (cfg.seed * SEED_STRIDE + self._events) & 0x7FFFFFFF
                 rows = slice(first, first + count)
-                kept = (noise[rows], response[rows], scales[rows]) if mixing else self._no_noise
+                kept = (noise[rows], response[rows], scales[rows]) if mixing else self._unused.noise
                 sites(bk.foot_perturbation, (count, 2), [
                     self.physics.kernel_model, run_in.q, sc.xrot, sc.xpos, sc.s_ang, sc.s_lin, sc.vel_ang, sc.vel_lin,
-                    src, pool.ints(legs), seed, self._no_offset, real(self._sigma_p), real(self._sigma_v),
+                    src, pool.ints(legs), seed, self._unused.seed_offset, real(self._sigma_p), real(self._sigma_v),
                     real(self._sigma_v_per_speed),
                     real(cfg.damping), real(cfg.max_dq), real(cfg.max_dqd), dq[rows], dqd[rows], self._clamped,
                     self._approach, int(mixing), *kept])
@@ -394,7 +407,7 @@ class Bundler:
         probe = self.branch_probe
         self._sites(bk.branch_mean, w, [pool.ints(self._first_rows()), pool.ints(self.counts), bi.q, bi.qd,
                                         bi.contact_impulse, bi.contact_height, int(probe is not None),
-                                        self._no_probe if probe is None else probe, q_sum, mean.q, mean.qd,
+                                        self._unused.probe if probe is None else probe, q_sum, mean.q, mean.qd,
                                         mean.contact_impulse, mean.contact_height], tape)
         offset = None
         if self.cfg.nominal_forward:

@@ -5,8 +5,8 @@ early release, onsets, restarts, the counters), kept in S = R // B fixed slots o
 `max_branch_rows`) and decided by kernels (bundling.slot_kernels), so a substep launches the same
 kernels over the same buffers whatever lands and asks the host nothing: a bundled step can be
 captured as a graph (diffsim.step_graphs) and replayed. Per substep:
-1. one run of the physics over the R branch rows (free slots' rows too: they hold a valid state and
-   nobody reads them) and the N environments;
+1. one run of the physics over the R branch rows and the N environments (a free slot's rows copy an
+   environment's state and control, slot_kernels.row_env: valid values, zero adjoints);
 2. kernels over the slots, branch rows and environments (bundling.slot_kernels) read the rows' leg
    loads and decide the re-perturbed branches, which environments open a bundle in which free slots
    (when more trigger than fit, each is admitted with the same probability, a seeded draw), which
@@ -26,8 +26,10 @@ substep left (copied there after each substep, without adjoint: the segment cut 
 Without gradients one frame serves every substep.
 
 What it pays for the fixed shapes: R + N rows run and R rows re-run at every substep, whether a bundle
-is open or not. Not here: `auto_branches`, `alpha_order`, `branch_clip` and the spread of the branch
-gradients (`BundleStats.branch_rse` stays NaN); the config refuses them.
+is open or not, and with gradients every position of a segment holds buffers (with adjoints) for
+those R + N and R rows, where the host's bundler holds them for the rows it runs. Not here:
+`auto_branches`, `alpha_order`, `branch_clip` and the spread of the branch gradients
+(`BundleStats.branch_rse` stays NaN); the config refuses them.
 """
 import dataclasses
 from typing import List, Optional, Tuple
@@ -42,7 +44,7 @@ from ..state import Control, State
 from ..substep import Substep
 from . import kernels as bk
 from . import slot_kernels as sk
-from .bundler import _FIELDS, SEED_STRIDE, BundleStats, _fields, _rows
+from .bundler import _FIELDS, SEED_STRIDE, BundleStats, Unused, _fields, _rows
 
 T = scalar_types(__name__)
 real = T.real
@@ -93,6 +95,8 @@ class _Frame:
         self.dq = wp.zeros((r, m.nv), dtype=real, device=dev)
         self.dqd = wp.zeros((r, m.nv), dtype=real, device=dev)
         self.env_of_row = wp.zeros(r + n, dtype=wp.int32, device=dev)
+        self.run_which = wp.zeros(r + n, dtype=wp.int32, device=dev)
+        self.run_src = wp.zeros(r + n, dtype=wp.int32, device=dev)
         self.rerun_env = wp.zeros(r, dtype=wp.int32, device=dev)
         self.d = Decisions(envs, rows, slots, dev)
         self._grads = [self.run_in, self.run_out, self.run_control, self.rerun_in, self.rerun_out,
@@ -115,8 +119,9 @@ class _Frame:
 
 class DeviceBundler:
     """The open bundles of one simulator, on its device (see the module docstring); the simulator builds
-    it for `bundle.on_device`. Same interface as `Bundler` where the simulator and the training loop
-    reach it (`substep`, `restart`, `stats`, `state_dict`, `reset`, `recorded`)."""
+    it for `bundle.on_device`. What the training loop reads is `Bundler`'s (`stats`, `state_dict`,
+    `load_state_dict`, `reset`, `clamped_perturbations`, `recorded`); the simulator steps it through
+    `substep` and `restart`."""
 
     def __init__(self, physics: Substep, cfg: BundleConfig, requires_grad: bool, num_envs: int):
         self.physics, self.cfg, self.requires_grad, self.num_envs = physics, cfg, requires_grad, num_envs
@@ -134,9 +139,7 @@ class DeviceBundler:
         self._approach = wp.zeros(2, dtype=wp.float64, device=dev)
         self._first = wp.array(np.arange(self.slots, dtype=np.int32) * b, dtype=wp.int32, device=dev)
         self._count = wp.full(self.slots, b, dtype=wp.int32, device=dev)
-        self._no_probe = wp.zeros(1, dtype=real, device=dev)
-        self._no_noise = (wp.zeros((1, bk.NOISE_PER_ROW), dtype=real, device=dev),
-                          wp.zeros((1, 1, 3), dtype=real, device=dev), wp.zeros((1, 4), dtype=real, device=dev))
+        self._unused = Unused(dev)
         self._no_rows = wp.zeros(0, dtype=wp.int32, device=dev)
         self.home = State.zeros(m, r, requires_grad)
         """The branch rows the last substep left (R rows), where the first position reads them."""
@@ -169,27 +172,35 @@ class DeviceBundler:
     def read_stats(self) -> None:
         """stats <- the device's counters and the mean approach speed of the feet perturbed since the
         last reading (one copy each; the simulator calls it at every segment cut)."""
-        counts = self._counters.numpy()
-        for name, value in zip(sk.COUNTERS, counts):
-            setattr(self.stats, name, int(value))
+        self._read_counters()
         speed_sum, legs = self._approach.numpy()
         if legs:
             self.stats.approach_speed = float(speed_sum / legs)
             self._approach.zero_()
 
+    def _read_counters(self) -> None:
+        for name, value in zip(sk.COUNTERS, self._counters.numpy()):
+            setattr(self.stats, name, int(value))
+
     def state_dict(self) -> dict:
         """Slots, flags, counters, the noise stream's position and the branch rows (numpy arrays)."""
-        self.read_stats()
-        return {"on_device": True, **{k: a.numpy().copy() for k, a in self._ints.items()},
+        self._read_counters()
+        return {"on_device": True, "branches": self.branches, "max_branch_rows": self.rows,
+                **{k: a.numpy().copy() for k, a in self._ints.items()},
                 "counters": self._counters.numpy().copy(), "stats": dataclasses.asdict(self.stats),
                 "branch": {k: a.numpy().copy() for k, a in zip(_FIELDS, _fields(self.home))}}
 
     def load_state_dict(self, state: dict) -> None:
-        """Restore `state_dict()` of a device bundler of the same shape; ValueError (nothing restored) for
-        a host bundler's state or another shape."""
+        """Restore `state_dict()` of a device bundler of the same B, R and number of environments;
+        ValueError (nothing restored) for a host bundler's state or another shape. The next substep reads
+        the restored branch rows: restore at a segment's cut (the simulator checks)."""
         if not state.get("on_device"):
             raise ValueError("bundle.on_device: this state was saved by the host's bundler (bundle.on_device "
                              "false); resume with the settings it was saved with")
+        for name, mine in (("branches", self.branches), ("max_branch_rows", self.rows)):
+            if int(state[name]) != mine:
+                raise ValueError(f"bundle.{name}: the state was saved with {int(state[name])}, this bundler has "
+                                 f"{mine}; resume with the settings it was saved with")
         for k, a in self._ints.items():
             if tuple(np.shape(state[k])) != tuple(a.shape):
                 raise ValueError(f"bundle.on_device: the state's {k} has shape {np.shape(state[k])}, this "
@@ -222,10 +233,11 @@ class DeviceBundler:
         s_out = f.env_out if s_out is None else s_out
         if first:
             sites(sk.close_restarted, n, [ints["restart"], ints["slot_env"], ints["env_slot"], ints["unloaded"]])
+        sites(sk.run_rows, r + n, [ints["slot_env"], self.branches, r, n, f.env_of_row, f.run_which, f.run_src])
         sites(bk.select_rows, (r + n, self.physics.model.nq), [
-            self._no_rows, self._no_rows, r, 0, *_fields(branch_in), *_fields(s_in), *_fields(s_in),
-            *_fields(f.run_in)], tape)
-        self._gather(sites, f.env_of_row, control, f.run_control, r + n, tape)
+            f.run_which, f.run_src, 0, 0, *_fields(branch_in), *_fields(s_in), *_fields(s_in), *_fields(f.run_in)],
+            tape)
+        self._gather(sites, f.env_of_row, control, f.run_control, tape)
         self.physics.run(f.run_in, f.run_out, f.run_control, h, f.run_scratch, tape)
         d = f.d
         sites(bk.leg_loads, (r + n, 2), [mdl, f.run_out.contact_impulse, real(cfg.threshold * h),
@@ -235,18 +247,19 @@ class DeviceBundler:
         sites(bk.foot_perturbation, (r, 2), [
             mdl, f.run_in.q, sc.xrot, sc.xpos, sc.s_ang, sc.s_lin, sc.vel_ang, sc.vel_lin, d.src, d.legs, self._seed,
             ints["key"], real(self._sigma_p), real(self._sigma_v), real(self._sigma_v_per_speed), real(cfg.damping),
-            real(cfg.max_dq), real(cfg.max_dqd), f.dq, f.dqd, ints["clamped"], self._approach, 0, *self._no_noise])
+            real(cfg.max_dq), real(cfg.max_dqd), f.dq, f.dqd, ints["clamped"], self._approach, 0, *self._unused.noise])
         if self.recorded is not None:
             self._record(f)
         sites(bk.perturbed_rows, (r, self.physics.model.nq), [f.run_in.q, f.run_in.qd, d.src, 0, f.dq, f.dqd,
                                                              f.rerun_in.q, f.rerun_in.qd], tape)
-        self._gather(sites, f.rerun_env, control, f.rerun_control, r, tape)
+        sites(sk.slot_rows, r, [ints["slot_env"], self.branches, r, n, f.rerun_env])
+        self._gather(sites, f.rerun_env, control, f.rerun_control, tape)
         self.physics.run(f.rerun_in, f.rerun_out, f.rerun_control, h, f.rerun_scratch, tape)
         sites(bk.select_rows, (r, self.physics.model.nq), [
             d.rerun, d.branch_src, 0, 0, *_fields(f.run_out), *_fields(f.rerun_out), *_fields(f.rerun_out),
             *_fields(f.branch_out)], tape)
         sites(bk.branch_mean, self.slots, [
-            self._first, self._count, *_fields(f.branch_out), 0, self._no_probe, f.q_sum, *_fields(f.mean)], tape)
+            self._first, self._count, *_fields(f.branch_out), 0, self._unused.probe, f.q_sum, *_fields(f.mean)], tape)
         nominal = f.nominal
         offset = f.offset if f.offset is not None else f.mean
         if f.offset is not None:
@@ -282,11 +295,9 @@ class DeviceBundler:
         sites(sk.count_down, self.slots, [int(cfg.end_when_released), d.admission, slot_env, ints["slot_left"],
                                           ints["slot_opened"], d.loaded, d.ending, counters])
 
-    def _gather(self, sites: LaunchSites, env_of_row: wp.array, control: Control, out: Control, rows: int,
-                tape) -> None:
-        """out (rows) <- the control of each row's environment (sk.slot_rows, from the slots as they are)."""
-        sites(sk.slot_rows, rows, [self._ints["slot_env"], self.branches, self.rows, env_of_row])
-        sites(bk.gather_control, (rows, self.physics.model.nj), [
+    def _gather(self, sites: LaunchSites, env_of_row: wp.array, control: Control, out: Control, tape) -> None:
+        """out <- the control of each row's environment (`env_of_row`: sk.row_env)."""
+        sites(bk.gather_control, (env_of_row.shape[0], self.physics.model.nj), [
             env_of_row, control.q_target, control.qd_target, control.kp, control.kd, control.tau,
             out.q_target, out.qd_target, out.kp, out.kd, out.tau], tape)
 

@@ -17,23 +17,48 @@ COUNTERS = ("env_substeps", "bundled_env_substeps", "branch_substeps", "bundles"
             "skipped_events", "released")
 """The device's counters, in order (`BundleStats` fields of the same names)."""
 
-LOADED, ABOVE = 1, 2
-"""bundling.kernels.leg_loads: a leg's largest impulse above the onset level, above the threshold."""
+ABOVE = 2
+"""bundling.kernels.leg_loads: a leg's largest impulse is above the threshold."""
+
+
+@wp.func
+def row_env(i: int, branches: int, rows: int, envs: int, slot_env: wp.array(dtype=int)):
+    """The environment of row i (R + N rows): a branch row's slot's, or for an idle branch row (a free
+    slot's, or beyond the last slot) environment i mod N, whose state and control it copies (valid
+    values, spread over the environments: its adjoints are zero); an environment row R + e, e."""
+    if i >= rows:
+        return i - rows
+    s = i // branches
+    if s < slot_env.shape[0]:
+        if slot_env[s] >= 0:
+            return slot_env[s]
+    return i % envs
 
 
 @wp.kernel(enable_backward=False)
-def slot_rows(slot_env: wp.array(dtype=int), branches: int, rows: int, env_of_row: wp.array(dtype=int)):
-    """env_of_row[i]: the environment whose control row i runs under: branch row i < R its slot's
-    environment (0 in a free slot: its rows run, unread), environment row R + e its own."""
+def slot_rows(slot_env: wp.array(dtype=int), branches: int, rows: int, envs: int, env_of_row: wp.array(dtype=int)):
+    """env_of_row[i] = `row_env`: whose control row i runs under."""
     i = wp.tid()
-    if i >= rows:
-        env_of_row[i] = i - rows
-        return
-    s = i // branches
-    e = int(0)
-    if s < slot_env.shape[0]:
-        e = wp.max(slot_env[s], 0)
+    env_of_row[i] = row_env(i, branches, rows, envs, slot_env)
+
+
+@wp.kernel(enable_backward=False)
+def run_rows(slot_env: wp.array(dtype=int), branches: int, rows: int, envs: int, env_of_row: wp.array(dtype=int),
+             which: wp.array(dtype=int), src: wp.array(dtype=int)):
+    """The run's rows (R + N): env_of_row as `slot_rows`, and where each row's input comes from
+    (bundling.kernels.select_rows of the branch rows, 0, and the environments, 1): an open slot's row
+    its own branch row (0, i), any other row its environment's (1, e)."""
+    i = wp.tid()
+    e = row_env(i, branches, rows, envs, slot_env)
     env_of_row[i] = e
+    which[i] = 1
+    src[i] = e
+    if i < rows:
+        s = i // branches
+        if s < slot_env.shape[0]:
+            if slot_env[s] >= 0:
+                which[i] = 0
+                src[i] = i
 
 
 CHUNK = 64
@@ -70,9 +95,11 @@ def branch_events(loads: wp.array2d(dtype=int), branches: int, slot_env: wp.arra
     """Branch row r (R rows; R + N loads): in an open slot, a leg ABOVE the threshold and not perturbed
     yet is perturbed now (legs[r, leg] = flags[r, leg] = 1) and the row re-run from itself (rerun[r] = 1,
     src[r] = r), and its slot counts as loaded; the row keeps its own result (branch_src[r] = r). In a
-    free slot (or beyond the last) it is idle and keeps the first environment's row (branch_src = R)."""
+    free slot (or beyond the last) it is idle and keeps its environment's plain result (`row_env`:
+    branch_src = R + r mod N)."""
     r = wp.tid()
     rows = rerun.shape[0]
+    envs = loads.shape[0] - rows
     s = r // branches
     rerun[r] = 0
     src[r] = r
@@ -80,10 +107,10 @@ def branch_events(loads: wp.array2d(dtype=int), branches: int, slot_env: wp.arra
     legs[r, 0] = 0
     legs[r, 1] = 0
     if s >= slot_env.shape[0]:
-        branch_src[r] = rows
+        branch_src[r] = rows + r % envs
         return
     if slot_env[s] < 0:
-        branch_src[r] = rows
+        branch_src[r] = rows + r % envs
         return
     perturbed = int(0)
     for leg in range(2):
