@@ -70,6 +70,20 @@ def windows(sim: Simulator, lengths, seed: int = 0, dt: float = DT, restart=None
     return out
 
 
+def steps_without_gradient(sim: Simulator, steps: int, fall_speed: float = 0.0):
+    """(q, qd) on the host after `steps` steps through torch_bridge.step_without_gradient from 0.80 m,
+    falling at `fall_speed` [m/s], PD holding the default pose."""
+    model, device = sim.model, sim.model.device
+    kp, kd = pd(model, device)
+    target = torch.tensor(model.robot.default_q, device=device).expand(N, -1)
+    q = torch.tensor(np.tile(model.default_qpos(0.80), (N, 1)), device=device)
+    qd = torch.zeros(N, model.nv, dtype=torch.float64, device=device)
+    qd[:, 2] = -fall_speed
+    for _ in range(steps):
+        q, qd = step_without_gradient(sim, q, qd, target, DT, kp, kd)
+    return q.cpu().numpy(), qd.cpu().numpy()
+
+
 def assert_identical(a, b):
     for window_a, window_b in zip(a, b, strict=True):
         for x, y in zip(window_a, window_b, strict=True):
@@ -96,16 +110,8 @@ def test_captured_windows_match_steps_launched_one_by_one(models, device):
     assert_identical(eager, windows(captured, (3, 3, 3, 3, 5)))
     assert np.abs(eager[-1][2]).sum() > 0
 
-    kp, kd = pd(model, device)
-    target = torch.tensor(model.robot.default_q, device=device).expand(N, -1)
-    states = {}
-    for capture in (False, True):
-        sim = Simulator(model, N, config, capture_graphs=capture)
-        q = torch.tensor(np.tile(model.default_qpos(0.80), (N, 1)), device=device)
-        qd = torch.zeros(N, model.nv, dtype=torch.float64, device=device)
-        for _ in range(5):
-            q, qd = step_without_gradient(sim, q, qd, target, DT, kp, kd)
-        states[capture] = (q.cpu().numpy(), qd.cpu().numpy())
+    states = {capture: steps_without_gradient(Simulator(model, N, config, capture_graphs=capture), 5)
+              for capture in (False, True)}
     assert_identical([states[False]], [states[True]])
 
 
@@ -251,18 +257,12 @@ def test_device_bundled_windows_are_captured_and_match_steps_launched_one_by_one
     assert stats["bundles"] > 3 and stats["skipped_events"] > 0 and stats["reperturbations"] > 0, stats
     assert runs[False][2] > 0 and runs[True][2] == 0
 
-    kp, kd = pd(model, device)
-    target = torch.tensor(model.robot.default_q, device=device).expand(N, -1)
     states = {}
     for capture in (False, True):
         sim = Simulator(model, N, BUNDLED_ON_DEVICE, capture_graphs=capture)
-        q = torch.tensor(np.tile(model.default_qpos(0.80), (N, 1)), device=device)
-        qd = torch.full((N, model.nv), 0.0, dtype=torch.float64, device=device)
-        qd[:, 2] = -0.8
-        for _ in range(8):
-            q, qd = step_without_gradient(sim, q, qd, target, DT, kp, kd)
+        q, qd = steps_without_gradient(sim, 8, fall_speed=0.8)
         sim.segment.cut()
-        states[capture] = (q.cpu().numpy(), qd.cpu().numpy(), np.array(sim.bundle_stats.bundles))
+        states[capture] = (q, qd, np.array(sim.bundle_stats.bundles))
     assert states[True][2] > 0
     same([states[False]], [states[True]])
 
