@@ -92,7 +92,7 @@ STEP_OUTPUT_LINES=150
 record() {
   local name="$1" status="$2" secs="$3" cmd="$4" output="$5" last=""
   [ -s "$output" ] && last="$(grep -v '^\s*$' "$output" | tail -n 1 | cut -c1-160)"
-  printf '%-22s %-36s %6s  %s\n' "$name" "$status" "$secs" "$last" >> "$WORK/summary"
+  printf '%-24s %-36s %6s  %s\n' "$name" "$status" "$secs" "$last" >> "$WORK/summary"
   {
     printf '\n## %s\ncommand: %s\nstatus: %s\nseconds: %s\n' "$name" "$cmd" "$status" "$secs"
     if [ -s "$output" ]; then
@@ -101,7 +101,7 @@ record() {
       tail -n "$STEP_OUTPUT_LINES" "$output"
     fi
   } >> "$WORK/body"
-  printf '[gpu_check] %-22s %s (%ss)\n' "$name" "$status" "$secs" >&2
+  printf '[gpu_check] %-24s %s (%ss)\n' "$name" "$status" "$secs" >&2
 }
 
 # selected GROUP: whether --only (when given) names this group of steps.
@@ -244,7 +244,7 @@ fi
   echo "gpu_check $(date -u +%Y-%m-%dT%H:%M:%SZ) device $DEVICE budget ${BUDGET} s, took ${SECONDS} s"
   echo "commit $COMMIT"
   echo
-  printf '%-22s %-36s %6s  %s\n' step status secs "last line of its output"
+  printf '%-24s %-36s %6s  %s\n' step status secs "last line of its output"
   cat "$WORK/summary"
   cat "$WORK/body"
 } > "$REPORT"

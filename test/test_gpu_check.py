@@ -15,7 +15,7 @@ case "$*" in
   "-c "*) echo "fake environment" ;;
   "-m pytest"*) echo "1 passed, 2 deselected in 0.01s ${*: -1}" ;;
   *bench_diffsim.py*--help*) echo "usage: bench_diffsim.py"
-                             [ -n "$FAKE_PRECISION" ] && echo "  --precision {float64,float32}" ;;
+                             [ -n "$FAKE_PRECISION" ] && echo "  --precision {float64,float32}  --on-device" ;;
   *bench_diffsim.py*"--envs 4 "*float32*) echo "float32 blew up" >&2; exit 3 ;;
   *bench_diffsim.py*"--envs 16 "*float32*) sleep 60 ;;
   *bench_diffsim.py*) echo "forward_vs_mujoco=1.5 backward_over_forward=2.5 ($*)" ;;
@@ -59,8 +59,10 @@ def test_every_outcome_is_recorded_and_a_failure_sets_the_exit_code(tmp_path):
         "diffsim_4_float32": "failed (exit 3)",
         "diffsim_16_float64": "ok",
         "diffsim_16_float32": f"timed out after {statuses['diffsim_16_float32'].split()[-2]} s",
+        "diffsim_bundled_device": "skipped (budget spent)",
         "train": "skipped (budget spent)",
         "train_scaled": "skipped (budget spent)",
+        "train_scaled_device": "skipped (budget spent)",
     }
     assert code == 1
     assert "float32 blew up" in report                                   # each step's output is in the report
@@ -79,11 +81,15 @@ def test_missing_options_are_not_available_rather_than_failures(tmp_path):
         "diffsim_4_float32": "not available",
         "diffsim_16": "ok",
         "diffsim_16_float32": "not available",
+        "diffsim_bundled_device": "not available",
         "train": "not available (arguments refused)",
         "train_scaled": "not available (arguments refused)",
+        "train_scaled_device": "not available (arguments refused)",
     }
     assert code == 0
     assert "bench/bench_diffsim.py has no --precision option" in report
+    assert "bench/bench_diffsim.py has no --on-device option" in report
+    assert "--set env.sim.bundle.on_device=true --set env.sim.bundle.max_branch_rows=20" in report
     assert "unrecognized arguments: --iterations 1" in report
     assert "bench/bench_train.py --preset cpu-smoke --device cpu --iterations 1" in report
     assert ("--variants shac --set shac.num_envs=16 --set env.sim.precision=float32") in report
@@ -92,7 +98,8 @@ def test_missing_options_are_not_available_rather_than_failures(tmp_path):
 def test_only_runs_the_named_steps(tmp_path):
     code, statuses, report = run_check(tmp_path, 300, "--only", "cuda_tests,train")
     assert statuses == {"cuda_tests": "ok", "train": "not available (arguments refused)",
-                        "train_scaled": "not available (arguments refused)"}
+                        "train_scaled": "not available (arguments refused)",
+                        "train_scaled_device": "not available (arguments refused)"}
     assert code == 0
     assert "bench_diffsim" not in report
 
