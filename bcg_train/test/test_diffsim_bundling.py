@@ -41,8 +41,9 @@ def initial_state(model, n, dropped=None, roll=0.0):
     return q, qd
 
 
-def rollout(config, steps, q0, qd0, actions, requires_grad=False, weights=None, setup=None):
-    """Final (q, qd), the gradient of weights . q_final wrt the actions (when weights is given), stats."""
+def rollout(config, steps, q0, qd0, actions, requires_grad=False, weights=None, setup=None, before_step=None):
+    """Final (q, qd), the gradient of weights . q_final wrt the actions (when weights is given), stats;
+    `setup(sim)` first, `before_step(sim, t)` before each step t."""
     n = q0.shape[0]
     sim = Simulator(MODEL, n, config, requires_grad=requires_grad)
     if setup is not None:
@@ -52,7 +53,9 @@ def rollout(config, steps, q0, qd0, actions, requires_grad=False, weights=None, 
     ctrl = sim.control().set_pd(q_target=actions, kp=r.kp * 10, kd=r.kd * 3)
     tape = Tape()
     with tape:
-        for _ in range(steps):
+        for t in range(steps):
+            if before_step is not None:
+                before_step(sim, t)
             s1 = sim.state()
             sim.step(s, s1, ctrl, DT)
             s = s1
@@ -1051,26 +1054,12 @@ def _landings():
     return q0, qd0
 
 
-def _device_run(config, steps, setup, restart_at=None):
-    """(final q, final qd, d(DEVICE_WEIGHTS . q_final)/d actions, the simulator) of `steps` steps from the
-    landings under PD on DEVICE_ACTIONS, taped; `setup(sim)` first; environment 3 restarted (its bundle
-    closed) before step `restart_at`."""
-    sim = Simulator(MODEL, DEVICE_N, config, requires_grad=True)
-    setup(sim)
-    r = MODEL.robot
-    s = sim.state().assign(*_landings())
-    ctrl = sim.control().set_pd(q_target=DEVICE_ACTIONS, kp=r.kp * 10, kd=r.kd * 3)
-    tape = Tape()
-    with tape:
-        for t in range(steps):
-            if t == restart_at:
-                sim.segment.restart([3])
-                sim.closed_a_bundle = 3 in getattr(sim.bundler, "bundle_env", ())   # the host's
-            s1 = sim.state()
-            sim.step(s, s1, ctrl, DT)
-            s = s1
-    tape.backward(grads={s.q: wp.array(DEVICE_WEIGHTS, dtype=wp.float64)})
-    return s.q.numpy(), s.qd.numpy(), ctrl.q_target.grad.numpy(), sim
+def _restart_3_at_step_3(sim, t):
+    """Environment 3 restarted (its bundle closed) before step 3; the host's bundler notes whether it
+    had one open (sim.closed_a_bundle)."""
+    if t == 3:
+        sim.closed_a_bundle = 3 in getattr(sim.bundler, "bundle_env", ())
+        sim.segment.restart([3])
 
 
 DEVICE_VARIANTS = {"paper": {}, "onset": {"onset_fraction": 0.5}, "release": {"end_when_released": True},
@@ -1084,28 +1073,31 @@ def test_device_bundles_are_the_host_bundles_given_the_same_perturbations(varian
     bundler replays them, and states, gradients and every counter agree to the last bit."""
     bundle = {"enabled": True, "branches": 3, "span_steps": 2, "seed": 5, "threshold": 300.0,
               **DEVICE_VARIANTS[variant]}
-    recorded = []
+    recorded, sims = [], {}
 
     def record(sim):
         sim.bundler.recorded = recorded
+        sims["device"] = sim
 
     config = sim_config(on_device=True, max_branch_rows=DEVICE_N * 3, **bundle)
-    *device, dsim = _device_run(config, 15, record, restart_at=3)
-    dsim.segment.cut()                              # the device's counters are read at the cut
+    *device, device_stats = rollout(config, 15, *_landings(), DEVICE_ACTIONS, True, DEVICE_WEIGHTS, record,
+                                    _restart_3_at_step_3)
+    sims["device"].segment.cut()                    # the device's counters are read at the cut
     replayed = iter(recorded)
 
     def replay(sim):
         sim.bundler.replay = replayed
+        sims["host"] = sim
 
-    *host, hsim = _device_run(sim_config(**bundle), 15, replay, restart_at=3)
+    *host, stats = rollout(sim_config(**bundle), 15, *_landings(), DEVICE_ACTIONS, True, DEVICE_WEIGHTS, replay,
+                           _restart_3_at_step_3)
     assert next(replayed, None) is None and len(recorded) >= 5
     for x, y in zip(device, host, strict=True):
         np.testing.assert_array_equal(x, y)
-    counters = [(name, getattr(dsim.bundle_stats, name), getattr(hsim.bundle_stats, name)) for name in sk.COUNTERS]
+    counters = [(name, getattr(device_stats, name), getattr(stats, name)) for name in sk.COUNTERS]
     assert all(d == h for _, d, h in counters), counters
-    stats = hsim.bundle_stats
     assert stats.bundles >= 4 and stats.reperturbations > 0 and np.abs(device[2]).sum() > 0
-    assert hsim.closed_a_bundle
+    assert sims["host"].closed_a_bundle
     if variant == "release":
         assert stats.released > 0
 

@@ -113,6 +113,13 @@ class BundleStats:
         return self.bundled_env_substeps / self.env_substeps if self.env_substeps else 0.0
 
 
+def gather_control(sites: LaunchSites, env_of_row: wp.array, control: Control, out: Control, tape) -> None:
+    """out (rows) <- row i the control of environment env_of_row[i] (bk.gather_control, on `tape`)."""
+    sites(bk.gather_control, (env_of_row.shape[0], out.q_target.shape[1]), [
+        env_of_row, control.q_target, control.qd_target, control.kp, control.kd, control.tau,
+        out.q_target, out.qd_target, out.kp, out.kd, out.tau], tape)
+
+
 class Unused:
     """Arguments of the bundling kernels for options that are off, on `device`: a probe
     (bk.branch_mean), a zero seed offset (bk.foot_perturbation's seed is then its number) and the kept
@@ -503,11 +510,8 @@ class Bundler:
         return out.numpy().copy()
 
     def _gather_control(self, control: Control, env_of_row: np.ndarray, tape) -> Control:
-        rows = len(env_of_row)
-        out = self.pool.control(rows)
-        self._sites(bk.gather_control, (rows, self.model.nj), [
-            self.pool.ints(env_of_row), control.q_target, control.qd_target, control.kp, control.kd, control.tau,
-            out.q_target, out.qd_target, out.kp, out.kd, out.tau], tape)
+        out = self.pool.control(len(env_of_row))
+        gather_control(self._sites, self.pool.ints(env_of_row), control, out, tape)
         return out
 
     def _take(self, which: np.ndarray, src: np.ndarray, a: Tuple[State, Optional[wp.array]],

@@ -44,7 +44,7 @@ from ..state import Control, State
 from ..substep import Substep
 from . import kernels as bk
 from . import slot_kernels as sk
-from .bundler import _FIELDS, SEED_STRIDE, BundleStats, Unused, _fields, _rows
+from .bundler import _FIELDS, SEED_STRIDE, BundleStats, Unused, _fields, _rows, gather_control
 
 T = scalar_types(__name__)
 real = T.real
@@ -237,7 +237,7 @@ class DeviceBundler:
         sites(bk.select_rows, (r + n, self.physics.model.nq), [
             f.run_which, f.run_src, 0, 0, *_fields(branch_in), *_fields(s_in), *_fields(s_in), *_fields(f.run_in)],
             tape)
-        self._gather(sites, f.env_of_row, control, f.run_control, tape)
+        gather_control(sites, f.env_of_row, control, f.run_control, tape)
         self.physics.run(f.run_in, f.run_out, f.run_control, h, f.run_scratch, tape)
         d = f.d
         sites(bk.leg_loads, (r + n, 2), [mdl, f.run_out.contact_impulse, real(cfg.threshold * h),
@@ -253,7 +253,7 @@ class DeviceBundler:
         sites(bk.perturbed_rows, (r, self.physics.model.nq), [f.run_in.q, f.run_in.qd, d.src, 0, f.dq, f.dqd,
                                                              f.rerun_in.q, f.rerun_in.qd], tape)
         sites(sk.slot_rows, r, [ints["slot_env"], self.branches, r, n, f.rerun_env])
-        self._gather(sites, f.rerun_env, control, f.rerun_control, tape)
+        gather_control(sites, f.rerun_env, control, f.rerun_control, tape)
         self.physics.run(f.rerun_in, f.rerun_out, f.rerun_control, h, f.rerun_scratch, tape)
         sites(bk.select_rows, (r, self.physics.model.nq), [
             d.rerun, d.branch_src, 0, 0, *_fields(f.run_out), *_fields(f.rerun_out), *_fields(f.rerun_out),
@@ -294,12 +294,6 @@ class DeviceBundler:
             d.rerun, d.legs, d.src, d.branch_src, d.env_which, d.env_src])
         sites(sk.count_down, self.slots, [int(cfg.end_when_released), d.admission, slot_env, ints["slot_left"],
                                           ints["slot_opened"], d.loaded, d.ending, counters])
-
-    def _gather(self, sites: LaunchSites, env_of_row: wp.array, control: Control, out: Control, tape) -> None:
-        """out <- the control of each row's environment (`env_of_row`: sk.row_env)."""
-        sites(bk.gather_control, (env_of_row.shape[0], self.physics.model.nj), [
-            env_of_row, control.q_target, control.qd_target, control.kp, control.kd, control.tau,
-            out.q_target, out.qd_target, out.kp, out.kd, out.tau], tape)
 
     def _frame(self, position: int) -> _Frame:
         """The buffers of `position`, made at its first substep, zeroed for reuse."""

@@ -22,16 +22,27 @@ ABOVE = 2
 
 
 @wp.func
+def open_slot(i: int, branches: int, rows: int, slot_env: wp.array(dtype=int)):
+    """The slot of row i when it is a branch row (i < R) of an open slot, else -1 (an environment row, a
+    free slot's row, or a row beyond the last slot)."""
+    if i < rows:
+        s = i // branches
+        if s < slot_env.shape[0]:
+            if slot_env[s] >= 0:
+                return s
+    return -1
+
+
+@wp.func
 def row_env(i: int, branches: int, rows: int, envs: int, slot_env: wp.array(dtype=int)):
     """The environment of row i (R + N rows): a branch row's slot's, or for an idle branch row (a free
     slot's, or beyond the last slot) environment i mod N, whose state and control it copies (valid
     values, spread over the environments: its adjoints are zero); an environment row R + e, e."""
     if i >= rows:
         return i - rows
-    s = i // branches
-    if s < slot_env.shape[0]:
-        if slot_env[s] >= 0:
-            return slot_env[s]
+    s = open_slot(i, branches, rows, slot_env)
+    if s >= 0:
+        return slot_env[s]
     return i % envs
 
 
@@ -53,12 +64,9 @@ def run_rows(slot_env: wp.array(dtype=int), branches: int, rows: int, envs: int,
     env_of_row[i] = e
     which[i] = 1
     src[i] = e
-    if i < rows:
-        s = i // branches
-        if s < slot_env.shape[0]:
-            if slot_env[s] >= 0:
-                which[i] = 0
-                src[i] = i
+    if open_slot(i, branches, rows, slot_env) >= 0:
+        which[i] = 0
+        src[i] = i
 
 
 CHUNK = 64
@@ -99,18 +107,14 @@ def branch_events(loads: wp.array2d(dtype=int), branches: int, slot_env: wp.arra
     branch_src = R + r mod N)."""
     r = wp.tid()
     rows = rerun.shape[0]
-    envs = loads.shape[0] - rows
-    s = r // branches
+    s = open_slot(r, branches, rows, slot_env)
     rerun[r] = 0
     src[r] = r
     branch_src[r] = r
     legs[r, 0] = 0
     legs[r, 1] = 0
-    if s >= slot_env.shape[0]:
-        branch_src[r] = rows + r % envs
-        return
-    if slot_env[s] < 0:
-        branch_src[r] = rows + r % envs
+    if s < 0:
+        branch_src[r] = rows + r % (loads.shape[0] - rows)
         return
     perturbed = int(0)
     for leg in range(2):
