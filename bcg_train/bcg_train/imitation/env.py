@@ -345,9 +345,9 @@ class G1ImitationEnv:
         """Running totals (bundles opened, ended early among them, environment-substeps refused for
         want of rows), this step's fraction of environment-substeps inside a bundle (with the bundles on
         the device, whose counters are read at the segment's cut: the fraction over the last window, and
-        the totals as of that cut), the B of the bundles opened
-        next, the last measured spread of a bundle's branch gradients, the perturbed feet's mean
-        approach speed [m/s] and the alpha-order weight."""
+        the totals as of that cut), the B of the bundles opened next, the last measured spread of a
+        bundle's branch gradients, the perturbed feet's mean approach speed [m/s] and the alpha-order
+        weight."""
         out = {"env_steps": float(self.env_steps)}
         st = self.sim.bundle_stats
         if st is not None:
