@@ -277,6 +277,13 @@ def test_source_string_form():
             MotionSource.parse(spec)
 
 
+def test_a_source_is_labelled_by_its_stem_and_window():
+    assert MotionSource.parse("takes/run1_subject2.csv@61:76").label == "run1_subject2_61-76"
+    assert MotionSource.parse("a/jumps.csv@5.5:20.5,fps=60").label == "jumps_5p5-20p5"
+    assert MotionSource.parse("take.csv@10:").label == "take_10-end"
+    assert MotionSource.parse("take.npz").label == "take"
+
+
 def test_a_file_whose_name_looks_like_options_is_that_file(robot, tmp_path):
     path = save_motion_csv(_motion(robot, frames=4), tmp_path / "take.csv,v2.csv")
     assert MotionSource.parse(str(path)) == MotionSource(path)

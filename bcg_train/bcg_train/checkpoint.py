@@ -2,7 +2,7 @@
 or Ctrl-C while writing leaves the previous file intact; read onto the CPU."""
 import re
 from pathlib import Path
-from typing import List, Union
+from typing import Collection, List, Union
 
 import torch
 
@@ -74,7 +74,9 @@ def load_checkpoint(path: PathLike) -> dict:
     return state
 
 
-def prune_checkpoints(folder: PathLike, keep: int) -> None:
-    """Delete all but the newest `keep` iter_*.pt files in `folder`."""
+def prune_checkpoints(folder: PathLike, keep: int, protected: Collection[int] = ()) -> None:
+    """Delete all but the newest `keep` iter_*.pt files in `folder`, and those of the `protected`
+    iterations."""
     for old in checkpoints_in(folder)[:-keep]:
-        old.unlink()
+        if checkpoint_iteration(old) not in protected:
+            old.unlink()

@@ -40,14 +40,15 @@ import torch
 import yaml
 
 from bcg.atomic_file import write_text_atomic
+from bcg.config_files import config_dir
 from bcg.motion import MotionFileError
 from bcg.motion.segments import ENV_VAR as MOTION_DIR_ENV_VAR
 from bcg.motion.segments import resolve_motion_dir
 
 from .algo.data_parallel import Ranks
-from .checkpoint import CheckpointError, find_checkpoint, load_checkpoint
+from .checkpoint import CHECKPOINT_DIR, CheckpointError, checkpoint_name, find_checkpoint, load_checkpoint
 from .env_api import DiffEnv
-from .motion.library import motion_help
+from .motion.library import motion_help, motion_label
 from .policy_weights import policy_start_warnings
 from .run_lock import RunFolderInUse, RunFolderLock
 from .runner import Runner, make_algorithm
@@ -62,6 +63,10 @@ from .train_config import (
 )
 
 EXIT_USAGE = 2
+DEFAULT_PRESET = "track"
+"""The preset of a new run that names none: config/train/track.yaml, the recipe for a new motion."""
+PICK_DIR = "policy"
+"""Where a screened run's pick is exported (RUN/policy/NAME.onnx and its sidecar)."""
 
 
 def build_env(cfg: TrainConfig, motion: str, device: str) -> DiffEnv:
@@ -107,7 +112,7 @@ def parse_assignments(items: Sequence[str]) -> Dict:
 
 
 def default_run_dir(cfg: TrainConfig, run_info: Dict) -> Path:
-    motion = Path(str(run_info["motion"])).stem
+    motion = motion_label(str(run_info["motion"]))
     bundle = "bcg" if cfg.bundle else "nobundle"
     return Path(cfg.runner.log_dir) / (f"{time.strftime('%Y%m%d-%H%M%S')}_{cfg.algorithm}_{motion}"
                                        f"_k{cfg.env.sim.kappa:g}_{bundle}")
@@ -203,8 +208,7 @@ def _train(args: argparse.Namespace, ranks: Ranks, lead: bool, folder: contextli
             runner = build_runner(cfg, run_info, path.parent.parent)
             runner.resume(path)
         else:
-            if not args.preset:
-                raise ConfigError("--preset: required (or --resume)")
+            args.preset = args.preset or DEFAULT_PRESET
             if args.iterations is not None:
                 raise ConfigError(f"--iterations: extends a resumed run; for a new one use "
                                   f"--set <algorithm>.iterations={args.iterations}")
@@ -220,8 +224,10 @@ def _train(args: argparse.Namespace, ranks: Ranks, lead: bool, folder: contextli
             if lead:
                 folder.enter_context(RunFolderLock(run_dir))
             runner = build_runner(cfg, run_info, run_dir)
-            if args.init_from:
-                runner.run_info["init_from"] = runner.init_from(find_checkpoint(args.init_from))
+            start = args.init_from or start_file(cfg.runner.init_from)
+            if start:
+                runner.run_info["init_from"] = {**runner.init_from(find_checkpoint(start)),
+                                                "from_config": not args.init_from}
                 if lead and cfg.algorithm == "shac" and "policy" in runner.run_info["init_from"]:
                     for warning in policy_start_warnings(cfg.shac.actor_warmup_iterations, cfg.shac.init_action_std):
                         print(f"bcg-train: warning: starting from a policy file: {warning}", file=sys.stderr)
@@ -241,4 +247,37 @@ def _train(args: argparse.Namespace, ranks: Ranks, lead: bool, folder: contextli
     last = runner.train(stop_at=args.stop_at)
     if last is not None:
         print(f"bcg-train: checkpoint {last}\n  export: bcg-export {last} -o policy.onnx", file=sys.stderr)
+    if lead and runner.screened:
+        ship_pick(runner.run_dir)
     return 0
+
+
+def start_file(path: str) -> Optional[Path]:
+    """`runner.init_from` as a file: as given when it exists (absolute, or relative to the current
+    folder), else relative to the workspace (the folder holding config/); None when empty.
+    ConfigError naming the places looked at when it is nowhere."""
+    if not path:
+        return None
+    candidates = [Path(path)] if Path(path).is_absolute() else [Path(path), config_dir().parent / path]
+    for candidate in candidates:
+        if candidate.exists():
+            return candidate
+    raise ConfigError(f"runner.init_from: {path} not found (looked at {', '.join(map(str, candidates))}); "
+                      f"--set runner.init_from='' starts from fresh networks")
+
+
+def ship_pick(run_dir: Path) -> None:
+    """Export the screened pick of `run_dir` with its provenance to RUN/policy/ (`bcg-ship`'s name), or
+    say that every screened checkpoint fell."""
+    from .background_screen import read_screen
+    from .evaluation.ship import ship
+    report = read_screen(run_dir) or {}
+    best = report.get("pick")
+    if best is None:
+        print(f"bcg-train: no screened checkpoint stood in MuJoCo from both starts ({run_dir}/screen/screen.md)",
+              file=sys.stderr)
+        return
+    onnx_path, side = ship(run_dir / CHECKPOINT_DIR / checkpoint_name(int(best["iteration"])), run_dir / PICK_DIR)
+    print(f"bcg-train: the pick, iteration {best['iteration']} (MuJoCo: 0 falls from both starts, "
+          f"{best['tracking_cm']:.1f} cm world tracking, {best['tracking_root_xy_cm']:.1f} cm without the drift): "
+          f"{onnx_path} ({side.name}: its provenance)", file=sys.stderr)

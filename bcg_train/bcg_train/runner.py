@@ -23,6 +23,7 @@ from torch import nn
 from bcg.contract import ObservationSpec
 
 from . import curves
+from .background_screen import BackgroundScreen, protected_iterations, read_screen
 from .algo.data_parallel import Ranks
 from .algo.phases import phase
 from .checkpoint import (
@@ -101,10 +102,15 @@ class StopRequest:
             signal.signal(signal.SIGINT, self._previous)
 
 
-def summary(row: Dict[str, float]) -> str:
-    """The few numbers the progress line shows."""
+def summary(row: Dict[str, float], screened: Dict[str, float]) -> str:
+    """The few numbers the progress line shows; with `screened` (`background_screen`'s newest row) the
+    time up and tracking in MuJoCo of the newest screened checkpoint."""
     keys = ("reward/total", "episode/length", "loss/actor", "loss/critic", "loss/surrogate", "add/neg_acc")
-    return " ".join(f"{k.split('/')[-1]} {row[k]:.3g}" for k in keys if k in row and math.isfinite(row[k]))
+    line = " ".join(f"{k.split('/')[-1]} {row[k]:.3g}" for k in keys if k in row and math.isfinite(row[k]))
+    if screened:
+        line += (f" | MuJoCo @{screened['mujoco/iteration']:.0f}: up {screened['mujoco/time_up_s']:.1f} s, "
+                 f"{screened['mujoco/tracking_cm']:.0f} cm")
+    return line
 
 
 class Runner:
@@ -117,6 +123,8 @@ class Runner:
         """What rebuilt the env (motion, kappa, bundle, ...): stored so that a resume rebuilds the same."""
         self.iteration = 0
         self.wall_clock_s = 0.0
+        self.screened: Dict[str, float] = {}
+        """After `train` with `runner.screen_every`: the newest screened checkpoint's mujoco/* metrics."""
 
     @property
     def writes(self) -> bool:
@@ -204,7 +212,8 @@ class Runner:
             return None
         folder = self.run_dir / CHECKPOINT_DIR
         path = save_atomic(state, folder / checkpoint_name(self.iteration))
-        prune_checkpoints(folder, self.cfg.runner.keep_checkpoints)
+        keep = protected_iterations(read_screen(self.run_dir)) if self.cfg.runner.screen_every else set()
+        prune_checkpoints(folder, self.cfg.runner.keep_checkpoints, keep)
         return path
 
     def train(self, stop_at: Optional[int] = None) -> Optional[Path]:
@@ -216,6 +225,9 @@ class Runner:
         log = MetricsLog(self.run_dir, self.iteration) if self.writes else None
         progress = Progress(alg.name, total, self.iteration)
         drawing = curves.BackgroundCurves(self.run_dir, self.run_dir / CURVES_DIR)
+        every = self.cfg.runner.screen_every
+        screen = BackgroundScreen(self.run_dir, every, self.cfg.runner.screen_seeds) if every and self.writes else None
+        screened: Dict[str, float] = {}
         last = None
         try:
             with StopRequest() as stop, collector_for_training():
@@ -227,10 +239,14 @@ class Runner:
                     self.iteration += 1
                     row = {ITERATION: self.iteration, "env_steps": self.iteration * alg.env_steps_per_iteration,
                            "wall_clock_s": self.wall_clock_s, **metrics}
+                    if screen is not None:
+                        fresh = screen.poll()
+                        row.update(fresh)
+                        screened = fresh or screened
                     if log is not None:
                         with phase("logging"):
                             log.write(row)
-                            progress.update(self.iteration, summary(row))
+                            progress.update(self.iteration, summary(row, screened))
                     stopping = self.ranks.any(stop.requested)   # every rank stops after the same iteration
                     finished = self.iteration == end or stopping
                     if finished or self.iteration % self.cfg.runner.checkpoint_every == 0:
@@ -240,14 +256,21 @@ class Runner:
                                 log.flush()
                     if not self.writes:
                         continue
+                    if screen is not None and not finished and self.iteration % every == 0:
+                        screen.start()
                     if finished:
                         with phase("final curves"):
                             drawing.finish()
                     elif self.iteration % self.cfg.runner.curves_every == 0:
                         with phase("curves"):
                             drawing.draw()
+            if screen is not None and not stopping:
+                with phase("screening"):
+                    self.screened = screen.finish()
         finally:
             if log is not None:
                 log.close()
             drawing.wait()
+            if screen is not None:
+                screen.wait()
         return last

@@ -53,11 +53,22 @@ class RunnerConfig:
     """Newest checkpoints kept on disk (each holds the ADD replay buffer, ~buffer_size * F * 4 bytes)."""
     log_dir: str = "runs"
     """Folder under which each run gets its own folder."""
+    init_from: str = ""
+    """A new run starts from this policy file or checkpoint (what `--init-from` takes, which
+    overrides it; a relative path is the workspace's, e.g. policies/shac_walk_k300.onnx). Empty:
+    freshly initialised networks."""
+    screen_every: int = 0
+    """Iterations between MuJoCo screenings of the checkpoints while training runs (a multiple of
+    `checkpoint_every`; `background_screen`); at the end the pick is exported to RUN/policy/. 0: none."""
+    screen_seeds: int = 2
+    """MuJoCo runs per checkpoint and start in those screenings."""
 
     def validate(self) -> None:
-        require_positive(self, "checkpoint_every", "curves_every", "keep_checkpoints")
-        require_non_negative(self, "seed", "torch_threads")
+        require_positive(self, "checkpoint_every", "curves_every", "keep_checkpoints", "screen_seeds")
+        require_non_negative(self, "seed", "torch_threads", "screen_every")
         check(bool(self.log_dir), "log_dir", "must not be empty")
+        check(self.screen_every % self.checkpoint_every == 0, "screen_every",
+              f"{self.screen_every} is not a multiple of checkpoint_every {self.checkpoint_every}")
 
 
 @dataclass(frozen=True)

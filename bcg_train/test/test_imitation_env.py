@@ -371,3 +371,55 @@ def test_a_step_without_restarts_asks_the_device_once():
             step = env.step(torch.zeros(N, env.act_dim, requires_grad=True))   # the training path
     assert not (step.terminated | step.truncated).any()
     assert timer.syncs["step"] == 1 + env.sim.check_finite
+
+
+def test_the_failure_margin_penalty_rises_towards_each_failure_test_differentiably():
+    """-w (ramp(e, m L, L) + ramp(p, m P, P)): nothing on the reference, the world ramp for a drift the
+    posture does not show, and a gradient through the simulator into the actions."""
+    from bcg_train.imitation.env import ramp
+    assert "failure_margin" not in make().step(torch.zeros(N, 29)).reward_terms
+    np.testing.assert_allclose(ramp(torch.tensor([0.1, 0.25, 0.4, 0.5]), 0.25, 0.5).numpy(), [0, 0, 0.36, 1.0])
+    env = make(failure_margin_penalty=2.0, failure_margin=0.5, termination_body_error=1.0,
+               termination_body_frame="world", posture_error_limit_m=0.3)
+    env.reset()
+    shift = torch.zeros(env.q.shape[1], dtype=env.q.dtype)
+    shift[0] = 0.8                                              # 0.8 m sideways: e = 0.8 of L = 1, p ~ 0
+    env.q = env.q + shift * torch.tensor([[1.0], [0.0], [0.0]], dtype=env.q.dtype)
+    actions = torch.zeros(N, env.act_dim, requires_grad=True)
+    step = env.step(actions)
+    term = step.reward_terms["failure_margin"]
+    assert term[0].item() == pytest.approx(-2.0 * ((0.8 - 0.5) / 0.5) ** 2, rel=0.05)
+    assert term[1:].abs().max() < 1e-3                          # on the reference: (almost) nothing
+    term[0].backward()
+    assert actions.grad[0].abs().sum() > 0
+    with pytest.raises(ConfigError, match=r"^env\.failure_margin: must be a fraction in \[0, 1\)"):
+        make(failure_margin=1.0)
+    with pytest.raises(ConfigError, match=r"^env\.posture_error_limit_m: "):
+        make(posture_error_limit_m=0.0)
+
+
+def test_adaptive_starts_start_where_episodes_fail_and_resume_exactly():
+    """An env that fails at every step in the clip's second bin draws most starts there (and in the
+    bin before it), keeps drawing the others, and its state round-trips."""
+    from bcg_train.imitation.start_sampling import AdaptiveStartConfig
+    cfg = AdaptiveStartConfig(enabled=True, bin_s=1.0, uniform_fraction=0.2, lead_bins=1, decay=0.9)
+    env = make(adaptive_starts=cfg)
+    sampler = env.adaptive_starts
+    assert sampler.num_bins == env._last_start // 50 + 1 and sampler.num_bins >= 4
+    frames = torch.tensor([10, 60, 70, 160])
+    for _ in range(20):                                         # windows of steps: bin 1 fails, the others never
+        sampler.record(frames, frames // 50 == 1)
+        env.cut_graph()
+    w = sampler.weights
+    assert w.sum().item() == pytest.approx(1.0)
+    assert w[1] > 0.5 and w[0] == pytest.approx(0.2 / sampler.num_bins + 0.8 * (0.5 / 1.5))
+    assert (w[2:] == pytest.approx(0.2 / sampler.num_bins))
+    starts = sampler.draw(4000, torch.Generator().manual_seed(0))
+    share = torch.bincount(sampler.bins(starts), minlength=sampler.num_bins).double() / 4000
+    np.testing.assert_allclose(share.numpy(), w.numpy(), atol=0.03)
+    assert starts.min() >= 0 and starts.max() <= env._last_start
+    twin = make(adaptive_starts=cfg)
+    twin.load_state_dict(env.state_dict())
+    assert torch.equal(twin.adaptive_starts.weights, w)
+    with pytest.raises(ConfigError, match=r"^env\.adaptive_starts\.uniform_fraction: "):
+        make(adaptive_starts=AdaptiveStartConfig(enabled=True, uniform_fraction=1.5))

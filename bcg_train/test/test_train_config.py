@@ -89,3 +89,19 @@ def test_a_preset_extends_another(tmp_path):
 def test_config_round_trips_through_a_checkpoint_dict():
     cfg = apply_overrides(TrainConfig(), {"shac": {"actor_hidden": [64, 32]}, "runner": {"seed": 7}})
     assert config_from_dict(cfg.to_dict()) == cfg
+
+
+def test_the_default_preset_is_the_recipe_for_a_new_motion(tmp_path, monkeypatch):
+    """`bcg-train --motion CLIP` with no preset trains `track`: from the shipped walk policy (found from
+    any folder), starts where episodes fail, a cost near each failure, MuJoCo screening beside it."""
+    from bcg_train.cli import DEFAULT_PRESET, start_file
+    cfg = load_preset(DEFAULT_PRESET)
+    monkeypatch.chdir(tmp_path)
+    assert start_file(cfg.runner.init_from) == REPO / "policies" / "shac_walk_k300.onnx"
+    assert start_file("") is None
+    assert cfg.env.adaptive_starts.enabled and cfg.env.failure_margin_penalty > 0 and cfg.runner.screen_every > 0
+    assert cfg.env.randomization.enabled and cfg.env.rest_start_fraction > 0
+    with pytest.raises(ConfigError, match=r"^runner\.init_from: policies/none\.onnx not found \(looked at "):
+        start_file("policies/none.onnx")
+    with pytest.raises(ConfigError, match=r"^runner\.screen_every: 30 is not a multiple of checkpoint_every 50"):
+        apply_overrides(cfg, {"runner": {"screen_every": 30}}).validate()

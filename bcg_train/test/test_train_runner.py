@@ -137,3 +137,37 @@ def test_training_sets_the_garbage_collector_and_restores_it(toy_env_class, tiny
         train(Watching(num_envs=8), cfg, tmp_path / "run")
     assert {threshold for threshold, _ in seen} == {YOUNG_THRESHOLD} and min(n for _, n in seen) > frozen_before
     assert gc.get_threshold() == before and gc.get_freeze_count() == frozen_before
+
+
+def test_screening_beside_training_logs_mujoco_and_keeps_the_pick(toy_env_class, tiny_config_factory, tmp_path,
+                                                                  monkeypatch):
+    """With runner.screen_every the runner starts a screening process at those checkpoints (here a stand-in
+    that writes screen.json as bcg-screen does, picking iteration 2), logs the newest screened row as
+    mujoco/* and never prunes the pick."""
+    import json
+    import sys
+
+    from bcg_train import background_screen
+    script = ("import json, pathlib, sys; run = pathlib.Path(sys.argv[1]); out = run / 'screen'; "
+              "its = sorted(int(p.stem[5:]) for p in (run / 'checkpoints').glob('iter_*.pt')); "
+              "row = lambda i: dict(iteration=i, falls_reference=0, falls_hold=0, time_up_s=15.0, "
+              "tracking_cm=50.0 - (i == 2) * 10 + i, tracking_root_xy_cm=4.0, self_contact_s=0.0); "
+              "rows = [row(i) for i in its]; "
+              "(out / 'screen.json').write_text(json.dumps(dict(rows=rows, pick=min(rows, key=lambda r: r['tracking_cm']))))")
+    real_init = background_screen.BackgroundScreen.__init__
+
+    def stand_in(self, run_dir, every, seeds):
+        real_init(self, run_dir, every, seeds)
+        assert self.command[-4:] == ["--every", str(every), "--seeds", str(seeds)]
+        self.command = [sys.executable, "-c", script, str(run_dir)]
+    monkeypatch.setattr(background_screen.BackgroundScreen, "__init__", stand_in)
+    cfg = tiny_config_factory("shac", iterations=6, checkpoint_every=1)
+    cfg.runner.keep_checkpoints, cfg.runner.screen_every, cfg.runner.screen_seeds = 2, 2, 1
+    runner, _ = train(toy_env_class(num_envs=8), cfg, tmp_path)
+    names = sorted(p.name for p in (tmp_path / "checkpoints").iterdir())
+    assert names == ["iter_000002.pt", "iter_000005.pt", "iter_000006.pt"]       # the pick survives pruning
+    assert json.loads((tmp_path / "screen" / "screen.json").read_text())["pick"]["iteration"] == 2
+    assert runner.screened["mujoco/iteration"] == 6 and runner.screened["mujoco/time_up_s"] == 15.0
+    rows = csv_rows(tmp_path)
+    logged = [r for r in rows if r.get("mujoco/iteration")]
+    assert logged and all(float(r["mujoco/tracking_cm"]) > 0 for r in logged)

@@ -85,6 +85,16 @@ class MotionSource:
             fields[_OPTIONS[key]] = value if key == "joint_order" else _number(spec, key, value)
         return cls(Path(match["path"]), **fields)
 
+    @property
+    def label(self) -> str:
+        """A name for files made from this motion: the file's stem and its window
+        (`run1_subject2.csv@61:76` -> `run1_subject2_61-76`, `take.csv@5.5:` -> `take_5p5-end`)."""
+        if self.start_s is None and self.end_s is None:
+            return self.path.stem
+        bounds = [_fmt(v).replace(".", "p") if v is not None else default
+                  for v, default in ((self.start_s, "0"), (self.end_s, "end"))]
+        return f"{self.path.stem}_{bounds[0]}-{bounds[1]}"
+
     def __str__(self) -> str:
         text = str(self.path)
         if self.start_s is not None or self.end_s is not None:

@@ -176,3 +176,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         return 2
     print(markdown(args.run, settings, report["rows"], report["pick"]), end="")
     return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

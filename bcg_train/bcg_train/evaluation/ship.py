@@ -7,7 +7,8 @@ sidecar `bcg-table` cites: the commands that train the run again (its preset plu
 setting that differs from the preset, then a `bcg-train --resume` per extension of its schedule,
 with `--stop-at` where a part stopped early), the export and evaluation commands, the iteration and
 environment steps reached, the seed and the full config. The default NAME is
-<algorithm>_<motion>_k<kappa> (the name `bcg-table` looks for). The evaluation itself
+<algorithm>_<motion>_k<kappa> (the name `bcg-table` looks for; a motion file's stem and window:
+`shac_dance1_subject1_5-20_k300`). The evaluation itself
 (NAME.eval.json) is written by `bcg-table OUT` or `bcg-eval`.
 """
 import argparse
@@ -24,6 +25,7 @@ from bcg.config_check import dotted_leaves
 
 from ..checkpoint import CheckpointError, find_checkpoint, load_checkpoint
 from ..export import ExportError, export_state
+from ..motion.library import motion_label
 from ..train_config import ConfigError, TrainConfig, config_from_dict, load_preset, recorded_schedule
 from .table import policy_name
 
@@ -51,7 +53,7 @@ def train_command(run_info: Mapping[str, Any], config: Mapping[str, Any]) -> str
     for item in overrides:
         args += ["--set", item]
     start = run_info.get("init_from")
-    if start:      # the run folder or policy file it started from, by name: its place differs between machines
+    if start and not start.get("from_config"):      # the preset's own start (runner.init_from) goes without saying      # the run folder or policy file it started from, by name: its place differs between machines
         where = f"<{start['policy']}>" if "policy" in start else f"<{start['run']}>/checkpoints/{start['checkpoint']}"
         args += ["--init-from", where]
     if run_info.get("device") not in (None, "cpu"):
@@ -114,7 +116,8 @@ def ship(checkpoint: Path, out: Path, name: Optional[str] = None) -> Tuple[Path,
     path = find_checkpoint(checkpoint)
     state = load_checkpoint(path)
     cfg = config_from_dict(state["config"])
-    name = name or policy_name(state["algorithm_name"], str(state["run_info"]["motion"]), cfg.env.sim.kappa)
+    name = name or policy_name(state["algorithm_name"], motion_label(str(state["run_info"]["motion"])),
+                               cfg.env.sim.kappa)
     out.mkdir(parents=True, exist_ok=True)
     onnx_path, _ = export_state(state, path, out / f"{name}.onnx")
     side = out / f"{name}.json"

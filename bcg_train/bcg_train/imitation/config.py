@@ -13,6 +13,8 @@ from bcg.config_check import (
 from bcg.robot import FALL_HEIGHT
 from bcg_train.diffsim.config import BundleConfig, SimConfig
 
+from .start_sampling import AdaptiveStartConfig
+
 
 @dataclass
 class RandomizationConfig:
@@ -139,6 +141,22 @@ class ImitationEnvConfig:
     paper's reward."""
     leg_clearance_margin_m: float = 0.02
     """Gap between two of those balls below which that penalty starts [m] (1 per pair at touching)."""
+    failure_margin_penalty: float = 0.0
+    """Weight of a penalty for coming near a failure [per step], the gradient a failure itself does not
+    give (it ends the episode by a discrete test, so SHAC's actor sees no cost in it):
+    -w (ramp(e, m L, L) + ramp(p, m P, P)), ramp(x, a, b) = (relu(x - a) / (b - a))^2, e the
+    termination's body error and L its limit (`termination_body_error`), p the posture error (the mean
+    body error with the root's horizontal drift removed: a fall is a posture error) and P
+    `posture_error_limit_m`, m `failure_margin`. Differentiable through the simulator. 0: the paper's
+    reward."""
+    failure_margin: float = 0.5
+    """Fraction of each limit at which that penalty starts [-] (1 at the limit)."""
+    posture_error_limit_m: float = 0.3
+    """Posture error at which that penalty's posture ramp reaches 1 [m] (a policy that keeps the
+    reference's poses is at 2-6 cm; not a termination)."""
+    adaptive_starts: AdaptiveStartConfig = field(default_factory=AdaptiveStartConfig)
+    """Where reference starts are drawn: uniformly (off, the paper's) or more where episodes fail
+    (`start_sampling`)."""
     rest_start_fraction: float = 0.0
     """Fraction of episodes that start from rest, as the policy node starts the robot [-]: the
     default joint pose, no velocity, upright at the default pose's standing height, on the
@@ -163,10 +181,11 @@ class ImitationEnvConfig:
     def validate(self) -> None:
         """ConfigError naming the key (relative to this section: 'sim.kappa: ...')."""
         require_positive(self, "control_period_s", "action_scale", "episode_length_s", "termination_body_error",
-                         "motion_duration_s", "root_velocity_sigma", "leg_clearance_margin_m")
+                         "motion_duration_s", "root_velocity_sigma", "leg_clearance_margin_m",
+                         "posture_error_limit_m")
         require_non_negative(self, "kp_scale", "kd_scale", "termination_height", "action_rate_scale",
-                             "alive_reward", "root_velocity_reward", "leg_clearance_penalty", "rest_start_tilt_deg",
-                             "rest_start_tip_rate", "rest_start_joint_noise_rad")
+                             "alive_reward", "root_velocity_reward", "leg_clearance_penalty", "failure_margin_penalty",
+                             "rest_start_tilt_deg", "rest_start_tip_rate", "rest_start_joint_noise_rad")
         check(self.rest_start_tilt_deg <= 30.0, "rest_start_tilt_deg",
               f"must be at most 30 deg (a lean, not a fall), got {self.rest_start_tilt_deg!r}")
         check(0.0 <= self.rest_start_fraction <= 1.0, "rest_start_fraction",
@@ -175,5 +194,8 @@ class ImitationEnvConfig:
               f"must be one of {', '.join(BODY_ERROR_FRAMES)}, got {self.termination_body_frame!r}")
         check(len(self.reference_frames) > 0 and all(int(f) >= 1 for f in self.reference_frames), "reference_frames",
               f"must be a non-empty list of frames >= 1, got {list(self.reference_frames)!r}")
+        check(0.0 <= self.failure_margin < 1.0, "failure_margin",
+              f"must be a fraction in [0, 1), got {self.failure_margin!r}")
         validate_section("sim", self.sim)
+        validate_section("adaptive_starts", self.adaptive_starts)
         validate_section("randomization", self.randomization)

@@ -40,6 +40,7 @@ from .config import ImitationEnvConfig
 from .features import PoseState, add_features, feature_dim
 from .leg_clearance import LegClearance
 from .randomization import DomainRandomizer
+from .start_sampling import AdaptiveStarts
 
 
 class G1ImitationEnv:
@@ -92,6 +93,8 @@ class G1ImitationEnv:
             raise ValueError(f"motion {motion}: {clip.num_frames} frames is too short "
                              f"for reference frames {self.frames}")
         self.max_steps = int(round(cfg.episode_length_s / cfg.control_period_s))
+        self.adaptive_starts = AdaptiveStarts(cfg.adaptive_starts, self._last_start, 1.0 / cfg.control_period_s,
+                                              self.device) if cfg.adaptive_starts.enabled else None
         self.spec = tracking_spec(n, self.frames, cfg.reference_root_velocity)
         self.obs_dim = self.spec.size
         self.add_dim = feature_dim(n, self.model.nb)
@@ -158,6 +161,8 @@ class G1ImitationEnv:
         body_err = mean_body_error(sim_pose.body_pos, ref_pose.body_pos, self.cfg.termination_body_frame == "root_xy")
         fell = (q[:, 2] < self.cfg.termination_height) | diverged
         terminated = fell | (body_err > self.cfg.termination_body_error)
+        if self.adaptive_starts is not None:
+            self.adaptive_starts.record(self.frame, terminated)
         out_of_time = (self.steps >= self.max_steps).to(self.device) | (self.frame > self._last_start)
         truncated = out_of_time & ~terminated
         obs_end = self._observation(q, qd, a, self.frame)
@@ -168,6 +173,9 @@ class G1ImitationEnv:
         if self.cfg.root_velocity_reward:
             lag = ((sim_pose.root_lin_vel[:, :2] - ref_pose.root_lin_vel[:, :2]) ** 2).sum(dim=-1)     # (m/s)^2
             rewards["root_velocity"] = self.cfg.root_velocity_reward * torch.exp(-lag / self.cfg.root_velocity_sigma**2)
+        if self.cfg.failure_margin_penalty:
+            rewards["failure_margin"] = -self.cfg.failure_margin_penalty * self._failure_margin(sim_pose, ref_pose,
+                                                                                               body_err)
         if self.leg_clearance is not None:
             rewards["leg_clearance"] = -self.cfg.leg_clearance_penalty * self.leg_clearance.penalty(sim_pose.body_pos,
                                                                                                    sim_pose.body_quat)
@@ -196,6 +204,8 @@ class G1ImitationEnv:
         self._history = self._history.detach()
         self.sim.segment.cut()
         self._taped = False
+        if self.adaptive_starts is not None:
+            self.adaptive_starts.refresh()
 
     def policy_contract(self) -> PolicyContract:
         cfg, robot = self.cfg, self.robot
@@ -214,7 +224,8 @@ class G1ImitationEnv:
                 "generator": self.generator.get_state(), "env_steps": self.env_steps,
                 "simulator": _to_torch(self.sim.state_dict()), "history": self._history.detach().cpu(),
                 "randomizer": self.randomizer.state_dict() if self.randomizer else None,
-                "bundled_seen": list(self._bundled_seen), "triggered": self._triggered}
+                "bundled_seen": list(self._bundled_seen), "triggered": self._triggered,
+                "adaptive_starts": self.adaptive_starts.state_dict() if self.adaptive_starts else None}
 
     def load_state_dict(self, state: dict) -> None:
         dev = self.device
@@ -230,6 +241,8 @@ class G1ImitationEnv:
         if self.randomizer:
             self.randomizer.load_state_dict(state["randomizer"])
             self._apply_physics()
+        if self.adaptive_starts is not None:
+            self.adaptive_starts.load_state_dict(state["adaptive_starts"])
 
     # -- internals ------------------------------------------------------------------------------------
     def _delayed(self, a: torch.Tensor) -> torch.Tensor:
@@ -250,7 +263,10 @@ class G1ImitationEnv:
         (no graph). `done`: (N,) bool on the device; `idx_host`: (K,) their indices, on the host (the
         restart asks the device nothing more)."""
         idx = idx_host.to(self.device)
-        start = torch.randint(0, self._last_start + 1, (len(idx),), generator=self.generator)
+        if self.adaptive_starts is not None:
+            start = self.adaptive_starts.draw(len(idx), self.generator)
+        else:
+            start = torch.randint(0, self._last_start + 1, (len(idx),), generator=self.generator)
         at_rest = torch.zeros(self.num_envs, dtype=torch.bool, device=self.device)
         if self.cfg.rest_start_fraction > 0:        # no draw otherwise: the paper's runs keep their random stream
             rest = torch.rand(len(idx), generator=self.generator) < self.cfg.rest_start_fraction
@@ -269,6 +285,16 @@ class G1ImitationEnv:
         q = torch.where(mask, torch.where(at_rest[:, None], rest_q, self._ref_q[self.frame]), q)
         qd = torch.where(mask, torch.where(at_rest[:, None], rest_qd, self._ref_qd[self.frame]), qd)
         return q, qd, torch.where(mask, torch.zeros_like(last_action), last_action)
+
+    def _failure_margin(self, sim_pose: PoseState, ref_pose: PoseState, body_err: torch.Tensor) -> torch.Tensor:
+        """(N,) `ImitationEnvConfig.failure_margin_penalty`'s sum of ramps (before its weight): the
+        termination's body error `body_err` (N,) [m] against its limit, the posture error against
+        `posture_error_limit_m`."""
+        c = self.cfg
+        posture = body_err if c.termination_body_frame == "root_xy" else \
+            mean_body_error(sim_pose.body_pos, ref_pose.body_pos, True)
+        return (ramp(body_err, c.failure_margin * c.termination_body_error, c.termination_body_error)
+                + ramp(posture, c.failure_margin * c.posture_error_limit_m, c.posture_error_limit_m))
 
     def _rest_states(self):
         """(q (N, nq), qd (N, nv)): a start from rest for every environment, leaning, tipping and
@@ -364,6 +390,11 @@ class G1ImitationEnv:
         if self.randomizer:
             out.update(self.randomizer.counters())
         return out
+
+
+def ramp(x: torch.Tensor, start: float, end: float) -> torch.Tensor:
+    """(relu(x - start) / (end - start))^2: 0 up to `start`, 1 at `end`, growing on (same shape as x)."""
+    return (torch.relu(x - start) / (end - start)) ** 2
 
 
 def _to_torch(x):

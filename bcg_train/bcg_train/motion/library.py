@@ -40,6 +40,14 @@ def motion_source(spec: Union[str, Path], motion_dir: Optional[Union[str, Path]]
     return MotionSource.parse(spec)
 
 
+def motion_label(spec: Union[str, Path]) -> str:
+    """A short name for what `spec` names, for file names: a built-in or named motion's own name, a
+    file's `MotionSource.label` (its stem and window)."""
+    if str(spec) in BUILTIN_MOTIONS or str(spec) in named_segments():
+        return str(spec)
+    return MotionSource.parse(spec).label
+
+
 def load_clip(spec: Union[str, Path], kinematics: RobotKinematics, config: ResampleConfig = ResampleConfig(),
               clip_to_limits: bool = False, builtin_duration_s: float = 15.0,
               motion_dir: Optional[Union[str, Path]] = None) -> MotionClip:

@@ -1,0 +1,87 @@
+"""MuJoCo screening of a run's checkpoints while it trains, in a separate process at low priority.
+
+Every `runner.screen_every` iterations the runner starts `bcg-screen RUN --every K --seeds S`
+(`evaluation.screen`, unless one is still running: the next one catches up) and training goes on.
+Each checkpoint screened is exported and run in MuJoCo from the reference's first frame and after a
+hold (RUN/screen/screen.json, screen.md); the newest screened row reaches the training log as
+`mujoco/*` (time up, world tracking, tracking without the drift, falls from each start) and the
+console. The pick so far (the standing checkpoint that tracks best) is never pruned. Nothing here
+imports the evaluation code: it runs in its own process.
+"""
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Dict, Optional, Set
+
+SCREEN_DIR = "screen"
+SCREEN_FILE = "screen.json"
+LOGGED = ("time_up_s", "tracking_cm", "tracking_root_xy_cm", "falls_reference", "falls_hold")
+"""The columns of a screened row logged as mujoco/<column>."""
+
+
+def read_screen(run_dir: Path) -> Optional[dict]:
+    """RUN/screen/screen.json as written by `bcg-screen` (None when absent or being replaced)."""
+    path = Path(run_dir) / SCREEN_DIR / SCREEN_FILE
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def newest_row_metrics(report: Optional[dict]) -> Dict[str, float]:
+    """The newest screened checkpoint's row as log columns (mujoco/iteration, mujoco/time_up_s, ...);
+    empty when nothing is screened yet."""
+    rows = (report or {}).get("rows") or []
+    if not rows:
+        return {}
+    row = max(rows, key=lambda r: int(r["iteration"]))
+    return {"mujoco/iteration": float(row["iteration"]), **{f"mujoco/{k}": float(row[k]) for k in LOGGED}}
+
+
+def protected_iterations(report: Optional[dict]) -> Set[int]:
+    """Checkpoints that pruning keeps: the screen's pick so far."""
+    best = (report or {}).get("pick")
+    return {int(best["iteration"])} if best else set()
+
+
+class BackgroundScreen:
+    """Screens RUN's checkpoints at multiples of `every` iterations with `seeds` MuJoCo seeds, in a
+    `nice -n 10` subprocess. `start` begins a screening unless one runs; `poll` returns the newest
+    screened row's metrics once a screening has finished (empty otherwise); `finish` waits, then
+    screens whatever is left, in the foreground of that process."""
+
+    def __init__(self, run_dir: Path, every: int, seeds: int):
+        self.run_dir = Path(run_dir)
+        self.command = ["nice", "-n", "10", sys.executable, "-m", "bcg_train.evaluation.screen", str(run_dir),
+                        "--every", str(every), "--seeds", str(seeds)]
+        self._process: Optional[subprocess.Popen] = None
+        self.log_path = self.run_dir / SCREEN_DIR / "screen.log"
+
+    @property
+    def running(self) -> bool:
+        return self._process is not None and self._process.poll() is None
+
+    def start(self) -> None:
+        if self.running:
+            return
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.log_path, "a") as log:
+            self._process = subprocess.Popen(self.command, stdout=log, stderr=subprocess.STDOUT)
+
+    def poll(self) -> Dict[str, float]:
+        if self._process is None or self.running:
+            return {}
+        self._process = None
+        return newest_row_metrics(read_screen(self.run_dir))
+
+    def finish(self) -> Dict[str, float]:
+        """Wait for a running screening, screen what is left, and return the newest row's metrics."""
+        self.wait()
+        self.start()
+        self.wait()
+        return self.poll()
+
+    def wait(self) -> None:
+        if self._process is not None:
+            self._process.wait()
