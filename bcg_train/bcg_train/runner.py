@@ -23,9 +23,9 @@ from torch import nn
 from bcg.contract import ObservationSpec
 
 from . import curves
-from .background_screen import BackgroundScreen, protected_iterations, read_screen
 from .algo.data_parallel import Ranks
 from .algo.phases import phase
+from .background_screen import BackgroundScreen, protected_iterations, read_screen
 from .checkpoint import (
     CHECKPOINT_DIR,
     CheckpointError,

@@ -152,8 +152,8 @@ def test_screening_beside_training_logs_mujoco_and_keeps_the_pick(toy_env_class,
               "its = sorted(int(p.stem[5:]) for p in (run / 'checkpoints').glob('iter_*.pt')); "
               "row = lambda i: dict(iteration=i, falls_reference=0, falls_hold=0, time_up_s=15.0, "
               "tracking_cm=50.0 - (i == 2) * 10 + i, tracking_root_xy_cm=4.0, self_contact_s=0.0); "
-              "rows = [row(i) for i in its]; "
-              "(out / 'screen.json').write_text(json.dumps(dict(rows=rows, pick=min(rows, key=lambda r: r['tracking_cm']))))")
+              "rows = [row(i) for i in its]; best = min(rows, key=lambda r: r['tracking_cm']); "
+              "(out / 'screen.json').write_text(json.dumps(dict(rows=rows, pick=best)))")
     real_init = background_screen.BackgroundScreen.__init__
 
     def stand_in(self, run_dir, every, seeds):

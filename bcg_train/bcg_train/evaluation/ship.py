@@ -53,7 +53,9 @@ def train_command(run_info: Mapping[str, Any], config: Mapping[str, Any]) -> str
     for item in overrides:
         args += ["--set", item]
     start = run_info.get("init_from")
-    if start and not start.get("from_config"):      # the preset's own start (runner.init_from) goes without saying      # the run folder or policy file it started from, by name: its place differs between machines
+    # the run folder or policy file it started from, by name (its place differs between machines); the
+    # preset's own start (runner.init_from) goes without saying
+    if start and not start.get("from_config"):
         where = f"<{start['policy']}>" if "policy" in start else f"<{start['run']}>/checkpoints/{start['checkpoint']}"
         args += ["--init-from", where]
     if run_info.get("device") not in (None, "cpu"):
