@@ -126,3 +126,19 @@ def test_real_segments_pass_the_check(capsys):
     assert int(rows["jump"][7]) >= 20                     # flight phases of >= 0.1 s
     assert float(rows["run"][9]) > 1.5                    # mean root speed, m/s
     assert int(rows["walk"][7]) == 0
+
+
+def test_a_file_of_the_motion_folder_is_found_by_name_from_anywhere(tmp_path, monkeypatch):
+    """`take.csv@1:2` not found from here is the motion folder's take.csv; one found here stays here."""
+    from bcg_train.motion.library import motion_label, motion_source
+    folder, here = tmp_path / "motions", tmp_path / "work"
+    folder.mkdir()
+    here.mkdir()
+    (folder / "take.csv").write_text("0\n")
+    monkeypatch.setenv(ENV_VAR, str(folder))
+    monkeypatch.chdir(here)
+    assert motion_source("take.csv@1:2").path == folder / "take.csv"
+    assert motion_source("take.csv@1:2").start_s == 1.0 and motion_label("take.csv@1:2") == "take_1-2"
+    (here / "take.csv").write_text("0\n")
+    assert motion_source("take.csv@1:2").path == Path("take.csv")
+    assert motion_source("other.csv").path == Path("other.csv")      # nowhere: the loader names it

@@ -1,12 +1,13 @@
 """What `--motion NAME|FILE` means: a named segment of real motion capture, a built-in synthetic
 motion, or a motion file (with its options: `bcg.motion.source`)."""
+import dataclasses
 from pathlib import Path
 from typing import List, Optional, Sequence, Union
 
 from bcg.atomic_file import write_text_atomic
 from bcg.motion import LAFAN1_FPS, JointLimits, MotionDirNotFoundError, MotionSource, load_motion, save_motion_csv
 from bcg.motion.segments import ENV_VAR as MOTION_DIR_ENV_VAR
-from bcg.motion.segments import named_segments, segment_source
+from bcg.motion.segments import named_segments, resolve_motion_dir, segment_source
 from bcg.motion.source import SYNTAX
 
 from .clip import MotionClip
@@ -27,8 +28,9 @@ def motion_help() -> str:
 
 def motion_source(spec: Union[str, Path], motion_dir: Optional[Union[str, Path]] = None) -> MotionSource:
     """The file (and window, options) that `spec` names: a named segment's window of the motion
-    folder (`motion_dir`, else $BCG_MOTION_DIR), or `spec` parsed as a motion file. Built-in names have
-    no file: ValueError."""
+    folder (`motion_dir`, else $BCG_MOTION_DIR), or `spec` parsed as a motion file: as given, or, when
+    a relative path is not found from here, the file of that name in the motion folder (so
+    `dance1_subject1.csv@5:20` means the same on every machine). Built-in names have no file: ValueError."""
     if str(spec) in BUILTIN_MOTIONS:
         raise ValueError(f"motion {spec!r} is built in (synthetic), not a file")
     if str(spec) in named_segments():
@@ -37,7 +39,15 @@ def motion_source(spec: Union[str, Path], motion_dir: Optional[Union[str, Path]]
         except MotionDirNotFoundError as e:
             raise MotionDirNotFoundError(f"{e} Built-in synthetic motions need no data: "
                                          f"{', '.join(BUILTIN_MOTIONS)}.") from None
-    return MotionSource.parse(spec)
+    source = MotionSource.parse(spec)
+    if not source.path.is_absolute() and not source.path.exists():     # a file of the motion folder, by name
+        try:
+            in_folder = resolve_motion_dir(motion_dir) / source.path
+        except MotionDirNotFoundError:
+            return source
+        if in_folder.is_file():
+            return dataclasses.replace(source, path=in_folder)
+    return source
 
 
 def motion_label(spec: Union[str, Path]) -> str:
