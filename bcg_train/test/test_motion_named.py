@@ -122,7 +122,9 @@ def test_real_segments_pass_the_check(capsys):
     assert set(rows) == {"run", "jump", "fight", "dance", "walk"}
     for name, row in rows.items():
         seconds, max_speed, spikes, limits = float(row[1]), float(row[3]), int(row[5]), int(row[6])
-        assert seconds == 15.0 and max_speed < 20.0 and spikes == 0 and limits == 0 and row[13] == "ok", name
+        assert seconds == 15.0 and max_speed < 20.0 and spikes == 0 and limits == 0 and row[16] == "ok", name
+        fall_g, tilted = float(row[13]), row[15]
+        assert 0.2 < fall_g < 0.9 and tilted == "0%", name          # under gravity, upright
     assert int(rows["jump"][7]) >= 20                     # flight phases of >= 0.1 s
     assert float(rows["run"][9]) > 1.5                    # mean root speed, m/s
     assert int(rows["walk"][7]) == 0

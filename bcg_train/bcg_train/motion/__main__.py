@@ -29,6 +29,7 @@ from .kinematics import RobotKinematics  # noqa: E402
 from .library import BUILTIN_MOTIONS, load_clip, motion_file_for_nodes, motion_source, write_builtin_motions  # noqa: E402
 from .preview import render_preview  # noqa: E402
 from .resample import ResampleConfig  # noqa: E402
+from .synthetic.profiles import GRAVITY  # noqa: E402
 
 
 def main(argv=None) -> int:
@@ -41,7 +42,8 @@ def main(argv=None) -> int:
     write.add_argument("--out", default="motions", help="folder (default: ./motions)")
     write.add_argument("--duration", type=float, default=15.0, help="seconds per motion (default 15)")
     check = sub.add_parser("check", help="check built-in motions (feet, limits, continuity, flight, self-collision) "
-                                         "and motion files (velocity spikes, limits, flight phases, root speed)")
+                                         "and motion files (velocity spikes, limits, flight phases, root speed, "
+                                         "frame rate against gravity, root orientation)")
     check.add_argument("names", nargs="*", help="NAME or FILE (default: every built-in and named motion)")
     check.add_argument("--rate", type=float, default=50.0, help="control rate of the built-in clips, frames/s")
     check.add_argument("--spike-speed", type=float, default=SPIKE_SPEED,
@@ -116,7 +118,8 @@ def check_files(specs, kinematics: RobotKinematics, motion_dir, limits: FileChec
     """Print the table of motions read from files (named segments or FILE specs); True when one fails."""
     failed = False
     print(f"{'motion':16} {'seconds':>7} {'fps':>5} {'max rad/s':>9} {'(joint)':24} {'spikes':>6} {'limit':>5} "
-          f"{'flights':>7} {'longest s':>9} {'root m/s':>8} {'max':>5} {'root z':>6} {'foot mm':>7}  verdict")
+          f"{'flights':>7} {'longest s':>9} {'root m/s':>8} {'max':>5} {'root z':>6} {'foot mm':>7} {'fall g':>6} "
+          f"{'flight g':>8} {'tilted':>6}  verdict")
     for spec in specs:
         source = motion_source(spec, motion_dir)
         r = check_file_motion(spec, load_motion(source), kinematics, limits)
@@ -125,7 +128,8 @@ def check_files(specs, kinematics: RobotKinematics, motion_dir, limits: FileChec
         print(f"{spec:16} {r.duration_s:7.2f} {r.fps:5g} {r.max_joint_speed:9.1f} {r.max_joint_speed_joint:24} "
               f"{len(r.spikes):6d} {r.limit_violations:5d} {r.flight_phases:7d} {r.longest_flight_s:9.2f} "
               f"{r.mean_root_speed:8.2f} {r.max_root_speed:5.2f} {r.root_height_min_m:6.2f} "
-              f"{r.foot_height_min_m * 1e3:7.1f}  " + ("; ".join(failures) if failures else "ok")
+              f"{r.foot_height_min_m * 1e3:7.1f} {r.root_fall_accel / GRAVITY:6.2f} {r.flight_accel / GRAVITY:8.2f} "
+              f"{r.tilted_fraction:6.0%}  " + ("; ".join(failures) if failures else "ok")
               + ("" if spec == str(source) else f"  [{source}]"))
     return failed
 

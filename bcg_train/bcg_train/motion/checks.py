@@ -4,7 +4,15 @@
   flight, self-collision, for a MotionClip whose planted feet are known (the built-in synthetic clips).
 - `check_file_motion`: a motion read from a file (real motion capture) at its own frame rate:
   velocity spikes from retargeting, joint-limit violations, flight phases (both feet off the floor
-  by forward kinematics), root speed and height.
+  by forward kinematics), root speed and height, and what gravity says about the file. Gravity is
+  the clock a file cannot set: nothing pulls the body down faster than g, so a root that falls much
+  faster was read at too high a frame rate (a 30 fps file read at 60 moves twice as fast, its
+  accelerations four times); an airborne body falls at g, so flights whose root barely curves down,
+  or that last longer than any jump (a ballistic flight of t seconds rises g t^2 / 8), were read at
+  too low a rate (a 60 fps file read at 30) or float above the floor (a retargeting artefact); and
+  the pelvis stands upright, so a root tilted far from vertical most of the time is a root
+  quaternion read in the wrong order. A motion with no flight read at too low a rate is slow but
+  plausible motion, which no check can tell.
 """
 from dataclasses import asdict, dataclass
 from typing import Dict, List, Tuple
@@ -158,6 +166,30 @@ class FileCheckLimits:
     """Height of both feet's lowest contact-sphere bottoms above z = 0 that counts as airborne."""
     min_flight_s: float = 0.1
     """Shortest airborne stretch counted as a flight phase."""
+    max_flight_s: float = 0.7
+    """Longest flight phase of a jump: a ballistic flight of 0.7 s rises g t^2 / 8 = 0.6 m, more than
+    a standing jump lifts a person's body; a longer one is a float or a wrong frame rate (a failure)."""
+    max_root_speed: float = 10.0
+    """m/s, fastest horizontal root speed (a sprinter's); faster is a wrong frame rate (a failure)."""
+    max_fall_accel: float = 1.5 * GRAVITY
+    """m/s^2, the largest downward root acceleration allowed in more than `fall_fraction` of the frames:
+    only gravity pulls a body down (the pelvis moves a little against the body's centre of mass, and
+    capture noise adds some); recorded motion stays under 0.85 g, the same read at twice its frame
+    rate reaches 2-2.5 g (a failure)."""
+    fall_fraction: float = 0.01
+    """Share of the frames whose downward acceleration may exceed `max_fall_accel`."""
+    min_flight_accel: float = GRAVITY / 3
+    """m/s^2, the smallest mean downward root acceleration over the frames of flight phases: the
+    pelvis of recorded jumps and runs curves down at 0.35-0.55 g while both feet are off the floor
+    (it moves against the centre of mass, which falls at g, and the feet's 2 cm clearance leaves out
+    the flight's ends); read at half its frame rate a motion curves at a quarter of that (a failure)."""
+    min_flight_frames: int = 10
+    """Fewest frames in flight (with both neighbours in flight) for `min_flight_accel` to be judged."""
+    max_root_tilt_deg: float = 60.0
+    """Largest angle of the pelvis's up axis from vertical counted as upright."""
+    max_tilted_fraction: float = 0.1
+    """Share of the frames the pelvis may be tilted beyond `max_root_tilt_deg` (recorded motion: under
+    2 %; a quaternion read in the wrong order: a third or more) before it is a failure."""
 
 
 @dataclass(frozen=True)
@@ -182,16 +214,55 @@ class FileMotionReport:
     flight_phases: int
     """Stretches of at least `min_flight_s` with both feet above `flight_clearance_m`."""
     longest_flight_s: float
+    longest_flight_start_s: float
     mean_root_speed: float
     """m/s, horizontal, mean over the frames."""
     max_root_speed: float
     root_height_min_m: float
     foot_height_min_m: float
     """Lowest contact-sphere bottom of either foot (negative: into the floor)."""
+    root_fall_accel: float
+    """m/s^2, the downward root acceleration that `fall_fraction` of the frames exceed (second
+    differences over about 1/15 s, whatever the frame rate, so that capture noise does not grow with it)."""
+    flight_accel: float
+    """m/s^2, mean downward root acceleration over the flight frames whose neighbours fly too (NaN
+    when fewer than `min_flight_frames`)."""
+    flight_frames: int
+    """Frames counted in `flight_accel`."""
+    tilted_fraction: float
+    """Share of the frames whose pelvis up axis is more than `max_root_tilt_deg` from vertical."""
+    max_root_tilt_deg: float
+    limits: FileCheckLimits = FileCheckLimits()
+    """The thresholds of `failures`."""
 
     def failures(self) -> List[str]:
-        """Velocity spikes and joint-limit violations, as sentences; empty when the motion passes."""
-        out = []
+        """Each problem as a sentence naming it; empty when the motion passes: frame rate (root speed,
+        fall faster than gravity, flights not ballistic), flights longer than a jump, a tilted root
+        (quaternion order), velocity spikes, joint-limit violations."""
+        out, lim = [], self.limits
+        if self.max_root_speed > lim.max_root_speed:
+            out.append(f"frame rate: the root moves at up to {self.max_root_speed:.1f} m/s, faster than a sprint "
+                       f"({lim.max_root_speed:g} m/s): is {self.fps:g} fps the file's frame rate?")
+        if self.root_fall_accel > lim.max_fall_accel:
+            out.append(f"frame rate: the root falls faster than gravity, {self.root_fall_accel:.1f} m/s^2 "
+                       f"({self.root_fall_accel / GRAVITY:.1f} g) in {lim.fall_fraction:.0%} of the frames (at most "
+                       f"{lim.max_fall_accel / GRAVITY:.2g} g): {self.fps:g} fps is too high for this file "
+                       "(e.g. a 30 fps file read at 60: fps=HZ)")
+        if self.flight_frames >= lim.min_flight_frames and self.flight_accel < lim.min_flight_accel:
+            out.append(f"frame rate: flights not ballistic, the root curves down at {self.flight_accel:.1f} m/s^2 "
+                       f"while both feet are off the floor ({self.flight_frames} frames; recorded jumps at least "
+                       f"{lim.min_flight_accel:.1f}, gravity {GRAVITY:g}): {self.fps:g} fps is too low for this file "
+                       "(e.g. a 60 fps file read at 30: fps=HZ)")
+        if self.longest_flight_s > lim.max_flight_s:
+            rise = GRAVITY * self.longest_flight_s ** 2 / 8
+            out.append(f"flight longer than a jump: both feet off the floor for {self.longest_flight_s:.2f} s from "
+                       f"{self.longest_flight_start_s:.2f} s (at most {lim.max_flight_s:g} s; a ballistic flight "
+                       f"that long would rise g t^2/8 = {rise:.2f} m): the motion floats above the floor "
+                       "(retargeting) or its frame rate is too low")
+        if self.tilted_fraction > lim.max_tilted_fraction:
+            out.append(f"root orientation: the pelvis is more than {lim.max_root_tilt_deg:g} deg from upright in "
+                       f"{self.tilted_fraction:.0%} of the frames (up to {self.max_root_tilt_deg:.0f} deg): is the "
+                       "root quaternion in the file's order (CSV columns 4-7: x y z w; npz: w x y z)?")
         if self.spikes:
             worst = max(self.spikes, key=lambda s: abs(s.speed))
             out.append(f"{len(self.spikes)} velocity spike(s) above {self.spike_speed:g} rad/s, worst {worst.joint} "
@@ -213,18 +284,59 @@ def check_file_motion(name: str, motion: ReferenceMotion, kinematics: RobotKinem
     excess = JointLimits.of(robot).excess(robot.joint_names, q)
     heights = kinematics.foot_sphere_heights(motion.root_pos, motion.root_quat, q)
     lowest = np.min([h.min(axis=1) for h in heights.values()], axis=0)
-    flights = [stop - start for start, stop in _runs(lowest > limits.flight_clearance_m)
+    flights = [(start, stop) for start, stop in _runs(lowest > limits.flight_clearance_m)
                if stop - start >= limits.min_flight_s * motion.fps - 1e-9]
     root_speed = np.linalg.norm(np.gradient(motion.root_pos[:, :2], 1.0 / motion.fps, axis=0), axis=1)
+    longest = max(flights, key=lambda run: run[1] - run[0], default=(0, 0))
+    flight_accel, flight_frames = _flight_accel(motion, lowest > limits.flight_clearance_m)
+    tilt = _root_tilt_deg(motion.root_quat)
     return FileMotionReport(
         name=name, frames=motion.num_frames, fps=motion.fps, duration_s=motion.duration_s,
         max_joint_speed=float(speed.max()), max_joint_speed_joint=robot.joint_names[int(np.argmax(speed.max(axis=0)))],
         spike_speed=limits.spike_speed, spikes=find_spikes(q, motion.fps, robot.joint_names, limits.spike_speed),
         limit_violations=int(np.sum(excess > limits.limit_tolerance)), worst_limit_excess_rad=float(excess.max()),
         worst_limit_joint=robot.joint_names[int(np.argmax(excess.max(axis=0)))], flight_phases=len(flights),
-        longest_flight_s=max(flights, default=0) / motion.fps, mean_root_speed=float(root_speed.mean()),
-        max_root_speed=float(root_speed.max()), root_height_min_m=float(motion.root_pos[:, 2].min()),
-        foot_height_min_m=float(lowest.min()))
+        longest_flight_s=(longest[1] - longest[0]) / motion.fps, longest_flight_start_s=longest[0] / motion.fps,
+        mean_root_speed=float(root_speed.mean()), max_root_speed=float(root_speed.max()),
+        root_height_min_m=float(motion.root_pos[:, 2].min()), foot_height_min_m=float(lowest.min()),
+        root_fall_accel=_fall_accel(motion, limits.fall_fraction), flight_accel=flight_accel,
+        flight_frames=flight_frames, tilted_fraction=float(np.mean(tilt > limits.max_root_tilt_deg)),
+        max_root_tilt_deg=float(tilt.max()), limits=limits)
+
+
+FALL_ACCEL_SPAN_S = 1.0 / 15
+"""s, the step of the second differences that measure the root's vertical acceleration."""
+
+
+def _fall_accel(motion: ReferenceMotion, fraction: float) -> float:
+    """m/s^2, the downward root acceleration exceeded in `fraction` of the frames (0 when it never
+    points down): second differences of the root height over k frames, k = the frame rate times
+    `FALL_ACCEL_SPAN_S` (at least 1)."""
+    k = max(1, int(round(motion.fps * FALL_ACCEL_SPAN_S)))
+    z = motion.root_pos[:, 2]
+    if len(z) <= 2 * k:
+        return 0.0
+    accel = (z[2 * k:] - 2 * z[k:-k] + z[:-2 * k]) * (motion.fps / k) ** 2
+    return float(max(0.0, -np.quantile(accel, fraction)))
+
+
+def _flight_accel(motion: ReferenceMotion, airborne: np.ndarray) -> Tuple[float, int]:
+    """(mean downward root acceleration m/s^2 over the frames airborne with both neighbours airborne,
+    their number); NaN without such frames. airborne: (T,) bool."""
+    inner = airborne.copy()
+    inner[[0, -1]] = False
+    inner[1:-1] &= airborne[:-2] & airborne[2:]
+    if not inner.any():
+        return float("nan"), 0
+    z = motion.root_pos[:, 2]
+    accel = (z[2:] - 2 * z[1:-1] + z[:-2]) * motion.fps ** 2
+    return float(-accel[inner[1:-1]].mean()), int(inner.sum())
+
+
+def _root_tilt_deg(quat: np.ndarray) -> np.ndarray:
+    """(T,) degrees between the up axis of the root orientations quat (T, 4) (w x y z) and vertical."""
+    cos_tilt = 1.0 - 2.0 * (quat[:, 1] ** 2 + quat[:, 2] ** 2)
+    return np.degrees(np.arccos(np.clip(cos_tilt, -1.0, 1.0)))
 
 
 def _runs(mask: np.ndarray) -> List[Tuple[int, int]]:
