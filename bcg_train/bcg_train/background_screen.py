@@ -3,16 +3,17 @@
 Every `runner.screen_every` iterations the runner starts `bcg-screen RUN --every K --seeds S`
 (`evaluation.screen`, unless one is still running: the next one catches up) and training goes on.
 Each checkpoint screened is exported and run in MuJoCo from the reference's first frame and after a
-hold (RUN/screen/screen.json, screen.md); the newest screened row reaches the training log as
-`mujoco/*` (time up, world tracking, tracking without the drift, falls from each start) and the
-console. The pick so far (the standing checkpoint that tracks best) is never pruned. Nothing here
+hold (RUN/screen/screen.json, screen.md); each screened row reaches TensorBoard as `mujoco/*` (time
+up, world tracking, tracking without the drift, falls from each start) at its checkpoint's iteration,
+and the newest one metrics.csv (in the row of the iteration it arrived at; mujoco/iteration names the
+checkpoint) and the console. The pick so far (the standing checkpoint that tracks best) is never pruned. Nothing here
 imports the evaluation code: it runs in its own process.
 """
 import json
 import subprocess
 import sys
 from pathlib import Path
-from typing import Dict, Optional, Set
+from typing import Dict, List, Optional, Set
 
 SCREEN_DIR = "screen"
 SCREEN_FILE = "screen.json"
@@ -29,13 +30,8 @@ def read_screen(run_dir: Path) -> Optional[dict]:
         return None
 
 
-def newest_row_metrics(report: Optional[dict]) -> Dict[str, float]:
-    """The newest screened checkpoint's row as log columns (mujoco/iteration, mujoco/time_up_s, ...);
-    empty when nothing is screened yet."""
-    rows = (report or {}).get("rows") or []
-    if not rows:
-        return {}
-    row = max(rows, key=lambda r: int(r["iteration"]))
+def row_metrics(row: dict) -> Dict[str, float]:
+    """A screened row as log columns: mujoco/iteration (the checkpoint's), mujoco/time_up_s, ..."""
     return {"mujoco/iteration": float(row["iteration"]), **{f"mujoco/{k}": float(row[k]) for k in LOGGED}}
 
 
@@ -47,15 +43,16 @@ def protected_iterations(report: Optional[dict]) -> Set[int]:
 
 class BackgroundScreen:
     """Screens RUN's checkpoints at multiples of `every` iterations with `seeds` MuJoCo seeds, in a
-    `nice -n 10` subprocess. `start` begins a screening unless one runs; `poll` returns the newest
-    screened row's metrics once a screening has finished (empty otherwise); `finish` waits, then
-    screens whatever is left, in the foreground of that process."""
+    `nice -n 10` subprocess. `start` begins a screening unless one runs; `poll` returns the rows
+    screened since it last returned any, once a screening has finished (as `row_metrics`, oldest
+    first; empty otherwise); `finish` waits, screens whatever is left and returns the same."""
 
     def __init__(self, run_dir: Path, every: int, seeds: int):
         self.run_dir = Path(run_dir)
         self.command = ["nice", "-n", "10", sys.executable, "-m", "bcg_train.evaluation.screen", str(run_dir),
                         "--every", str(every), "--seeds", str(seeds)]
         self._process: Optional[subprocess.Popen] = None
+        self._reported: Set[int] = set()
         self.log_path = self.run_dir / SCREEN_DIR / "screen.log"
 
     @property
@@ -69,14 +66,17 @@ class BackgroundScreen:
         with open(self.log_path, "a") as log:
             self._process = subprocess.Popen(self.command, stdout=log, stderr=subprocess.STDOUT)
 
-    def poll(self) -> Dict[str, float]:
+    def poll(self) -> List[Dict[str, float]]:
         if self._process is None or self.running:
-            return {}
+            return []
         self._process = None
-        return newest_row_metrics(read_screen(self.run_dir))
+        rows = sorted(((read_screen(self.run_dir) or {}).get("rows") or []), key=lambda r: int(r["iteration"]))
+        new = [r for r in rows if int(r["iteration"]) not in self._reported]
+        self._reported.update(int(r["iteration"]) for r in new)
+        return [row_metrics(r) for r in new]
 
-    def finish(self) -> Dict[str, float]:
-        """Wait for a running screening, screen what is left, and return the newest row's metrics."""
+    def finish(self) -> List[Dict[str, float]]:
+        """Wait for a running screening, screen what is left, and return the rows not yet returned."""
         self.wait()
         self.start()
         self.wait()

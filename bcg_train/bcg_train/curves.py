@@ -21,6 +21,7 @@ import numpy as np
 
 from bcg.atomic_file import write_atomic
 
+from .background_screen import read_screen
 from .train_log import CSV_NAME, ITERATION
 
 BASE_AXES = {ITERATION: "iterations", "env_steps": "environment steps", "wall_clock_s": "wall-clock time (s)"}
@@ -149,6 +150,43 @@ class BackgroundCurves:
             self._process.wait()
 
 
+def plot_screen(report: dict, out_dir: Path) -> Optional[Path]:
+    """OUT_DIR/mujoco.png: a run's screened checkpoints (RUN/screen/screen.json) by iteration: the time
+    up in MuJoCo and the tracking error (world frame, and without the drift), falls from each start; the
+    pick marked. None when nothing is screened."""
+    rows = sorted(report.get("rows") or [], key=lambda r: int(r["iteration"]))
+    if not rows:
+        return None
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    it = np.array([int(r["iteration"]) for r in rows])
+    fig, (up, track, falls) = plt.subplots(1, 3, figsize=(13.5, 3.2))
+    up.plot(it, [r["time_up_s"] for r in rows], "o-", color="C0")
+    up.set_title("time up in MuJoCo, on the reference [s]", fontsize=9)
+    track.plot(it, [r["tracking_cm"] for r in rows], "o-", color="C1", label="world frame")
+    track.plot(it, [r["tracking_root_xy_cm"] for r in rows], "o-", color="C2", label="without the drift")
+    track.set_title("tracking error up to the fall [cm]", fontsize=9)
+    track.legend(fontsize=7)
+    for k, start in enumerate(("reference", "hold")):
+        falls.plot(it, [r[f"falls_{start}"] for r in rows], "o-", color=f"C{3 + k}", label=f"from {start}")
+    falls.set_title(f"falls (of {report.get('settings', {}).get('seeds', '?')} seeds)", fontsize=9)
+    falls.legend(fontsize=7)
+    best = report.get("pick")
+    for ax in (up, track, falls):
+        if best:
+            ax.axvline(int(best["iteration"]), color="k", alpha=0.4, linestyle="--")
+        ax.set_xlabel("iterations (checkpoint)", fontsize=8)
+        ax.tick_params(labelsize=7)
+        ax.grid(alpha=0.3)
+    fig.subplots_adjust(left=0.05, right=0.98, bottom=0.16, top=0.88, wspace=0.25)
+    path = Path(out_dir) / "mujoco.png"
+    write_atomic(path, lambda f: fig.savefig(f, dpi=90, format="png"))
+    plt.close(fig)
+    return path
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="bcg-curves", description="Learning curves of one or more training runs.")
     parser.add_argument("runs", nargs="+", type=Path, help="run folders (or their metrics.csv)")
@@ -167,6 +205,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 1
     for path in plot_runs(runs, args.out, args.metric):
         print(path)
+    if len(args.runs) == 1 and args.runs[0].is_dir():
+        screened = plot_screen(read_screen(args.runs[0]) or {}, args.out)
+        if screened:
+            print(screened)
     if windows:
         table = window_table(runs, windows, args.metric or DEFAULT_METRICS)
         write_atomic(Path(args.out) / "windows.md", lambda f: f.write(table.encode()))

@@ -124,7 +124,8 @@ class Runner:
         self.iteration = 0
         self.wall_clock_s = 0.0
         self.screened: Dict[str, float] = {}
-        """After `train` with `runner.screen_every`: the newest screened checkpoint's mujoco/* metrics."""
+        """After `train` with `runner.screen_every`: the newest screened checkpoint's mujoco/* metrics
+        (empty when nothing was screened)."""
 
     @property
     def writes(self) -> bool:
@@ -241,8 +242,11 @@ class Runner:
                            "wall_clock_s": self.wall_clock_s, **metrics}
                     if screen is not None:
                         fresh = screen.poll()
-                        row.update(fresh)
-                        screened = fresh or screened
+                        if fresh:
+                            screened = fresh[-1]
+                            row.update(screened)
+                            if log is not None:
+                                log.write_screened(fresh)
                     if log is not None:
                         with phase("logging"):
                             log.write(row)
@@ -266,7 +270,10 @@ class Runner:
                             drawing.draw()
             if screen is not None and not stopping:
                 with phase("screening"):
-                    self.screened = screen.finish()
+                    fresh = screen.finish()
+                    if log is not None:
+                        log.write_screened(fresh)
+                    self.screened = fresh[-1] if fresh else screened
         finally:
             if log is not None:
                 log.close()

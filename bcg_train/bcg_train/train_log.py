@@ -62,6 +62,15 @@ class MetricsLog:
             if k != ITERATION and math.isfinite(v):
                 self.writer.add_scalar(k, v, step)
 
+    def write_screened(self, rows: List[Dict[str, float]]) -> None:
+        """Screened checkpoints' rows (`background_screen.row_metrics`) to TensorBoard, each at its
+        checkpoint's iteration."""
+        for row in rows:
+            step = int(row["mujoco/iteration"])
+            for k, v in row.items():
+                if k != "mujoco/iteration" and math.isfinite(v):
+                    self.writer.add_scalar(k, v, step)
+
     def flush(self) -> None:
         self.writer.flush()
 

@@ -142,8 +142,8 @@ def test_training_sets_the_garbage_collector_and_restores_it(toy_env_class, tiny
 def test_screening_beside_training_logs_mujoco_and_keeps_the_pick(toy_env_class, tiny_config_factory, tmp_path,
                                                                   monkeypatch):
     """With runner.screen_every the runner starts a screening process at those checkpoints (here a stand-in
-    that writes screen.json as bcg-screen does, picking iteration 2), logs the newest screened row as
-    mujoco/* and never prunes the pick."""
+    that writes screen.json as bcg-screen does, picking iteration 2), logs the screened rows as
+    mujoco/*, draws them, and never prunes the pick."""
     import json
     import sys
 
@@ -171,3 +171,4 @@ def test_screening_beside_training_logs_mujoco_and_keeps_the_pick(toy_env_class,
     rows = csv_rows(tmp_path)
     logged = [r for r in rows if r.get("mujoco/iteration")]
     assert logged and all(float(r["mujoco/tracking_cm"]) > 0 for r in logged)
+    assert (tmp_path / "curves" / "mujoco.png").is_file()          # the screened checkpoints drawn

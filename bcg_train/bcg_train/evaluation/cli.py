@@ -40,7 +40,8 @@ from .rollout import RunResult, run_policy
 
 def summarise(mujoco_runs: List[RunResult], warp_runs: List[RunResult]) -> dict:
     """The paper's row: falls, penetration difference Warp - MuJoCo [mm], tracking error [cm]; and the
-    mean time with the robot's bodies touching each other in MuJoCo [s]. The
+    mean time with the robot's bodies touching each other in MuJoCo [s] and the mean horizontal distance
+    of the root from the reference's at the end of the runs [m]. The
     Warp columns are None when the training simulator was not run (`warp_runs` empty)."""
     def mean(values):
         values = [v for v in values if np.isfinite(v)]
@@ -54,7 +55,8 @@ def summarise(mujoco_runs: List[RunResult], warp_runs: List[RunResult]) -> dict:
             "tracking_error_mujoco_cm": mean([r.tracking_error_cm for r in mujoco_runs]),
             "tracking_error_warp_cm": mean([r.tracking_error_cm for r in warp_runs]) if warp else None,
             "tracking_error_root_xy_mujoco_cm": mean([r.tracking_error_root_xy_cm for r in mujoco_runs]),
-            "self_contact_mujoco_s": mean([r.self_contact_s for r in mujoco_runs])}
+            "self_contact_mujoco_s": mean([r.self_contact_s for r in mujoco_runs]),
+            "final_root_offset_mujoco_m": mean([r.final_root_offset_m for r in mujoco_runs])}
 
 
 def table(motion: str, kappa: float, row: dict, dds: Optional[dict]) -> str:

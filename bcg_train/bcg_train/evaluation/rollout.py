@@ -45,6 +45,9 @@ class RunResult:
     them, the training simulator does not, so 0 there)."""
     first_self_contact_s: Optional[float] = None
     """When they first did [s], None if never."""
+    final_root_offset_m: float = float("nan")
+    """Horizontal distance of the root from the reference's at the run's last control step [m]: whether
+    a travelling robot went where its reference went (NaN when no step ran)."""
 
 
 def run_policy(plant, policy: Policy, clip: MotionClip, seed: int, duration_s: float, noise_rad: float = 0.02,
@@ -106,7 +109,9 @@ def run_policy(plant, policy: Policy, clip: MotionClip, seed: int, duration_s: f
         if st.root_height < fall_height:
             fall_time = (t + 1) * contract.control_period_s
             break
-    return RunResult(fell=fall_time is not None, fall_time_s=fall_time,
+    offset = float(np.linalg.norm(st.body_pos[0, :2] - clip.body_pos[first + len(errors), 0, :2])) if errors \
+        else float("nan")
+    return RunResult(fell=fall_time is not None, fall_time_s=fall_time, final_root_offset_m=offset,
                      duration_s=len(errors) * contract.control_period_s,
                      contact_height_mm=float(np.mean(heights) * 1000.0) if heights else float("nan"),
                      tracking_error_cm=_mean_cm(errors, 0), tracking_error_root_xy_cm=_mean_cm(errors, 1),

@@ -71,8 +71,9 @@ def file_stamp(path: Path) -> str:
 def screen_row(policy: Path, iteration: int, settings: ScreenSettings, motion_dir: Optional[str],
                model: Optional[str], log=None) -> Dict[str, object]:
     """One checkpoint's row: {iteration, falls_<start>, time_up_s, tracking_cm, tracking_root_xy_cm,
-    self_contact_s} (on the reference start, means over seeds: time up to the fall or the end, tracking
-    up to then, legs touching)."""
+    self_contact_s, root_offset_m} (on the reference start, means over seeds: time up to the fall or the
+    end, tracking up to then, legs touching, the root's horizontal distance from the reference's at
+    the end)."""
     row: Dict[str, object] = {"iteration": iteration}
     for start, kwargs in STARTS.items():
         result = evaluate(policy, settings.motion, settings.seeds, settings.duration_s, model=model, log=log,
@@ -83,7 +84,8 @@ def screen_row(policy: Path, iteration: int, settings: ScreenSettings, motion_di
             times = [r["fall_time_s"] if r["fell"] else settings.duration_s for r in result["runs"]["mujoco"]]
             row.update(time_up_s=sum(times) / len(times), tracking_cm=summary["tracking_error_mujoco_cm"],
                        tracking_root_xy_cm=summary["tracking_error_root_xy_mujoco_cm"],
-                       self_contact_s=summary["self_contact_mujoco_s"])
+                       self_contact_s=summary["self_contact_mujoco_s"],
+                       root_offset_m=summary["final_root_offset_mujoco_m"])
     return row
 
 
@@ -102,13 +104,13 @@ def markdown(run_dir: Path, settings: ScreenSettings, rows: Sequence[dict], best
              f"{settings.motion or 'the one in each contract'}.",
              "",
              "| iteration | falls on the reference | falls after a hold | time up [s] | world tracking [cm] | "
-             "without the drift [cm] | legs touching [s] |",
-             "|---|---|---|---|---|---|---|"]
+             "without the drift [cm] | legs touching [s] | root off the reference's at the end [m] |",
+             "|---|---|---|---|---|---|---|---|"]
     for r in rows:
         mark = " **pick**" if best is not None and r["iteration"] == best["iteration"] else ""
         lines.append(f"| {r['iteration']}{mark} | {r['falls_reference']}/{n} | {r['falls_hold']}/{n} | "
                      f"{r['time_up_s']:.1f} | {r['tracking_cm']:.1f} | {r['tracking_root_xy_cm']:.1f} | "
-                     f"{r['self_contact_s']:.2f} |")
+                     f"{r['self_contact_s']:.2f} | {r.get('root_offset_m', float('nan')):.2f} |")
     lines.append("")
     lines.append(f"Pick: {pick_line(run_dir, best)}")
     return "\n".join(lines) + "\n"
