@@ -171,10 +171,10 @@ def test_physics_redrawn_every_window_is_captured_once(models, monkeypatch, devi
     scoped, backward = wp.ScopedCapture, CapturedStep.backward
     monkeypatch.setattr(wp, "ScopedCapture", lambda *a, **k: (captures.append(bool(in_backward)), scoped(*a, **k))[1])
 
-    def watched_backward(step):
+    def watched_backward(step, mark):
         in_backward.append(1)
         try:
-            backward(step)
+            backward(step, mark)
         finally:
             in_backward.pop()
     monkeypatch.setattr(CapturedStep, "backward", watched_backward)

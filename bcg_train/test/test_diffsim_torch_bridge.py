@@ -117,11 +117,13 @@ def test_body_frames_match_mujoco_and_finite_differences():
 
 
 def test_a_gradient_simulator_records_on_the_active_tape_and_refuses_to_step_without_one():
-    """The silent zero-gradient path is gone: stepping inside `with wp.Tape():` (no tape argument
-    exists) gives the same gradient as the torch bridge, and stepping with no tape active raises."""
+    """The silent zero-gradient path is gone: stepping inside `with Tape():` (the simulator's tape, a
+    wp.Tape; no tape argument exists) gives the same gradient as the torch bridge, and stepping with
+    no simulator tape active raises, a plain wp.Tape (which would not run the simulator's own
+    adjoints) named."""
     import warp as wp
 
-    from bcg_train.diffsim import TapeRequiredError
+    from bcg_train.diffsim import Tape, TapeRequiredError
     from bcg_train.diffsim.torch_bridge import step
 
     model = Model.from_mujoco(device="cpu")
@@ -132,7 +134,7 @@ def test_a_gradient_simulator_records_on_the_active_tape_and_refuses_to_step_wit
     sim = Simulator(model, 2, config, requires_grad=True)
     s0, s1 = sim.state().assign(q0), sim.state()
     ctrl = sim.control().set_pd(q_target=target, kp=r.kp, kd=r.kd)
-    tape = wp.Tape()
+    tape = Tape()
     with tape:
         sim.step(s0, s1, ctrl, 0.02)
     tape.backward(grads={s1.q: wp.array(np.ones(s1.q.shape), dtype=wp.float64)})
@@ -146,5 +148,7 @@ def test_a_gradient_simulator_records_on_the_active_tape_and_refuses_to_step_wit
     assert np.abs(warp_grad).max() > 1e-3
     np.testing.assert_allclose(warp_grad, a.grad.numpy(), rtol=1e-12, atol=1e-15)
 
-    with pytest.raises(TapeRequiredError, match="active Warp tape"):
+    with pytest.raises(TapeRequiredError, match="needs an active simulator tape: call it inside `with Tape"):
+        sim.step(s0, sim.state(), ctrl, 0.02)
+    with wp.Tape(), pytest.raises(TapeRequiredError, match="a plain wp.Tape is active"):
         sim.step(s0, sim.state(), ctrl, 0.02)

@@ -14,7 +14,7 @@ against MuJoCo that tests and benches share).
 import importlib
 
 from .config import PRECISIONS, BundleConfig, SimConfig
-from .errors import ModelError, NonFiniteStateError, TapeRequiredError
+from .errors import ModelError, NonFiniteStateError, StaleTapeError, TapeRequiredError
 from .variation import PhysicsVariation
 
 _LAZY = {"flavour": ".precision", "BundleStats": ".bundling", "Tape": ".kernels.device_model", "Model": ".model",
@@ -30,4 +30,4 @@ def __getattr__(name: str):
 
 
 __all__ = ["BundleConfig", "ModelError", "NonFiniteStateError", "PRECISIONS", "PhysicsVariation", "SimConfig",
-           "TapeRequiredError", *_LAZY]
+           "StaleTapeError", "TapeRequiredError", *_LAZY]

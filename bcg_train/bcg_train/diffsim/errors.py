@@ -16,4 +16,10 @@ class NonFiniteStateError(FloatingPointError):
 
 
 class TapeRequiredError(RuntimeError):
-    """A simulator built with requires_grad=True was stepped with no Warp tape active."""
+    """A simulator built with requires_grad=True was stepped with no simulator tape active
+    (`bcg_train.diffsim.Tape`; a plain wp.Tape would not record the simulator's own adjoints)."""
+
+
+class StaleTapeError(RuntimeError):
+    """A backward pass ran through steps taped before their segment's last `cut()`: the buffers and
+    launch sites they recorded serve later steps since, so the gradient would be another step's."""

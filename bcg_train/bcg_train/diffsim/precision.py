@@ -5,10 +5,10 @@ One source, one package per precision: `bcg_train.diffsim` is the float64 simula
 `flavour("float32")` loads the same files again as the package `bcg_train.diffsim_float32`, whose
 modules read float32 types. Every module of the package takes its Warp, NumPy and torch types from
 `scalar_types(__name__)`, so Warp compiles each kernel once per precision and nothing is copied.
-Modules without precision (`SHARED_MODULES`: the settings, the physics variation, the errors) are
-the float64 package's own in both, so a `SimConfig` or an error class is one class. The Warp
-objects of the two packages do not mix: a simulator checks that its model and its configuration
-are of its own precision.
+Modules without precision (`SHARED_MODULES`: the settings, the physics variation, the errors, the
+record of the tape recording now) are the float64 package's own in both, so a `SimConfig` or an
+error class is one class. The Warp objects of the two packages do not mix: a simulator checks that
+its model and its configuration are of its own precision.
 """
 import importlib
 import importlib.util
@@ -24,8 +24,9 @@ from .config import PRECISIONS, check_precision
 
 PACKAGE = __name__.rsplit(".", 1)[0].split("_float", 1)[0]
 """The float64 package's name (bcg_train.diffsim), whichever flavour loaded this module."""
-SHARED_MODULES = ("config", "variation", "errors")
-"""Modules of the package that hold no Warp type: loaded once, the same objects in every flavour."""
+SHARED_MODULES = ("config", "variation", "errors", "tapes")
+"""Modules of the package that hold no Warp type of a precision: loaded once, the same objects in every
+flavour (the tapes: Warp has one active tape, whichever flavour's)."""
 
 
 @dataclass(frozen=True)

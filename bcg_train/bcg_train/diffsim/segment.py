@@ -19,16 +19,38 @@ It owns what the simulator must keep or defer between `step` calls, so that no c
   `advance` moves past the substeps they ran on the buffers they were captured with;
 - both modes: the environments whose states were replaced from outside `step` (`restart`), whose
   open bundles the simulator closes at the next substep, recorded on that substep's tape (closing
-  them at once would cut the other bundles' gradients).
+  them at once would cut the other bundles' gradients);
+- its `generation`, counted up by every `cut()`: a taped step holds a `TapeMark` of the generation
+  it was taped in, and every backward pass through it (a tape's, launched kernel by kernel, or a
+  captured graph's) checks the mark first and raises `StaleTapeError` once the segment was cut
+  since (its buffers and graphs serve later steps: the gradient would be theirs, silently).
 """
 from typing import Callable, List, Optional, Tuple
 
 import numpy as np
 
+from .errors import StaleTapeError
 from .kernels.launch import LaunchSites
 from .pool import BufferPool
 from .state import State
 from .substep import Scratch, Substep
+
+
+class TapeMark:
+    """The generation of `segment` a step was taped in; `check()` before its backward pass."""
+
+    __slots__ = ("_segment", "_generation")
+
+    def __init__(self, segment: "Segment"):
+        self._segment, self._generation = segment, segment.generation
+
+    def check(self) -> None:
+        """StaleTapeError when the segment was cut since the step was taped."""
+        now = self._segment.generation
+        if now != self._generation:
+            raise StaleTapeError(f"backward pass through a step taped before the segment's last cut (taped in "
+                                 f"generation {self._generation}, cut {now - self._generation} time(s) since): its "
+                                 "buffers serve later steps now; run the backward pass before segment.cut()")
 
 
 class Segment:
@@ -41,6 +63,8 @@ class Segment:
         self._cursor = 0
         self._restarted: List[int] = []
         self._before_cut: List[Callable[[], None]] = []
+        self.generation = 0
+        """Cuts so far (see `TapeMark`)."""
         self.pool = BufferPool(physics, requires_grad)
         """The buffers all substeps share (see diffsim.pool)."""
         if not requires_grad:
@@ -54,8 +78,13 @@ class Segment:
         (`before_cut`), then its buffers serve the next one."""
         for read_adjoints in self._before_cut:
             read_adjoints()
+        self.generation += 1
         self._cursor = 0
         self.pool.release()
+
+    def mark(self) -> TapeMark:
+        """The mark of a step taped now (its backward pass checks it)."""
+        return TapeMark(self)
 
     @property
     def taped_substeps(self) -> int:

@@ -2,10 +2,13 @@
 
 `step(state_in, state_out, control, dt)` advances every environment `dt` seconds in
 `config.substeps` substeps (`Substep` has the physics). Gradients: a simulator built with
-`requires_grad=True` records on the active Warp tape (`with wp.Tape():` around `step`; the
-hand-written adjoints are added to the same tape) and raises `TapeRequiredError` when none is active,
-so a step can never silently drop its gradient. What the simulator keeps between steps (taped
-buffers, restarted environments) is its `segment`; bundling, when `config.bundle.enabled`, is its
+`requires_grad=True` records on the simulator tape active around `step` (`with Tape():`,
+`bcg_train.diffsim.Tape`, a wp.Tape; the hand-written adjoints are added to the same tape) and
+raises `TapeRequiredError` when none is (a plain wp.Tape included, which would not run the
+hand-written adjoints), so a step can never silently drop its gradient; the tape's backward pass
+checks first that the segment was not cut since (`StaleTapeError`, diffsim.segment). What the
+simulator keeps between steps (taped buffers, restarted environments, the segment's generation) is
+its `segment`; bundling, when `config.bundle.enabled`, is its
 `bundler` (`DeviceBundler` with `bundle.on_device`). With `capture_graphs` (not with the host's
 bundler) its `graphs` hold the steps captured as graphs, which `torch_bridge` replays
 (diffsim.step_graphs). Runs on any Warp device with the same code.
@@ -14,7 +17,6 @@ from typing import Optional
 
 import numpy as np
 import warp as wp
-from warp._src import context as _warp_context
 
 from .bundling import Bundler, BundleStats, DeviceBundler
 from .config import SimConfig
@@ -27,6 +29,7 @@ from .segment import Segment
 from .state import Control, State
 from .step_graphs import StepGraphs
 from .substep import Substep
+from .tapes import plain_tape_active, recording
 from .variation import PhysicsVariation
 
 T = scalar_types(__name__)
@@ -38,12 +41,6 @@ def require_same_precision(model: Model, config: SimConfig) -> None:
         if precision != T.precision:
             raise ValueError(f"{what} is {precision}, this simulator {T.precision}: build model and simulator from "
                              f"bcg_train.diffsim.flavour({precision!r}) (Model.from_mujoco, Simulator)")
-
-
-def active_tape() -> Optional[wp.Tape]:
-    """The Warp tape recording now (`with wp.Tape():`), or None. Warp 1.19 has no public accessor;
-    this reads the runtime's own attribute, the one `wp.launch` records on."""
-    return _warp_context.runtime.tape if _warp_context.runtime is not None else None
 
 
 class Simulator:
@@ -104,13 +101,20 @@ class Simulator:
             self.raise_if_nonfinite(state_out)
         return state_out
 
-    def launch_step(self, state_in: State, state_out: State, control: Control, dt: float) -> None:
-        """`step`'s launches, without its check of the result (nothing read back: what a graph captures)."""
-        tape = active_tape() if self.requires_grad else None
+    def launch_step(self, state_in: State, state_out: State, control: Control, dt: float,
+                    mark_tape: bool = True) -> None:
+        """`step`'s launches, without its check of the result (nothing read back: what a graph captures).
+        With gradients and `mark_tape`, the tape's backward pass checks the segment's `TapeMark` first
+        (a captured step checks the mark it hands out instead, diffsim.step_graphs: a graph replays no
+        Python)."""
+        tape = recording() if self.requires_grad else None
         if self.requires_grad and tape is None:
-            raise TapeRequiredError("Simulator(requires_grad=True).step needs an active Warp tape: call it inside "
-                                    "`with wp.Tape():` (or use torch_bridge.step); build the simulator with "
-                                    "requires_grad=False to step without gradients")
+            plain = ("a plain wp.Tape is active, which would not run the simulator's own adjoints; "
+                     if plain_tape_active() else "")
+            raise TapeRequiredError(f"Simulator(requires_grad=True).step needs an active simulator tape: {plain}call "
+                                    "it inside `with Tape():` (bcg_train.diffsim.Tape, a wp.Tape; or use "
+                                    "torch_bridge.step); build the simulator with requires_grad=False to step "
+                                    "without gradients")
         substeps = self.config.substeps
         h = dt / substeps
         restarted = self.prepare_step()
@@ -132,6 +136,8 @@ class Simulator:
                        self.segment.pool.state(self.num_envs) if self.requires_grad else buf)
                 self.bundler.substep(src, dst, control, h, sites, tape)
             src = dst
+        if tape is not None and mark_tape:    # recorded last, so that the backward pass checks it first
+            tape.record_func(backward=self.segment.mark().check, arrays=[])
 
     def prepare_step(self) -> list:
         """What the next step takes from the host before its launches: the environments restarted since

@@ -24,6 +24,11 @@ costs more than launching (on the CPU a 64-environment taped window that capture
 launched kernel by kernel, `bench_diffsim.py --graphs`), which is why settings that change every
 window would run launch by launch.
 
+A graph replays no Python, so the check that its tape is still valid is the caller's: `forward`
+hands out the segment's `TapeMark` of the step, `backward(mark)` checks it before it replays or
+launches anything (`StaleTapeError` once the segment was cut since: the position's buffers and
+graphs serve a later step then, whose gradient the replay would return).
+
 Bundled steps only with the bundles on the device (`bundle.on_device`, bundling.device_bundler: the
 same launches on the same buffers at every substep); the host's bundler decides on the host, every
 substep, which branch rows to run (ValueError). Restarted environments reach the device bundler
@@ -35,6 +40,7 @@ from typing import Callable, List, Optional, Tuple
 import warp as wp
 
 from .kernels.device_model import Tape
+from .segment import TapeMark
 from .state import Control, State
 
 Settings = Tuple[float, int]
@@ -50,9 +56,9 @@ def _captured(sim, launches: Callable[[], None]) -> wp.Graph:
 
 class CapturedStep:
     """One position's fixed buffers and graphs. Copy the inputs into `state_in` (q, qd) and `control`
-    (every field), call `forward(dt)`, read `state_out`; for the backward pass put the output adjoints
-    in `state_out.q.grad` and `state_out.qd.grad`, call `backward()` and read the adjoints of
-    `state_in` and `control`. Shapes as in `State` and `Control`.
+    (every field), call `forward(dt)` (keep the mark it returns), read `state_out`; for the backward
+    pass put the output adjoints in `state_out.q.grad` and `state_out.qd.grad`, call `backward(mark)`
+    and read the adjoints of `state_in` and `control`. Shapes as in `State` and `Control`.
 
     A step runs launch by launch when its settings differ from those of the position's last run
     (see the module docstring); the first step and backward pass at a position so allocate whatever
@@ -74,10 +80,12 @@ class CapturedStep:
         self._backward: Optional[wp.Graph] = None
         self._backward_ran = False
 
-    def forward(self, dt: float) -> None:
+    def forward(self, dt: float) -> Optional[TapeMark]:
         """Advance `state_in` into `state_out` by dt [s]: replayed, captured (the second run in a row
-        with these settings) or launch by launch."""
+        with these settings) or launch by launch. Returns the step's mark for `backward` (None
+        without gradients)."""
         sim = self.sim
+        mark = sim.segment.mark() if sim.requires_grad else None
         sim.prepare_step()
         settings = (dt, sim.config.substeps)
         if self._forward is not None and self._captured_with == settings:
@@ -94,12 +102,15 @@ class CapturedStep:
             self._backward = _captured(sim, self._tape.backward)
         if sim.check_finite:
             sim.raise_if_nonfinite(self.state_out)
+        return mark
 
-    def backward(self) -> None:
+    def backward(self, mark: TapeMark) -> None:
         """The adjoints of `state_in` and `control` from those of `state_out` (zeroed by `forward`,
-        then set by the caller): the graph `forward` captured, or launch by launch."""
+        then set by the caller): the graph `forward` captured, or launch by launch. `mark`: what the
+        step's `forward` returned (StaleTapeError when the segment was cut since)."""
         if self._tape is None:
             raise RuntimeError("CapturedStep.backward: the simulator was built without gradients")
+        mark.check()
         if self._backward is None:
             self._tape.backward()
             self._backward_ran = True
@@ -117,7 +128,7 @@ class CapturedStep:
         self.control.zero_gradients()
         self._tape = Tape()
         with self._tape:
-            sim.launch_step(self.state_in, self.state_out, self.control, dt)
+            sim.launch_step(self.state_in, self.state_out, self.control, dt, mark_tape=False)
 
 
 class StepGraphs:

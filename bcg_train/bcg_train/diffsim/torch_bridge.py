@@ -11,7 +11,7 @@ Tensors are on the simulator's device, in its precision (`T.torch`: float64, or 
 flavour; inputs of another float dtype are cast, differentiably): q (N, nq), qd (N, nv), q_target
 and tau (N, nj).
 """
-from typing import Tuple
+from typing import Optional, Tuple
 
 import torch
 import warp as wp
@@ -19,6 +19,7 @@ import warp as wp
 from .kernels import dynamics as dk
 from .kernels.device_model import Tape
 from .precision import scalar_types
+from .segment import TapeMark
 from .simulator import Simulator
 from .state import Control, State
 from .step_graphs import CapturedStep
@@ -50,14 +51,14 @@ def _copy_in(dst: wp.array, t: torch.Tensor) -> None:
     wp.copy(dst, _share(t.expand(dst.shape), grad=False))
 
 
-def _captured_step(sim: Simulator, dt: float, q, qd, q_target, kp, kd, tau) -> CapturedStep:
-    """The inputs copied into the simulator's captured step for the segment's next position, run."""
+def _captured_step(sim: Simulator, dt: float, q, qd, q_target, kp, kd, tau) -> Tuple[CapturedStep, Optional[TapeMark]]:
+    """The inputs copied into the simulator's captured step for the segment's next position, run:
+    (the step, its mark for `CapturedStep.backward`)."""
     step = sim.graphs.next_step()
     for dst, t in ((step.state_in.q, q), (step.state_in.qd, qd), (step.control.q_target, q_target),
                    (step.control.kp, kp), (step.control.kd, kd), (step.control.tau, tau)):
         _copy_in(dst, t)
-    step.forward(dt)
-    return step
+    return step, step.forward(dt)
 
 
 class _SimStep(torch.autograd.Function):
@@ -66,7 +67,7 @@ class _SimStep(torch.autograd.Function):
                 q: torch.Tensor, qd: torch.Tensor, q_target: torch.Tensor, tau: torch.Tensor):
         if sim.graphs is not None:
             ctx.saved = _captured_step(sim, dt, q, qd, q_target, kp, kd, tau)
-            s_out = ctx.saved.state_out
+            s_out = ctx.saved[0].state_out
         else:
             s_in, ctrl = _inputs(sim, q, qd, q_target, kp, kd, tau, grad=True)
             s_out = sim.state()
@@ -78,12 +79,13 @@ class _SimStep(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad_q, grad_qd):
-        if isinstance(ctx.saved, CapturedStep):
-            step = ctx.saved
+        if isinstance(ctx.saved[0], CapturedStep):
+            step, mark = ctx.saved
+            mark.check()      # before the output adjoints overwrite a later step's
             s_in, ctrl = step.state_in, step.control
             _copy_in(step.state_out.q.grad, grad_q)
             _copy_in(step.state_out.qd.grad, grad_qd)
-            step.backward()
+            step.backward(mark)
         else:
             tape, s_in, s_out, ctrl = ctx.saved
             tape.backward(grads={s_out.q: wp.from_torch(grad_q.contiguous(), dtype=real),
@@ -130,7 +132,7 @@ def step_without_gradient(sim: Simulator, q: torch.Tensor, qd: torch.Tensor, q_t
     q, qd, q_target, kp, kd = _in_precision(q, qd, q_target, kp, kd)
     tau = torch.zeros_like(q_target)
     if sim.graphs is not None:
-        s_out = _captured_step(sim, dt, q, qd, q_target, kp, kd, tau).state_out
+        s_out = _captured_step(sim, dt, q, qd, q_target, kp, kd, tau)[0].state_out
         return wp.to_torch(s_out.q).clone(), wp.to_torch(s_out.qd).clone()
     s_in, ctrl = _inputs(sim, q, qd, q_target, kp, kd, tau, grad=False)
     s_out = sim.state()

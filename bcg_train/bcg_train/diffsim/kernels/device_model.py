@@ -15,6 +15,7 @@ import numpy as np
 import warp as wp
 
 from ..precision import scalar_types
+from ..tapes import RecordingTape
 
 T = scalar_types(__name__)
 real, vec3, quat, mat33 = T.real, T.vec3, T.quat, T.mat33
@@ -118,10 +119,11 @@ def empty_model_adjoint() -> DeviceModel:
     return DeviceModel()
 
 
-class Tape(wp.Tape):
-    """A wp.Tape that gives every recorded launch `empty_model_adjoint()` for the DeviceModel argument.
-    A plain wp.Tape works too, but builds a fresh adjoint struct per launch in Python, which costs
-    more than the kernels at small N."""
+class Tape(RecordingTape):
+    """The simulator's tape: a wp.Tape that the simulator finds while it records (diffsim.tapes) and
+    that gives every recorded launch `empty_model_adjoint()` for the DeviceModel argument (a plain
+    wp.Tape would build a fresh adjoint struct per launch in Python, which costs more than the
+    kernels at small N)."""
 
     def get_adjoint(self, a):
         if getattr(a, "_cls", None) is DeviceModel:

@@ -19,10 +19,11 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import warp as wp
 
+from ..errors import StaleTapeError
 from .device_model import DeviceModel, empty_model_adjoint
 
 
-class StaleLaunchError(RuntimeError):
+class StaleLaunchError(StaleTapeError):
     """A tape ran backward through a launch whose site was launched again since it was recorded."""
 
 
