@@ -14,7 +14,7 @@ from bcg.robot import RobotDescription
 from bcg.wire import new_lowstate
 from bcg_policy_node.core.controller import Controller
 from bcg_policy_node.core.safety import SafetyLimits
-from bcg_policy_node.core.state_machine import Phase, StateMachine
+from bcg_policy_node.core.state_machine import StateMachine
 from bcg_train.motion.clip import reference_frames
 from bcg_train.motion.kinematics import RobotKinematics
 from bcg_train.motion.library import load_clip, motion_file_for_nodes, motion_source
@@ -59,7 +59,7 @@ def test_the_node_builds_the_observation_training_builds_from_the_same_file(robo
     state["motor_state"]["temperature"] = 40
     for t in (0.0, 0.01, 0.02, 0.03):
         node.on_state(state, t)
-    assert node.machine.phase is Phase.POLICY
+    assert node.machine.runs_policy
     order = np.array([robot.joint_names.index(j) for j in contract.joint_names])
     frames = np.asarray(contract.observation.frames)
     worst = 0.0

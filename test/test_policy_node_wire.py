@@ -26,6 +26,7 @@ PARAMS = """policy_node:
   ros__parameters:
     ramp_duration: 0.2
     autostart_hold: 0.1
+    blend_duration: 0.1
     shutdown_damping: 0.3
 """
 
@@ -117,8 +118,8 @@ def is_pd(cmd):
 
 
 def reach_policy(client) -> float:
-    """Wait for the node's PD commands (ramp), then past the ramp (0.2 s) and hold (0.1 s) into
-    POLICY; returns the time."""
+    """Wait for the node's PD commands (ramp), then past the ramp (0.2 s), hold (0.1 s) and blend
+    (0.1 s) into POLICY; returns the time."""
     assert client.wait_for(is_pd, 20), "the node never reached ramp/hold"
     time.sleep(0.5)
     return time.monotonic()

@@ -39,6 +39,10 @@ def test_mujoco_check_graph_wires_bridge_node_and_evaluator(tmp_path):
     assert bridge.arguments[bridge.arguments.index("--record-fps") + 1] == "10"
     assert "--record-width" not in bridge.arguments      # not given: config/sim_bridge.yaml's
     assert {"--policy", "p.onnx", "--autostart", "--events", files["events"], "7"} <= set(node.arguments)
+    assert "--lockstep" in bridge.arguments and "--lockstep" in node.arguments    # simulated time on both sides
+    assert "--seed" not in bridge.arguments
+    seeded = MUJOCO_CHECK.processes(parse_assignments(["seed:=3"]))[0].arguments
+    assert seeded[seeded.index("--seed") + 1] == "3"
     assert evaluator.arguments[:1] == ("verdict",) and verdict in evaluator.arguments
     assert "--policy" not in MUJOCO_CHECK.processes({})[1].arguments     # default: built-in stand policy
 
@@ -109,8 +113,8 @@ def metrics(fell=False, sim_time=5.0):
                            "tracking": {"mean_rms_error_rad": 0.05}}}
 
 
-def events(*transitions):
-    return {"transitions": list(transitions), "summary": None}
+def events(*transitions, policy_steps=100):
+    return {"transitions": list(transitions), "summary": {"policy_steps": policy_steps}}
 
 
 def test_verdict_fields_and_safety_events():
@@ -123,6 +127,28 @@ def test_verdict_fields_and_safety_events():
     assert v["safety_events"] == [fault]                 # the stale event after the bridge ended is not one
     assert not evaluate(metrics(fell=True), events(), 5.0)["passed"]
     assert not evaluate(metrics(sim_time=2.0), events(), 5.0)["passed"]
+
+
+def test_a_run_whose_policy_never_ran_fails_and_says_so():
+    """Every shipped policy used to fall in the node's ramp or hold without its band: 0 policy steps."""
+    v = evaluate(metrics(), events(policy_steps=0), 5.0)
+    assert v["stayed_up"] and not v["passed"] and not v["policy_ran"]
+    assert "0: the policy never ran" in table(v) and "FAIL" in table(v)
+
+
+def test_the_command_rate_is_per_simulated_second_and_explained():
+    """A real-time check read 541.7 Hz with writer_hz 500: the writer's schedule plus one write at
+    each policy step; the table says so. In lockstep it is one command per LowState."""
+    m = {**metrics(sim_time=15.0), "wall_time_s": 15.0}
+    m["commands"] = {**m["commands"], "accepted": 8126}
+    summary = {"policy_steps": 625, "commands_written": 8126, "commands_woken": 626}
+    v = evaluate(m, {"transitions": [], "summary": summary}, 15.0)
+    assert v["command_rate_hz"] == pytest.approx(541.7, abs=0.05) and not v["lockstep"]
+    assert "541.7 Hz (500.0 Hz on the writer's schedule + 41.7 Hz at once at policy steps)" in table(v)
+    m["lockstep"], m["wall_time_s"] = {"answers": 7500, "ended_at_s": None}, 40.0
+    v = evaluate(m, {"transitions": [], "summary": summary}, 15.0)
+    assert v["lockstep"] and "(one per LowState)" in table(v) and "lockstep" in table(v)
+    assert v["real_time_factor"] == pytest.approx(0.375)
 
 
 def test_the_verdict_reports_what_each_node_dropped_by_reason():

@@ -37,13 +37,21 @@ class PolicyNodeConfig:
     autostart: bool = False
     """Leave zero torque and start the policy without the remote (simulation only)."""
     autostart_hold: float = 0.5
-    """s of HOLD before autostart starts the policy."""
+    """s of HOLD before autostart starts the policy (its BLEND)."""
+    lockstep: bool = False
+    """Simulation only, with this suite's bridge in lockstep (`bcg-sim-bridge --lockstep`): the node's
+    clock is the LowState's tick (simulated ms), and it answers every LowState with one LowCmd that
+    echoes the tick (reserve[0]); nothing is timed on the wall clock, so a loaded machine slows the
+    run but cannot change it. mujoco_check runs this way."""
     align_heading: bool = True
     """Turn the reference motion about the vertical when the policy starts, so that it begins facing
     where the robot faces (the IMU's yaw is arbitrary; training starts every episode on the
     reference's heading). False: the motion's own heading, which the robot must then face."""
     ramp_duration: float = 2.0
-    """s, ramp from the measured pose to the default pose."""
+    """s, ramp from the measured pose to the default pose (with the hold gains: the stand policy's)."""
+    blend_duration: float = 1.0
+    """s of BLEND after HOLD: the policy runs while the command's targets and gains go from the hold's
+    (default pose, the stand policy's gains) to the policy's; 0: at once."""
     writer_hz: float = 500.0
     """Hz, LowCmd write rate (deadline schedule, in a process of its own)."""
     writer_spin: float = 0.0
@@ -63,8 +71,10 @@ class PolicyNodeConfig:
     check_state_crc: bool = True
     """Drop LowState whose CRC is wrong (turn off, or --no-state-crc, for senders that leave crc = 0,
     such as Unitree's MuJoCo simulator: config/policy_node_unitree_mujoco.yaml)."""
-    stale_periods: float = 3.0
-    """LowState older than this many policy periods triggers damping."""
+    stale_limit: float = 0.06
+    """s: LowState older than this triggers damping. 60 ms (three policy periods) on the robot, whose
+    LowState never pauses; a simulator on a desktop can (its viewer, a loaded machine), and its
+    profile relaxes it (config/policy_node_unitree_mujoco.yaml)."""
     max_joint_velocity: float = 35.0
     """rad/s, |dq| limit."""
     max_temperature: float = 90.0
@@ -99,9 +109,10 @@ class PolicyNodeConfig:
                   ("realtime_priority", 0 <= self.realtime_priority <= 98, "must be 0 (off) or 1..98"),
                   ("receiver_cpu", self.receiver_cpu >= -1, "must be -1 (any) or a CPU number"),
                   ("writer_cpu", self.writer_cpu >= -1, "must be -1 (any) or a CPU number"),
-                  ("stale_periods", self.stale_periods > 0, "must be > 0"),
+                  ("stale_limit", self.stale_limit > 0, "must be > 0"),
                   ("max_joint_velocity", self.max_joint_velocity > 0, "must be > 0"),
                   ("ramp_duration", self.ramp_duration >= 0, "must be >= 0"),
+                  ("blend_duration", self.blend_duration >= 0, "must be >= 0"),
                   ("autostart_hold", self.autostart_hold >= 0, "must be >= 0"),
                   ("shutdown_damping", self.shutdown_damping >= 0, "must be >= 0"),
                   ("pd_step", self.pd_step > 0, "must be > 0"),

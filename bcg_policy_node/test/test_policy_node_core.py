@@ -55,12 +55,14 @@ def test_remote_drives_the_phases():
     assert m.on_state(0.0, 0).target is Phase.ZERO_TORQUE
     assert m.on_state(0.1, 0) is None and m.phase is Phase.ZERO_TORQUE     # waits for start
     assert m.on_state(0.2, key_mask("start")).target is Phase.RAMP
-    assert m.ramp_fraction(1.2) == pytest.approx(0.5)
+    assert m.fraction(1.2) == pytest.approx(0.5)
     assert m.on_state(1.0, key_mask("A")) is None                          # A ignored while ramping
     assert m.tick(2.2).target is Phase.HOLD
     assert m.on_state(3.0, 0) is None and m.phase is Phase.HOLD             # no autostart
-    assert m.on_state(3.1, key_mask("A")).target is Phase.POLICY
-    assert m.on_state(4.0, key_mask("B")).target is Phase.DAMPING
+    assert m.on_state(3.1, key_mask("A")).target is Phase.BLEND             # A: the policy starts, blended in
+    assert m.runs_policy and m.fraction(3.6) == pytest.approx(0.5)
+    assert m.on_state(4.2, 0).target is Phase.POLICY
+    assert m.on_state(4.3, key_mask("B")).target is Phase.DAMPING
     assert m.on_state(5.0, key_mask("start")) is None and m.phase is Phase.DAMPING   # latched
 
 
@@ -80,8 +82,9 @@ def test_autostart_runs_without_remote():
     m.tick(1.3)
     assert m.phase is Phase.HOLD
     m.tick(1.6)
-    assert m.phase is Phase.POLICY
-    assert [t.reason for t in m.transitions][-1] == "autostart"
+    assert m.phase is Phase.BLEND and [t.reason for t in m.transitions][-1] == "autostart"
+    m.tick(2.6)
+    assert m.phase is Phase.POLICY and [t.reason for t in m.transitions][-1] == "blend complete"
 
 
 # -- safety ----------------------------------------------------------------------------------
@@ -220,9 +223,10 @@ def test_policy_targets_are_clipped_and_faults_damp(robot, tmp_path):
     contract = stand_contract(robot)
     n_obs = contract.observation.size
     path = write_policy(tmp_path / "big.onnx", mlp_model([(np.zeros((n_obs, 29)), np.full(29, 100.0))]), contract)
-    c = make_controller(robot, load_policy(path), ramp_duration_s=0.0, autostart=True, autostart_hold_s=0.0)
+    c = make_controller(robot, load_policy(path), ramp_duration_s=0.0, autostart=True, autostart_hold_s=0.0,
+                        blend_duration_s=0.0)
     s = standing_state(robot)
-    for t in (0.0, 0.01, 0.02, 0.03):
+    for t in (0.0, 0.01, 0.02, 0.03, 0.035):
         c.on_state(s, t)
     assert c.machine.phase is Phase.POLICY and c.policy_step(0.04)
     np.testing.assert_allclose(command_at(c, 0.04)["motor_cmd"]["q"][robot.motor_slots], robot.q_upper, rtol=1e-6)
@@ -256,7 +260,7 @@ def test_stale_state_damps_on_tick(robot, stand):
 
 
 def started_tracking_controller(robot, tmp_path, spec, state, **options):
-    """A controller in POLICY (autostart, no ramp or hold) on `state`, for a zero policy with observation
+    """A controller in BLEND (autostart, no ramp or hold) on `state`, for a zero policy with observation
     `spec` and a motion of 31 frames at 30 fps facing the world's x axis: root x = 0.5 t m, left hip
     pitch = t rad. Returns it and the list its policy appends each observation to."""
     contract = stand_contract(robot)
@@ -275,7 +279,7 @@ def started_tracking_controller(robot, tmp_path, spec, state, **options):
     c.policy = lambda obs: seen.append(obs.copy()) or np.zeros(29, np.float32)
     for t in (0.0, 0.01, 0.02, 0.03):
         c.on_state(state, t)
-    assert c.machine.phase is Phase.POLICY
+    assert c.machine.phase is Phase.BLEND
     return c, seen
 
 
@@ -437,5 +441,5 @@ def test_the_unitree_mujoco_profile_changes_only_what_that_simulator_needs():
     from bcg_policy_node.config import NODE_NAME
     params = read_ros_parameters(REPO / "config" / "policy_node_unitree_mujoco.yaml", NODE_NAME)
     assert params == {"domain": 1, "interface": "lo", "check_state_crc": False, "autostart": True,
-                      "pd_step": 0.002, "pd_delay_steps": 1}
+                      "pd_step": 0.002, "pd_delay_steps": 1, "stale_limit": 0.5}
     PolicyNodeConfig(**params)

@@ -5,8 +5,11 @@ reject each (so the counts are those of what the controller sent), apply the com
 (latest accepted, or damping after the timeout), the elastic band, one `mj_step`. Every
 `steps_per_state` steps: fill and publish a LowState, sample the metrics, queue a frame for the
 recorder (rendered in its own thread), sync the viewer, and (unless `fast`) sleep until the wall
-clock catches up. Rejected LowCmds are reported as the node reports dropped LowStates
-(`DropLog`: the first at once, then a summary every few seconds, the totals at the end).
+clock catches up. Before the first valid LowCmd the robot is held still at simulated time 0
+(`wait_for_command`). In lockstep, once a LowCmd was accepted, each state period starts only when
+the LowCmd answering the last LowState (its tick echoed in reserve[0]) has arrived. Rejected
+LowCmds are reported as the node reports dropped LowStates (`DropLog`: the first of each reason at
+once, then a summary every few seconds, the totals at the end).
 Transport-agnostic: it sees only a `Reader` of LowCmd and a `Writer` of LowState. Emulating
 Unitree's simulator (`config.emulate`), the gate and the LowState are that simulator's
 (`unitree_emulation.py`), and zero LowStates precede the first step.
@@ -16,6 +19,7 @@ import threading
 import time
 from typing import Any, Dict, Optional
 
+import mujoco
 import numpy as np
 
 from bcg.motion import ReferenceMotion
@@ -26,7 +30,7 @@ from bcg.transport.drop_log import DropLog
 from bcg.wire import new_lowstate
 
 from .command_gate import REJECT_REASONS, CommandGate
-from .config import LOGGER_NAME, BridgeConfig
+from .config import LOCKSTEP_TIMEOUT_S, LOGGER_NAME, START_JOINT_NOISE_RAD, BridgeConfig
 from .elastic_band import ElasticBand
 from .lowstate_fill import LowStateFiller
 from .metrics import RunMetrics
@@ -34,6 +38,8 @@ from .unitree_emulation import PRESTEP_STATES, ExplicitPdCommands
 
 MAX_PACING_LAG_S = 0.05
 """Wall-clock seconds the paced loop may fall behind before it stops trying to catch up."""
+RESEND_S = 0.1
+"""Wall seconds in lockstep after which an unanswered LowState is published again (a lost sample)."""
 log = logging.getLogger(LOGGER_NAME)
 
 
@@ -44,6 +50,18 @@ def rejection_texts(robot: RobotDescription) -> dict:
             "non_finite": "non-finite value in a motor command"}
 
 
+def perturb_start(core: PhysicsCore, seed: int) -> None:
+    """A start drawn from `seed`: the robot turned about the vertical by a uniform heading and every
+    joint angle plus N(0, START_JOINT_NOISE_RAD^2) rad (`BridgeConfig.seed`)."""
+    rng = np.random.default_rng(seed)
+    data, robot = core.data, core.robot
+    data.qpos[robot.joint_qpos_adr] += rng.normal(0.0, START_JOINT_NOISE_RAD, robot.num_joints)
+    yaw = rng.uniform(-np.pi, np.pi)
+    root = int(core.model.jnt_qposadr[core.model.body_jntadr[robot.root_body]])
+    data.qpos[root + 3:root + 7] = (np.cos(yaw / 2), 0.0, 0.0, np.sin(yaw / 2))
+    mujoco.mj_forward(core.model, data)
+
+
 class SimBridge:
     """A simulated G1 behind a LowCmd reader and a LowState writer (both optional, for tests)."""
 
@@ -52,12 +70,15 @@ class SimBridge:
                  motion: Optional[ReferenceMotion] = None):
         self.config = config
         self.core = PhysicsCore(robot, config.physics_hz, config.initial_pose)
+        if config.seed >= 0:
+            perturb_start(self.core, config.seed)
         kd = robot.damping_kd if config.damping_kd < 0 else config.damping_kd
         self.gate = (ExplicitPdCommands(robot, self.core.model, self.core.data) if config.emulate else
                      CommandGate(robot, config.command_timeout, kd))
         self.rejections = DropLog("LowCmd", rejection_texts(robot), verb="rejected")
         self.lowstate = new_lowstate()
-        self.filler = LowStateFiller(self.core.model, robot, self.lowstate, as_robot=not config.emulate)
+        self.filler = LowStateFiller(self.core.model, robot, self.lowstate, as_robot=not config.emulate,
+                                     tick=not config.emulate or config.lockstep)
         self.metrics = RunMetrics(self.core.model, robot, config.fall_height, motion, config.motion_start)
         self.band = None
         if config.elastic_band:
@@ -70,6 +91,12 @@ class SimBridge:
         self.viewer = None
         """Optional `display.Viewer`, synced after every state period."""
         self.steps = 0
+        self.held_s: Optional[float] = None
+        """Wall seconds the robot was held still before the first valid LowCmd (None: not held)."""
+        self.lockstep_answers = 0
+        """LowStates answered in lockstep."""
+        self.lockstep_ended_at: Optional[float] = None
+        """Simulated time at which lockstep ended for want of an answer (None: it did not)."""
         self.states_published = 0
         self.pacing_slips = 0
         self.wall_time = 0.0
@@ -119,18 +146,50 @@ class SimBridge:
         return True
 
     def wait_for_first_command(self, stop: threading.Event, timeout_s: float) -> bool:
-        """Publish LowState at the state rate (wall clock, time frozen) until a LowCmd arrives or
-        `timeout_s` wall seconds pass; every LowCmd that arrived is offered to the gate. True when one did."""
-        deadline = time.perf_counter() + timeout_s
+        """Hold the robot still: publish LowState at the state rate (wall clock, simulated time frozen)
+        until a valid LowCmd arrives or `timeout_s` wall seconds pass (-1: no limit); every LowCmd that
+        arrived is offered to the gate. True when a valid one did."""
+        start = time.perf_counter()
+        deadline = start + timeout_s if timeout_s >= 0 else np.inf
         period = 1.0 / self.config.state_hz
+        accepted = self.gate.accepted
         while self.commands is not None and not stop.is_set() and time.perf_counter() < deadline:
             self.publish_state()
-            recs = self.commands.wait_all(period)   # every sample: each is validated and counted
-            for rec in recs:
+            for rec in self.commands.wait_all(period):   # every sample: each is validated and counted
                 self.gate.offer(rec, self.core.time)
-            if recs:
+            self.report_rejections()
+            if self.gate.accepted > accepted:
+                self.held_s = time.perf_counter() - start
                 return True
         return False
+
+    def await_answer(self, stop: threading.Event) -> None:
+        """Lockstep: take LowCmds (each offered to the gate) until one answers the LowState last
+        published (echoes its tick in reserve[0]); republish that LowState every RESEND_S; after
+        LOCKSTEP_TIMEOUT_S wall seconds without an answer, end lockstep (logged)."""
+        tick = int(self.lowstate["tick"])
+        start = resent = time.perf_counter()
+        while not stop.is_set():
+            answered = False
+            for rec in self.commands.wait_all(RESEND_S):
+                answered |= self.gate.offer(rec, self.core.time) is None and int(rec["reserve"][0]) == tick
+            if answered:
+                self.lockstep_answers += 1
+                return
+            now = time.perf_counter()
+            if now - start > LOCKSTEP_TIMEOUT_S:
+                self.lockstep_ended_at = self.core.time
+                log.warning("lockstep: no LowCmd answered the LowState of tick %d in %g s; stepping on without "
+                            "waiting (is the controller running with --lockstep?)", tick, LOCKSTEP_TIMEOUT_S)
+                return
+            if now - resent > RESEND_S:
+                self.states.write(self.lowstate)
+                resent = now
+
+    def in_lockstep(self) -> bool:
+        """Lockstep applies now: asked for, a LowCmd accepted, not ended for want of an answer."""
+        return (self.config.lockstep and self.commands is not None and self.gate.accepted > 0
+                and self.lockstep_ended_at is None)
 
     def publish_prestep_states(self, stop: threading.Event) -> None:
         """Unitree's simulator before its first physics step: PRESTEP_STATES all-zero LowStates at the
@@ -149,8 +208,13 @@ class SimBridge:
         c = self.config
         if c.emulate:
             self.publish_prestep_states(stop)
-        if c.wait_for_command > 0:
-            self.wait_for_first_command(stop, c.wait_for_command)
+        elif c.wait_for_command != 0 and self.commands is not None:
+            log.info("holding the robot still at simulated time 0 until the first valid LowCmd%s "
+                     "(wait_for_command; 0: simulate from the start)",
+                     "" if c.wait_for_command < 0 else f" or {c.wait_for_command:g} s")
+            if self.wait_for_first_command(stop, c.wait_for_command):
+                log.info("first valid LowCmd after %.1f s: simulating%s", self.held_s,
+                         " in lockstep with the controller" if c.lockstep else "")
         end = c.duration - 0.5 * self.core.dt if c.duration > 0 else np.inf
         start_wall = time.perf_counter()
         base_wall, base_sim = start_wall, self.core.time
@@ -158,9 +222,12 @@ class SimBridge:
         self.metrics.sample(self.core.data)
         try:
             while not stop.is_set() and self.core.time < end:
+                lockstep = self.in_lockstep()
+                if lockstep:
+                    self.await_answer(stop)
                 if not self.state_period():
                     break
-                if c.fast:
+                if c.fast or lockstep:
                     continue
                 lag = time.perf_counter() - (base_wall + self.core.time - base_sim)
                 if lag < 0:
@@ -191,6 +258,9 @@ class SimBridge:
             "states_published": self.states_published,
             "pacing_slips": self.pacing_slips,
             "elastic_band": None if self.band is None else {"attached_at_end": self.band.attached},
+            "held_before_first_command_s": self.held_s,
+            "lockstep": None if not c.lockstep else {"answers": self.lockstep_answers,
+                                                     "ended_at_s": self.lockstep_ended_at},
             "commands": {
                 "accepted": self.gate.accepted,
                 "rejected": dict(self.gate.rejected),

@@ -23,6 +23,10 @@ SIMULATOR_DOMAIN = 1
 """The DDS domain when `domain` is -1 outside ROS 2 (or ROS_DOMAIN_ID is unset): Unitree's simulator's."""
 EMULATIONS = ("", "unitree_mujoco")
 """`emulate` values (`unitree_emulation.py`; kept here for the same reason as BAND_MODES)."""
+START_JOINT_NOISE_RAD = 0.02
+"""rad: standard deviation of the joint noise a `seed` adds to the initial pose (as bcg-eval's seeds)."""
+LOCKSTEP_TIMEOUT_S = 10.0
+"""Wall seconds the bridge waits in lockstep for an answer before it steps on without one."""
 BAND_MODES = ("hold", "hang")
 """Elastic band modes (`elastic_band.py`). Kept here, not there: this module must not import mujoco,
 which reads $MUJOCO_GL once, at its import (`display.choose_offscreen_backend`)."""
@@ -45,7 +49,9 @@ class BridgeConfig:
     """'': behave like the robot (validate LowCmd, PD inside every physics step, CRC on LowState);
     'unitree_mujoco': behave like Unitree's MuJoCo simulator, as measured (`unitree_emulation.py`:
     crc / mode_machine / tick 0, zero LowStates before the first step, zero torque before the first
-    LowCmd, explicit PD once per command from one-step-old sensors). Needs state_hz = physics_hz."""
+    LowCmd, explicit PD once per command from one-step-old sensors; it never holds the robot:
+    wait_for_command does not apply; in lockstep the tick counts ms, which the node's clock needs).
+    Needs state_hz = physics_hz."""
     physics_hz: float = 1000.0
     """MuJoCo step rate, Hz (model.opt.timestep = 1 / physics_hz); the PD law runs every step."""
     state_hz: float = 500.0
@@ -54,15 +60,27 @@ class BridgeConfig:
     """True: step as fast as possible; False: pace simulated time to the wall clock."""
     duration: float = 0.0
     """Simulated seconds to run, then exit; 0: run until SIGINT / SIGTERM."""
-    wait_for_command: float = 0.0
-    """Wall seconds to hold simulated time at 0 (publishing LowState) until a first LowCmd arrives;
-    0: start at once. Lets a controller or test connect before anything moves."""
+    wait_for_command: float = -1.0
+    """Wall seconds to hold the robot still, simulated time at 0 (publishing LowState at the state
+    rate), until the first valid LowCmd arrives: a bridge started before its controller does not drop
+    the robot (the node takes seconds to start). -1: as long as it takes; 0: simulate from the start
+    (the robot then stands only on the band or a command). Not when emulating Unitree's simulator,
+    which steps from the start."""
+    lockstep: bool = False
+    """After the first accepted LowCmd, step on only when the controller has answered the LowState
+    just published (a LowCmd echoing its tick in reserve[0]: `bcg-policy-node --lockstep`): simulated
+    time advances as fast as the controller answers, never past it, whatever the machine's load. A
+    controller silent for `LOCKSTEP_TIMEOUT_S` wall seconds ends lockstep (logged; the run goes on as
+    `fast` says). For checks (mujoco_check), not for timing measurements."""
     command_timeout: float = 0.1
     """Simulated seconds without an accepted LowCmd after which the bridge falls back to damping."""
     damping_kd: float = -1.0
     """Damping-mode gain, N m s/rad (kp = 0); negative: the robot description's damping_kd."""
     initial_pose: str = "default"
     """Joint angles at start: 'default' (robot default pose) or 'zero' (the model's qpos0)."""
+    seed: int = -1
+    """>= 0: perturb the start, drawn from this seed: the heading uniform in [-180, 180) deg and every
+    joint angle plus N(0, START_JOINT_NOISE_RAD^2) (bcg-eval's seeds); -1: the initial pose exactly."""
     elastic_band: bool = False
     """Hold the torso with Unitree's elastic band at start."""
     band_mode: str = "hold"
@@ -130,7 +148,7 @@ def _validate(c: BridgeConfig) -> None:
     ratio = c.physics_hz / c.state_hz
     _require(ratio >= 1 and abs(ratio - round(ratio)) < 1e-9, "state_hz",
              f"physics_hz ({c.physics_hz}) must be a whole multiple of state_hz", c.state_hz)
-    for key in ("duration", "wait_for_command", "band_stiffness", "band_damping", "band_release_time", "fall_height",
+    for key in ("duration", "band_stiffness", "band_damping", "band_release_time", "fall_height",
                 "motion_start"):
         _require(getattr(c, key) >= 0, key, "must be >= 0", getattr(c, key))
     _require(c.band_mode in BAND_MODES, "band_mode", f"must be one of {BAND_MODES}", c.band_mode)
@@ -140,8 +158,9 @@ def _validate(c: BridgeConfig) -> None:
     _require(c.emulate in EMULATIONS, "emulate", f"must be one of {EMULATIONS}", c.emulate)
     _require(not c.emulate or c.state_hz == c.physics_hz, "state_hz", "must equal physics_hz when emulating "
              "Unitree's simulator (one LowState per physics step)", c.state_hz)
-    _require(not c.emulate or c.wait_for_command == 0, "wait_for_command", "must be 0 when emulating Unitree's "
-             "simulator (it steps from the start, commands or not)", c.wait_for_command)
+    _require(c.wait_for_command >= 0 or c.wait_for_command == -1, "wait_for_command",
+             "must be >= 0 (wall seconds) or -1 (as long as it takes)", c.wait_for_command)
+    _require(c.seed >= -1, "seed", "must be -1 (none) or >= 0", c.seed)
     _require(bool(c.band_body), "band_body", "must name a body of the model", c.band_body)
 
 

@@ -46,12 +46,13 @@ class LowStateFiller:
 
     Unused motor slots keep what the record holds (zeros for a fresh one); `mode` is 1 on the
     driven slots. The CRC is left to the writer. `as_robot` False fills only what Unitree's MuJoCo
-    simulator fills (joint q / dq / tau_est, IMU quaternion / gyroscope / accelerometer): `tick`,
-    `mode_machine`, motor modes and rpy stay 0.
+    simulator fills (joint q / dq / tau_est, IMU quaternion / gyroscope / accelerometer):
+    `mode_machine`, motor modes and rpy stay 0, and `tick` too unless `tick` (lockstep needs it).
     """
 
-    def __init__(self, model: mujoco.MjModel, robot: RobotDescription, rec: np.void, as_robot: bool = True):
-        self.rec, self.as_robot = rec, as_robot
+    def __init__(self, model: mujoco.MjModel, robot: RobotDescription, rec: np.void, as_robot: bool = True,
+                 tick: bool = True):
+        self.rec, self.as_robot, self.tick = rec, as_robot, tick
         self._q = joint_sensor_index(model, robot.joint_names, "pos")
         self._dq = joint_sensor_index(model, robot.joint_names, "vel")
         self._tau = joint_sensor_index(model, robot.joint_names, "torque")
@@ -73,7 +74,8 @@ class LowStateFiller:
         sd = data.sensordata
         for view, where, source in self._views:
             view[where] = sd[source]
-        if self.as_robot:
+        if self.tick:
             self.rec["tick"] = int(round(data.time * 1000.0)) & 0xFFFFFFFF
+        if self.as_robot:
             self._rpy[:] = quat_to_rpy(sd[self._quat])
         return self.rec

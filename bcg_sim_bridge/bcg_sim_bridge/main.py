@@ -3,7 +3,7 @@
 Examples::
 
     bcg-sim-bridge --model scene_29dof.xml --domain 1 --interface lo
-    bcg-sim-bridge --fast --duration 10 --metrics out/metrics.json --headless
+    bcg-sim-bridge --fast --duration 10 --wait-for-command 0 --metrics out/metrics.json --headless
     bcg-sim-bridge --params config/sim_bridge.yaml --elastic-band --record out/run.gif
     ros2 run bcg_sim_bridge sim_bridge --ros-args --params-file config/sim_bridge.yaml -p domain:=1
 
@@ -40,10 +40,12 @@ _FLAGS = (
     ("--state-hz", "state_hz", float, "LowState rate, Hz"),
     ("--duration", "duration", float, "simulated seconds to run, then exit 0 (0: forever)"),
     ("--wait-for-command", "wait_for_command", float,
-     "hold time at 0 up to this many wall seconds until a LowCmd arrives"),
+     "hold the robot still at time 0 up to this many wall seconds until a valid LowCmd arrives (-1: no limit, "
+     "the default; 0: simulate from the start)"),
     ("--command-timeout", "command_timeout", float, "seconds without an accepted LowCmd before damping"),
     ("--damping-kd", "damping_kd", float, "damping-mode kd, N m s/rad (negative: robot description's)"),
     ("--initial-pose", "initial_pose", str, "'default' or 'zero'"),
+    ("--seed", "seed", int, "perturb the start (heading, joint noise) from this seed (-1: none)"),
     ("--band-mode", "band_mode", str, "'hold' (taut at the start, never lifts) or 'hang' (Unitree's: lifts)"),
     ("--band-stiffness", "band_stiffness", float, "elastic band spring constant, N/m"),
     ("--band-damping", "band_damping", float, "elastic band damping, N s/m"),
@@ -58,6 +60,7 @@ _FLAGS = (
 )
 _SWITCHES = (
     ("--fast", "fast", "run as fast as possible instead of real time"),
+    ("--lockstep", "lockstep", "after the first LowCmd, step once the controller answered (policy node --lockstep)"),
     ("--elastic-band", "elastic_band", "hold the torso with the elastic band"),
     ("--headless", "headless", "never open the viewer"),
 )

@@ -38,7 +38,7 @@ def build_bridge(config: BridgeConfig, transport: Transport) -> SimBridge:
     log.info("%s (%d joints, mode_machine %d), %s domain %d on %s, physics %g Hz, state %g Hz, %s%s",
              robot.model_path, robot.num_joints, robot.mode_machine, transport.kind, config.domain,
              config.interface or "Cyclone's interface", config.physics_hz, config.state_hz,
-             "fast" if config.fast else "real time",
+             "lockstep with its controller" if config.lockstep else "fast" if config.fast else "real time",
              f", emulating {config.emulate} (crc 0, mode_machine 0, explicit PD from one-step-old sensors)"
              if config.emulate else "")
     return bridge

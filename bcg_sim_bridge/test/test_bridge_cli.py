@@ -33,8 +33,9 @@ def test_headless_recording_to_gif(tmp_path, flags, frames, size):
     and size of config/sim_bridge.yaml or of the flags (0.2 s: frames at 0, 1/fps, ..., 0.2 s)."""
     gif, metrics = tmp_path / "run.gif", tmp_path / "metrics.json"
     env = {k: v for k, v in os.environ.items() if k not in ("MUJOCO_GL", "DISPLAY", "WAYLAND_DISPLAY")}
-    out = subprocess.run([sys.executable, "-m", "bcg_sim_bridge.main", "--fast", "--headless", "--domain", "33",
-                          "--duration", "0.2", "--record", str(gif), "--metrics", str(metrics), *flags],
+    out = subprocess.run([sys.executable, "-m", "bcg_sim_bridge.main", "--fast", "--headless", "--wait-for-command",
+                          "0", "--domain", "33", "--duration", "0.2", "--record", str(gif), "--metrics", str(metrics),
+                          *flags],
                          capture_output=True, text=True, env=env, timeout=110)
     assert out.returncode == 0, out.stderr
     with Image.open(gif) as image:

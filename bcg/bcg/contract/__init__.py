@@ -1,5 +1,5 @@
 """The ONNX policy contract shared by training (writer) and the policy node (reader)."""
-from .builtin import STAND_POLICY_NAME, mlp_model, random_mlp, stand_contract, stand_policy_path
+from .builtin import STAND_POLICY_NAME, mlp_model, random_mlp, stand_contract, stand_gains, stand_policy_path
 from .metadata import CONTRACT_VERSION, ContractError, PolicyContract
 from .observation import (
                           TERMS,
@@ -15,4 +15,4 @@ from .policy_file import Policy, PolicyFileError, check_graph, load_policy, read
 __all__ = ["CONTRACT_VERSION", "ContractError", "ObservationInputs", "ObservationSpec", "ObservationSpecError",
            "ObservationTerm", "Policy", "PolicyContract", "PolicyFileError", "STAND_POLICY_NAME", "TERMS",
            "check_graph", "load_policy", "mlp_model", "random_mlp", "read_contract", "robot_state_spec",
-           "stand_contract", "stand_policy_path", "tracking_spec", "write_policy"]
+           "stand_contract", "stand_gains", "stand_policy_path", "tracking_spec", "write_policy"]

@@ -52,10 +52,10 @@ def run_files(verdict: str) -> Dict[str, str]:
 
 
 def policy_start_s() -> float:
-    """Seconds from the node's first LowState to its autostarted policy's first step: the ramp to the
-    default pose plus the hold (config/policy_node.yaml's ramp_duration + autostart_hold). The node
-    times these on the wall clock, the bridge's band release and motion start on simulated time: they
-    agree because mujoco_check paces the bridge at real time (no --fast)."""
+    """Seconds from the node's first LowState to its autostarted policy's first step (the start of its
+    BLEND): the ramp to the default pose plus the hold (config/policy_node.yaml's ramp_duration +
+    autostart_hold). Node and bridge both count them in simulated time (lockstep), so the bridge's
+    band release and motion start fall on that step whatever the machine's load."""
     params = read_ros_parameters(config_file("policy_node.yaml"), "policy_node")
     missing = [k for k in ("ramp_duration", "autostart_hold") if k not in params]
     if missing:
@@ -71,7 +71,9 @@ def _mujoco_check(a: Dict[str, str]) -> List[ProcessSpec]:
     start = policy_start_s()
     bridge = ["--params", str(config_file("sim_bridge.yaml")), "--domain", str(domain), "--interface", "lo",
               "--duration", str(duration), "--metrics", files["metrics"],
-              "--wait-for-command", str(NODE_START_TIMEOUT_S), "--motion-start", str(start)]
+              "--wait-for-command", str(NODE_START_TIMEOUT_S), "--lockstep", "--motion-start", str(start)]
+    if a["seed"]:
+        bridge += ["--seed", str(as_number("seed", a["seed"], int, 0))]
     if as_bool("headless", a["headless"]):
         bridge.append("--headless")
     if as_bool("elastic_band", a["elastic_band"]):
@@ -80,7 +82,8 @@ def _mujoco_check(a: Dict[str, str]) -> List[ProcessSpec]:
     for key in ("record", "record_fps", "record_width", "record_height", "motion", "model"):
         if a[key]:
             bridge += [f"--{key.replace('_', '-')}", a[key]]
-    node_extra = ["--autostart", "--events", files["events"]] + (["--model", a["model"]] if a["model"] else [])
+    node_extra = ["--autostart", "--lockstep", "--events", files["events"]] + (["--model", a["model"]] if a["model"]
+                                                                             else [])
     return [
         ProcessSpec("sim_bridge", "bcg_sim_bridge", "sim_bridge", "bcg-sim-bridge", tuple(bridge), role="main",
                     parameters=(str(config_file("sim_bridge.yaml")),)),
@@ -92,7 +95,8 @@ def _mujoco_check(a: Dict[str, str]) -> List[ProcessSpec]:
 
 
 MUJOCO_CHECK = LaunchGraph(
-    "mujoco_check", "MuJoCo bridge + policy node + evaluator: is this policy safe to try on the robot?",
+    "mujoco_check", "MuJoCo bridge + policy node + evaluator in lockstep (simulated time on both sides): "
+                    "is this policy safe to try on the robot?",
     (LaunchArgument("policy", "", "ONNX policy file ('' = built-in zero-action stand policy)"),
      LaunchArgument("motion", "", "reference motion file (.csv) for the policy and the tracking error"),
      LaunchArgument("duration", "10", "simulated seconds to run"),
@@ -105,7 +109,8 @@ MUJOCO_CHECK = LaunchGraph(
      LaunchArgument("domain_id", "1", "DDS domain id (loopback)"),
      LaunchArgument("elastic_band", "true", "hold the torso with the elastic band until the policy starts "
                     "(as the robot hangs in its harness during the ramp); false: stand on its own from the start"),
-     LaunchArgument("model", "", "G1 MuJoCo XML ('' = $BCG_G1_MODEL)")),
+     LaunchArgument("model", "", "G1 MuJoCo XML ('' = $BCG_G1_MODEL)"),
+     LaunchArgument("seed", "", "perturb the start from this seed: heading, joint noise 0.02 rad ('' = none)")),
     _mujoco_check)
 
 GRAPHS = {g.name: g for g in (G1_RUN, MUJOCO_CHECK)}

@@ -1,8 +1,11 @@
 """The mujoco_check evaluator: bridge metrics + policy-node events -> verdict JSON and a table.
 
 Inputs: the bridge's metrics JSON (`bcg-sim-bridge --metrics`) and the node's JSON-lines event
-log (`bcg-policy-node --events`). The verdict passes only when the robot stayed up for the whole
-requested duration; exit code 0 then, 1 otherwise (2 when an input is missing or malformed).
+log (`bcg-policy-node --events`). The verdict passes only when the policy ran and the robot stayed
+up for the whole requested duration; exit code 0 then, 1 otherwise (2 when an input is missing or
+malformed). The command rate is per simulated second: in lockstep one LowCmd answers each LowState;
+in real time the node writes on its 500 Hz schedule and once more at each policy step (its targets go
+out at once), which is why a real-time run reads above 500 Hz (500 + 50 while the policy runs).
 """
 import json
 from pathlib import Path
@@ -58,8 +61,13 @@ def evaluate(metrics: Dict[str, Any], events: Dict[str, Any], duration_s: float)
     ran_full = sim_time >= duration_s - 1e-3
     tracking = ev.get("tracking")
     summary = events.get("summary") or {}
+    policy_ran = bool(summary.get("policy_steps"))
+    per_s = (lambda n: n / sim_time) if sim_time > 0 else (lambda n: 0.0)
+    written, woken = summary.get("commands_written", 0), summary.get("commands_woken", 0)
     return {
-        "passed": (not fell) and ran_full,
+        "passed": (not fell) and ran_full and policy_ran,
+        "policy_ran": policy_ran,
+        "lockstep": bool(metrics.get("lockstep")) and metrics["lockstep"].get("ended_at_s") is None,
         "stayed_up": not fell,
         "fall_time_s": ev.get("fall_time_s"),
         "duration_s": duration_s,
@@ -69,7 +77,10 @@ def evaluate(metrics: Dict[str, Any], events: Dict[str, Any], duration_s: float)
         "foot_penetration_mean_mm": 1e3 * float(ev.get("foot_penetration_mean_m", 0.0)),
         "foot_penetration_max_mm": 1e3 * float(ev.get("foot_penetration_max_m", 0.0)),
         "tracking_error_rad": None if not tracking else tracking.get("mean_rms_error_rad"),
-        "command_rate_hz": cmds.get("accepted", 0) / wall if wall > 0 else 0.0,
+        "command_rate_hz": per_s(cmds.get("accepted", 0)),
+        "command_rate_scheduled_hz": per_s(written - woken),
+        "command_rate_at_once_hz": per_s(woken),
+        "real_time_factor": sim_time / wall if wall > 0 else None,
         "commands_accepted": cmds.get("accepted", 0),
         "commands_rejected": cmds.get("rejected_total", 0),
         "commands_rejected_by_reason": cmds.get("rejected", {}),
@@ -77,6 +88,7 @@ def evaluate(metrics: Dict[str, Any], events: Dict[str, Any], duration_s: float)
         "safety_events": safety,
         "phases": events["transitions"],
         "policy_steps": summary.get("policy_steps"),
+        "start_deviation": summary.get("start_deviation"),
         "states_dropped_by_reason": summary.get("states_dropped"),
         "final_phase": summary.get("final_phase"),
         "elastic_band": metrics.get("elastic_band"),
@@ -93,15 +105,25 @@ def table(v: Dict[str, Any]) -> str:
         return f" ({named})" if named else ""
     dropped = v["states_dropped_by_reason"]
     up = "yes" if v["stayed_up"] else f"NO, fell at {fmt(v['fall_time_s'], ' s')}"
+    start = v["start_deviation"]
     rows = [
         ("verdict", "PASS" if v["passed"] else "FAIL"),
         ("stayed up", up),
-        ("simulated time", f"{fmt(v['sim_time_s'], ' s')} of {fmt(v['duration_s'], ' s')}"),
+        ("policy steps", f"{v['policy_steps'] or 0}" + ("" if v["policy_ran"] else ": the policy never ran")),
+        ("policy's first observation", "n/a" if not start else
+         f"{start['joint_pos_rad']:.3f} rad, {start['joint_vel_rad_s']:.3f} rad/s, tilt {start['tilt_deg']:.1f} deg "
+         "from rest"),
+        ("simulated time", f"{fmt(v['sim_time_s'], ' s')} of {fmt(v['duration_s'], ' s')}, "
+                           + ("lockstep" if v["lockstep"] else f"real-time factor {fmt(v['real_time_factor'])}")),
         ("foot penetration mean / max", f"{fmt(v['foot_penetration_mean_mm'], ' mm')} / "
                                         f"{fmt(v['foot_penetration_max_mm'], ' mm')}"),
         ("tracking error (joint RMS)", fmt(v["tracking_error_rad"], " rad", 3) if v["tracking_error_rad"] is not None
          else "n/a (no motion)"),
-        ("command rate achieved", fmt(v["command_rate_hz"], " Hz", 1)),
+        ("commands per simulated s", fmt(v["command_rate_hz"], " Hz", 1) + (
+            " (one per LowState)" if v["lockstep"] else
+            f" ({fmt(v['command_rate_scheduled_hz'], ' Hz', 1)} on the writer's schedule + "
+            f"{fmt(v['command_rate_at_once_hz'], ' Hz', 1)} at once at policy steps)"
+            if v["command_rate_scheduled_hz"] else "")),
         ("commands rejected", f"{v['commands_rejected']} of {v['commands_accepted'] + v['commands_rejected']}"
                               f"{by_reason(v['commands_rejected_by_reason'])}"),
         ("LowStates dropped by the node", "n/a" if dropped is None else f"{sum(dropped.values())}{by_reason(dropped)}"),

@@ -1,6 +1,7 @@
-"""Dropped and rejected messages, reported the same way by both nodes: the first one at once (with
-what it means and what to do), then a summary at most every `interval_s` while more follow, and the
-totals by reason at the end (the stop summary, the mujoco_check verdict). Time is an argument."""
+"""Dropped and rejected messages, reported the same way by both nodes: the first one of each reason
+at once (with what it means and what to do), then a summary at most every `interval_s` while more
+follow (or at once when the caller flushes: its situation changed, or it stops), and the totals by
+reason at the end (the stop summary, the mujoco_check verdict). Time is an argument."""
 from typing import Dict, Mapping, Optional
 
 SUMMARY_INTERVAL_S = 5.0
@@ -24,21 +25,24 @@ class DropLog:
         self._reported_at: Optional[float] = None
         """Time of the last line logged (None: nothing was dropped yet)."""
 
-    def update(self, counts: Mapping[str, int], now: float) -> Optional[str]:
-        """Take the cumulative `counts` seen at time `now` (s); the line to log now, or None."""
-        first = None
+    def update(self, counts: Mapping[str, int], now: float, flush: bool = False) -> Optional[str]:
+        """Take the cumulative `counts` seen at time `now` (s); the line to log now, or None. A reason
+        seen for the first time is named at once (its first drop); `flush`: what is pending too."""
+        first = []
         for reason in self.reasons:
             new = int(counts.get(reason, self.totals[reason])) - self.totals[reason]
             if new > 0:
-                self.totals[reason] += new
-                if self._reported_at is None and first is None:
-                    first, new = reason, new - 1
+                if self.totals[reason] == 0:
+                    first.append(reason)
+                    new -= 1
+                self.totals[reason] += new + (reason in first)
                 self._pending[reason] += new
-        if first is not None:
+        if first:
             self._reported_at = now
-            return (f"{self.what} {self.verb}: {self.reasons[first]}; further ones are summarised every "
-                    f"{self.interval_s:g} s")
-        if self._reported_at is None or now - self._reported_at < self.interval_s or not any(self._pending.values()):
+            return (f"{self.what} {self.verb}: " + "; ".join(self.reasons[r] for r in first)
+                    + f"; further ones are summarised every {self.interval_s:g} s")
+        due = flush or (self._reported_at is not None and now - self._reported_at >= self.interval_s)
+        if not due or not any(self._pending.values()):
             return None
         line = self._summary(now - self._reported_at)
         self._pending = dict.fromkeys(self.reasons, 0)
@@ -49,7 +53,8 @@ class DropLog:
         counts = {r: n for r, n in self._pending.items() if n}
         parts = ([self.reasons[r] for r in counts] if len(counts) == 1 else
                  [f"{n:,} {self.reasons[r]}" for r, n in counts.items()])
-        return f"{sum(counts.values()):,} {self.what}s {self.verb} in {span_s:.0f} s: " + "; ".join(parts)
+        span = f"{span_s:.0f}" if span_s >= 1 else f"{span_s:.2f}"
+        return f"{sum(counts.values()):,} {self.what}s {self.verb} in {span} s: " + "; ".join(parts)
 
     def __str__(self) -> str:
         """The totals for a stop summary: 'none', or '1,250 (crc 1,250)'."""

@@ -1,9 +1,13 @@
 """The command plan: what the LowCmd writer sends, as one fixed-layout record it can read from shared memory.
 
 The controller (`Controller.write_plan`) describes the current phase's command once per change;
-the writer evaluates it at each write (`LowCmdComposer.compose`), so a ramp stays smooth at the
-writer rate without the controller doing anything per write. Slot arrays are (35,), times are
-monotonic-clock seconds, shared by both processes (CLOCK_MONOTONIC is system-wide).
+the writer evaluates it at each write (`LowCmdComposer.compose`), so a ramp or a blend stays smooth
+at the writer rate without the controller doing anything per write: targets and gains go linearly
+from their `_from` values at `t_from` to `q_to`, `kp`, `kd` at `t_to`, and stay there. Slot arrays
+are (35,). Times are monotonic-clock seconds, shared by both processes (CLOCK_MONOTONIC is
+system-wide), except in lockstep, where the times of the controller (`t_from`, `t_to`,
+`state_time`) are the simulated seconds of the LowState ticks and the writer composes at
+`state_time` (`stop_at` and `targets_state_time` stay on the monotonic clock).
 """
 import numpy as np
 
@@ -18,7 +22,9 @@ PLAN_DTYPE = np.dtype([
     ("q_to", "f8", (NUM_MOTORS,)),          # rad, target from t_to on (linear in between)
     ("t_from", "f8"),                       # s
     ("t_to", "f8"),                         # s
-    ("kp", "f8", (NUM_MOTORS,)),            # N m/rad
+    ("kp_from", "f8", (NUM_MOTORS,)),       # N m/rad, gains at t_from
+    ("kd_from", "f8", (NUM_MOTORS,)),       # N m s/rad
+    ("kp", "f8", (NUM_MOTORS,)),            # N m/rad, gains from t_to on (linear in between)
     ("kd", "f8", (NUM_MOTORS,)),            # N m s/rad
     ("damping_kd", "f8", (NUM_MOTORS,)),    # N m s/rad in damping
     ("stale_after_s", "f8"),                # s: the writer damps when state_time is older than this
@@ -26,6 +32,8 @@ PLAN_DTYPE = np.dtype([
     ("targets_seq", "u8"),                  # increments with each new set of policy targets
     ("targets_state_time", "f8"),           # s: arrival of the LowState those targets were computed from
     ("stop_at", "f8"),                      # s: the writer ends at this time (inf: keep running)
+    ("lockstep", "?"),                      # simulated time: one LowCmd per LowState, composed at state_time
+    ("state_tick", "u4"),                   # tick of the newest LowState (lockstep: echoed in LowCmd reserve[0])
 ])
 """One command plan record (the writer's only input)."""
 
@@ -49,9 +57,10 @@ def ramp_fraction(plan: np.void, now: float) -> float:
 class LowCmdComposer:
     """Writes a plan's command at a given time into one reused LowCmd record (`self.cmd`).
 
-    Every member that varies is rewritten at each `compose` (mode_machine, mode, q, kp, kd);
-    dq, tau, mode_pr and reserve stay 0. The values are checked after their conversion to the
-    wire's float32: a non-finite target is never composed.
+    Every member that varies is rewritten at each `compose` (mode_machine, mode, q, kp, kd, and
+    reserve[0]: the tick of the LowState answered in lockstep, 0 otherwise); dq, tau, mode_pr and
+    the rest of reserve stay 0. The values are checked after their conversion to the wire's
+    float32: a non-finite target is never composed.
     """
 
     def __init__(self):
@@ -72,13 +81,13 @@ class LowCmdComposer:
                 self._kd[:] = plan["damping_kd"]
             else:
                 a = ramp_fraction(plan, now)
-                if a >= 1.0:
-                    self._q[:] = plan["q_to"]
-                else:
-                    q_from = plan["q_from"]
-                    self._q[:] = q_from + a * (plan["q_to"] - q_from)
-                self._kp[:] = plan["kp"]
-                self._kd[:] = plan["kd"]
+                for out, start, end in ((self._q, "q_from", "q_to"), (self._kp, "kp_from", "kp"),
+                                        (self._kd, "kd_from", "kd")):
+                    if a >= 1.0:
+                        out[:] = plan[end]
+                    else:
+                        out[:] = plan[start] + a * (plan[end] - plan[start])
             self._mode[:] = plan["mode"]
             self.cmd["mode_machine"] = plan["mode_machine"]
+            self.cmd["reserve"][0] = plan["state_tick"] if plan["lockstep"] else 0
             return bool(np.isfinite(self._q.sum() + self._kp.sum() + self._kd.sum()))

@@ -6,12 +6,19 @@ dropped and counted in `dropped` instead: the robot is not ready, the node keeps
 builds the observation (the contract's spec, `bcg.contract.observation`), runs the policy and
 sets new joint targets, `write_plan` describes the current phase's command as a `command_plan`
 record, which the LowCmd writer turns into a LowCmd at each write. All methods take the caller's
-monotonic time in seconds. Not thread-safe: the runtime locks.
+time in seconds (monotonic, or simulated in lockstep). Not thread-safe: the runtime locks.
 
-Reference motion time: policy step k (k = 0 at the first step after entering POLICY) samples the
+Gains: RAMP and HOLD use the hold gains (`JointMap.hold_kp` / `hold_kd`: the stand policy's, which
+hold a G1 standing on the ground), BLEND goes from those and the default pose to the policy's gains
+and targets over the blend time, POLICY uses the policy's. The policy runs from the first step of
+BLEND on: its first observation is the robot standing still at the default pose, last action zero,
+at the reference's first frame, as in its starts from rest in training (`rest_deviation`, recorded
+in `start_deviation`).
+
+Reference motion time: policy step k (k = 0 at the first step after entering BLEND) samples the
 motion at k * control period (plus the spec's frames ahead), as training does; the samples of the
 next step are prepared by `prepare_next_step`, after the current step's command is on its way.
-Reference heading: with `align_heading`, entering POLICY turns the motion about the vertical so that
+Reference heading: with `align_heading`, entering BLEND turns the motion about the vertical so that
 its first frame faces where the robot's IMU faces then. The observation sees the reference's
 orientation relative to the robot's, the IMU's yaw is arbitrary on a real robot (and 0 in a
 simulator), and every training episode starts on the reference's own heading.
@@ -29,6 +36,7 @@ from bcg.rotations import heading
 from ..config import LOGGER_NAME
 from .joint_map import UNSET_MODE_MACHINE, JointMap
 from .remote import pressed_keys
+from .rest import rest_deviation
 from .safety import SafetyLimits, check_action, check_finite, check_ready, check_stale, check_state
 from .state_machine import Phase, StateMachine, Transition
 
@@ -79,6 +87,8 @@ class Controller:
         self.policy_q = self.joints.default_q.copy()      # (35,) latest policy targets
         self.ramp_start_q = self.joints.default_q.copy()  # (35,) measured pose when the ramp began
         self.policy_steps = 0
+        self.start_deviation: Optional[dict] = None
+        """How far the robot was from rest at the policy's first step (`rest.rest_deviation`)."""
         self.plan_version = 0
         """Increments at every transition (the whole command plan changes)."""
         self.targets_version = 0
@@ -95,7 +105,7 @@ class Controller:
             log.log(level, "phase %s -> %s: %s", t.source.value, t.target.value, t.reason)
             if t.target is Phase.RAMP and self.state is not None:
                 self.ramp_start_q = np.where(self.joints.valid_slots, self.state["motor_state"]["q"], 0.0)
-            if t.target is Phase.POLICY:
+            if t.target is Phase.BLEND:
                 self._face_the_robot()
             self.plan_version += 1
             self.on_transition(t, None if self.state is None else int(self.state["tick"]))
@@ -142,7 +152,7 @@ class Controller:
     @property
     def stale_after_s(self) -> float:
         """s: LowState older than this is a fault."""
-        return self.limits.stale_periods * self.contract.control_period_s
+        return self.limits.stale_limit_s
 
     # -- policy ----------------------------------------------------------------------------
     def _face_the_robot(self) -> None:
@@ -176,9 +186,12 @@ class Controller:
         return c.observation.build(inputs, self._reference)
 
     def policy_step(self, now: float) -> bool:
-        """Run the policy once on the latest LowState (only in POLICY); True when targets changed."""
-        if self.machine.phase is not Phase.POLICY or self.state is None:
+        """Run the policy once on the latest LowState (only in BLEND and POLICY); True when targets changed."""
+        if not self.machine.runs_policy or self.state is None:
             return False
+        if self.policy_steps == 0:
+            self.start_deviation = rest_deviation(self.state, self.joints.slots, self.contract.default_joint_pos)
+            log.info("the policy's first observation, from rest: %s", self.start_deviation)
         action = self.policy(self.observation())
         reason = check_action(action)
         if reason is not None:
@@ -198,33 +211,45 @@ class Controller:
         """Describe the current phase's command in `plan` (a `command_plan.PLAN_DTYPE` record).
 
         WAIT (or no mode_machine yet): inactive, nothing is sent. ZERO_TORQUE: kp = kd = 0. RAMP:
-        from the measured pose to the default pose over the ramp time. HOLD: the default pose.
-        POLICY: the policy's targets. DAMPING: kp = 0, kd = damping gain. Targets are clipped to
-        the joint limits (a ramp between clipped ends stays inside them).
+        from the measured pose to the default pose over the ramp time, hold gains. HOLD: the default
+        pose, hold gains. BLEND: from the default pose and the hold gains to the policy's targets and
+        gains over the blend time. POLICY: the policy's targets and gains. DAMPING: kp = 0, kd =
+        damping gain. Targets are clipped to the joint limits (a ramp between clipped ends stays
+        inside them).
         """
-        phase, j = self.machine.phase, self.joints
+        phase, j, m = self.machine.phase, self.joints, self.machine
         plan["active"] = phase is not Phase.WAIT and self.mode_machine is not None
         plan["damping"] = phase is Phase.DAMPING
         plan["mode_machine"] = self.mode_machine or 0
         plan["mode"] = j.valid_slots
         plan["damping_kd"] = np.where(j.valid_slots, self.damping_slots, 0.0)
         plan["stale_after_s"] = self.stale_after_s
-        plan["t_from"] = plan["t_to"] = self.machine.entered_s
-        plan["kp"], plan["kd"] = j.kp, j.kd
+        plan["t_from"] = plan["t_to"] = m.entered_s
+        plan["kp_from"], plan["kd_from"] = j.hold_kp, j.hold_kd
+        plan["kp"], plan["kd"] = j.hold_kp, j.hold_kd
         if phase in (Phase.WAIT, Phase.ZERO_TORQUE, Phase.DAMPING):
             plan["q_from"] = plan["q_to"] = 0.0
-            plan["kp"] = plan["kd"] = 0.0
+            plan["kp_from"] = plan["kd_from"] = plan["kp"] = plan["kd"] = 0.0
         elif phase is Phase.RAMP:
             plan["q_from"], plan["q_to"] = j.clip(self.ramp_start_q), j.clip(j.default_q)
-            plan["t_to"] = self.machine.entered_s + self.machine.ramp_duration_s
+            plan["t_to"] = m.entered_s + m.ramp_duration_s
         elif phase is Phase.HOLD:
             plan["q_from"] = plan["q_to"] = j.clip(j.default_q)
         else:
+            plan["kp"], plan["kd"] = j.kp, j.kd
+            if phase is Phase.BLEND:
+                plan["t_to"] = m.entered_s + m.blend_duration_s
+            else:
+                plan["kp_from"], plan["kd_from"] = j.kp, j.kd
+            plan["q_from"] = j.clip(j.default_q)
             self.write_targets(plan)
 
     def write_targets(self, plan: np.void) -> None:
-        """Only the policy's targets into `plan` (all that changes between two transitions)."""
-        plan["q_from"] = plan["q_to"] = self.policy_q
+        """Only the policy's targets into `plan` (all that changes between two transitions): BLEND
+        blends towards them from the default pose, POLICY commands them."""
+        plan["q_to"] = self.policy_q
+        if self.machine.phase is Phase.POLICY:
+            plan["q_from"] = self.policy_q
 
     @property
     def transitions(self) -> List[Transition]:

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from bcg.contract import stand_gains
 from bcg.robot import MODE_MACHINE, NUM_MOTOR_SLOTS, SDK_JOINT_NAMES
 
 LOCKED_SLOTS = {6: (SDK_JOINT_NAMES.index("waist_roll_joint"), SDK_JOINT_NAMES.index("waist_pitch_joint"))}
@@ -43,6 +44,8 @@ class JointMap:
     default_q: np.ndarray     # (35,) rad: the robot's default pose; policy joints: the contract's
     kp: np.ndarray            # (35,) N m/rad: robot gains; policy joints: the contract's
     kd: np.ndarray            # (35,) N m s/rad
+    hold_kp: np.ndarray       # (35,) N m/rad: gains that hold the robot standing (the stand policy's, every joint)
+    hold_kd: np.ndarray       # (35,) N m s/rad
 
     @classmethod
     def build(cls, contract, robot, mode_machine=None) -> "JointMap":
@@ -74,9 +77,11 @@ class JointMap:
                 out[slots] = contract_values
             out[~valid] = 0.0
             return out
+        hold_kp, hold_kd = stand_gains(robot)
         return cls(tuple(contract.joint_names), slots, valid, np.flatnonzero(valid), per_slot(robot.q_lower),
                    per_slot(robot.q_upper), per_slot(robot.default_q, contract.default_joint_pos),
-                   per_slot(robot.kp, contract.kp), per_slot(robot.kd, contract.kd))
+                   per_slot(robot.kp, contract.kp), per_slot(robot.kd, contract.kd), per_slot(hold_kp),
+                   per_slot(hold_kd))
 
     def clip(self, q_slots: np.ndarray) -> np.ndarray:
         """Targets (35,) clipped to the joint limits (invalid slots stay 0)."""

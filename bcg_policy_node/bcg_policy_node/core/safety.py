@@ -20,8 +20,8 @@ class SafetyLimits:
     """deg C; a motor temperature at or above it is a fault."""
     motor_fault_mask: int = 0xFFFFFFFF
     """Bits of MotorState.motorstate that signal a motor fault."""
-    stale_periods: float = 3.0
-    """LowState older than this many policy periods is a fault."""
+    stale_limit_s: float = 0.06
+    """s: LowState older than this is a fault."""
 
 
 MOTOR_FAULT_BITS = {
@@ -105,7 +105,8 @@ def check_state(state: np.void, valid: np.ndarray, limits: SafetyLimits) -> Opti
     gz = projected_gravity_z(quat)
     if not gz <= 0:
         return ("IMU quaternion is all zero" if not np.any(quat)
-                else f"base upside down: projected gravity z = {gz:.2f} > 0")
+                else f"base upside down: tilted {np.degrees(np.arccos(max(-1.0, min(1.0, -gz)))):.1f} deg from "
+                     f"upright, more than 90 (projected gravity z = {gz:.3g}, > 0)")
     speed = np.abs(dq)
     k = int(np.argmax(speed))
     if speed[k] > limits.max_joint_velocity:
@@ -131,7 +132,7 @@ def check_action(action: np.ndarray) -> Optional[str]:
 
 
 def check_stale(age_s: float, limit_s: float) -> Optional[str]:
-    """A fault when the newest LowState is `age_s` old, more than `limit_s` (stale_periods policy periods)."""
+    """A fault when the newest LowState is `age_s` old, more than `limit_s` (`SafetyLimits.stale_limit_s`)."""
     if age_s > limit_s:
         return f"LowState stale: newest is {age_s * 1e3:.0f} ms old (limit {limit_s * 1e3:.0f} ms)"
     return None

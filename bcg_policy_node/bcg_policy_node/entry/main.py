@@ -1,6 +1,6 @@
 """`bcg-policy-node` / ROS 2 `policy_node`: the policy node.
 
-    bcg-policy-node --policy FILE.onnx [--motion FILE] [--domain 1] [--interface lo] [--autostart]
+    bcg-policy-node --policy FILE.onnx [--motion FILE] [--domain 1] [--interface lo] [--autostart] [--lockstep]
                     [--params config/policy_node.yaml] [--model XML] [--events FILE.jsonl] [--no-state-crc]
     ros2 run bcg_policy_node policy_node --ros-args -p domain:=1 -p interface:=lo
 
@@ -38,6 +38,8 @@ def parse_args(argv: List[str]):
     p.add_argument("--interface", help="network interface ('lo' for a simulator on this machine)")
     p.add_argument("--autostart", action="store_true", default=None,
                    help="leave zero torque and start the policy without the remote (simulation)")
+    p.add_argument("--lockstep", action="store_true", default=None,
+                   help="simulated time from the LowState ticks, one LowCmd per LowState (bcg-sim-bridge --lockstep)")
     p.add_argument("--no-state-crc", dest="check_state_crc", action="store_false", default=None,
                    help="accept LowState whatever its CRC (Unitree's MuJoCo simulator sends crc 0)")
     p.add_argument("--params", help="ROS 2 parameter YAML (ros__parameters of `policy_node`)")

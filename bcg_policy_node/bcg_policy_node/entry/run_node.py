@@ -8,6 +8,7 @@ import gc
 import logging
 import signal
 
+from bcg.robot.pd_stability import PdPath
 from bcg.transport import make_transport
 from bcg.transport.endpoint import Endpoint
 
@@ -48,17 +49,23 @@ def run(config, endpoint: Endpoint, open_transport=None) -> int:
                             realtime_priority=config.realtime_priority + 1 if config.realtime_priority else 0,
                             cpu=config.writer_cpu, shutdown_damping_s=config.shutdown_damping)
     with (open_transport or (lambda: make_transport(endpoint.transport)))() as transport:
+        t = endpoint.transport
+        interface = t.interface or "of Cyclone's choice"
+        where = f"domain {t.domain_id}, interface {interface} ({'ROS 2 /lowstate' if endpoint.ros else 'rt/lowstate'})"
         runtime = NodeRuntime(controller, transport, writer, check_state_crc=config.check_state_crc,
-                              receiver_priority=config.realtime_priority, receiver_cpu=config.receiver_cpu)
+                              receiver_priority=config.realtime_priority, receiver_cpu=config.receiver_cpu,
+                              pd_path=PdPath(config.pd_step, config.pd_delay_steps), where=where,
+                              lockstep=config.lockstep)
         requests = []
         record_stop_signals(requests)
         gc.collect()
         gc.freeze()              # everything built so far: never scanned again by the collector
         try:
             runtime.start()
-            log.info("policy %s: %d joints, %.0f Hz policy, %.0f Hz writer (own process), domain %d",
-                     controller.policy.path, controller.contract.num_joints, controller.contract.control_hz,
-                     config.writer_hz, config.domain)
+            log.info("policy %s: %d joints, %.0f Hz policy, %s, domain %d", controller.policy.path,
+                     controller.contract.num_joints, controller.contract.control_hz,
+                     "lockstep (simulated time: one LowCmd per LowState)" if config.lockstep else
+                     f"{config.writer_hz:.0f} Hz writer (own process)", config.domain)
             while not runtime.wait(SIGNAL_POLL_S):
                 if requests:
                     runtime.stop(f"stop requested ({requests[0]})")
@@ -75,6 +82,6 @@ def run(config, endpoint: Endpoint, open_transport=None) -> int:
         return EXIT_REFUSED
     if runtime.error is not None:
         return 1
-    log.info("stopped: %d commands written, %d policy steps, LowStates dropped: %s", summary["commands_written"],
-             summary["policy_steps"], runtime.drops)
+    log.info("stopped: %d commands written, %d policy steps, %d LowStates received, dropped: %s",
+             summary["commands_written"], summary["policy_steps"], summary["states_received"], runtime.drops)
     return 0

@@ -13,7 +13,7 @@ from bcg.robot.pd_stability import PdPath
 
 from ..config import LOGGER_NAME, PolicyNodeConfig
 from ..core.controller import Controller
-from ..core.gains import damping_gains, policy_gain_warning
+from ..core.gains import damping_gains, hold_gain_warning, policy_gain_warning
 from ..core.joint_map import JointMapError
 from ..core.safety import SafetyLimits
 from ..core.state_machine import StateMachine
@@ -31,19 +31,19 @@ class StartupError(RuntimeError):
 
 def build_controller(config: PolicyNodeConfig, on_transition=None) -> Controller:
     """Load and cross-check robot, policy and motion; raise StartupError naming what is wrong. The
-    damping gain is capped, and the policy's gains checked, for the declared PD path (logged)."""
+    damping gain is capped, and the hold's and the policy's gains checked, for the declared PD path (logged)."""
     try:
         robot = RobotDescription.load(config.model or None)
         policy = load_policy(config.policy or stand_policy_path(robot))
         motion = load_motion(config.motion) if config.motion else None
         limits = SafetyLimits(max_joint_velocity=config.max_joint_velocity, max_temperature=config.max_temperature,
-                              motor_fault_mask=config.motor_fault_mask, stale_periods=config.stale_periods)
+                              motor_fault_mask=config.motor_fault_mask, stale_limit_s=config.stale_limit)
         machine = StateMachine(ramp_duration_s=config.ramp_duration, autostart=config.autostart,
-                               autostart_hold_s=config.autostart_hold)
+                               autostart_hold_s=config.autostart_hold, blend_duration_s=config.blend_duration)
         path = PdPath(config.pd_step, config.pd_delay_steps)
         kd, capped = damping_gains(robot, config.damping_kd if config.damping_kd >= 0 else robot.damping_kd, path)
         controller = Controller(policy, robot, limits, machine, kd, motion, on_transition, config.align_heading)
-        for note, level in ((capped, logging.INFO),
+        for note, level in ((capped, logging.INFO), (hold_gain_warning(robot, path), logging.WARNING),
                             (policy_gain_warning(policy.contract, robot, path), logging.WARNING)):
             if note is not None:
                 log.log(level, "%s", note)

@@ -4,11 +4,14 @@ process's GIL (a policy step holds it for hundreds of microseconds).
 Each write reads the command plan from shared memory (`SharedPlan`), evaluates it at the write
 time (`LowCmdComposer`) and publishes a LowCmd through its own transport (its own DDS participant,
 or its own ROS 2 node). Writes happen on a deadline schedule at `writer_hz` (next deadline =
-previous + period), and at once when the policy process wakes it with new targets.
+previous + period), and at once when the policy process wakes it with new targets. In lockstep
+(the plan says so) it writes only when woken, once per LowState, the plan composed at that
+LowState's simulated time, its tick echoed in reserve[0]: the simulator steps on that answer.
 
 The writer enforces on its own, latching damping and reporting the reason to the policy process:
 - LowState staleness: `state_time` (written by the policy process at each LowState) older than
-  `stale_after_s`, whatever the policy process is doing;
+  `stale_after_s`, whatever the policy process is doing (not in lockstep: simulated time stands
+  still while no LowState comes);
 - a non-finite value about to go on the wire (it is never sent);
 - the policy process gone (parent pid changed): damping for `shutdown_damping_s`, then exit;
 - a write the middleware refuses (it raises): damping from then on, writes go on.
@@ -73,6 +76,9 @@ class WriterLoop:
         self.latency = TimingStats()
         """LowState received (policy process) -> LowCmd with the targets computed from it written."""
         self.commands_written = 0
+        self.commands_woken = 0
+        """Of those, written at once when the policy process woke the writer (new targets; in lockstep,
+        every LowState) rather than on the schedule."""
         self.latched: str = ""
         """Why the writer damps on its own ('' while it does not)."""
 
@@ -107,15 +113,17 @@ class WriterLoop:
                 stop_at = now + s.shutdown_damping_s
             if now >= min(stop_at, float(plan["stop_at"])):
                 break
-            if not plan["active"]:
+            lockstep = bool(plan["lockstep"])
+            if not plan["active"] or (lockstep and not woken):
                 continue
-            if not plan["damping"]:
+            if not plan["damping"] and not lockstep:
                 reason = check_stale(now - float(plan["state_time"]), float(plan["stale_after_s"]))
                 if reason is not None:
                     self._latch(reason)
-            if not self.composer.compose(plan, now, damping=bool(self.latched)):
+            at = float(plan["state_time"]) if lockstep else now
+            if not self.composer.compose(plan, at, damping=bool(self.latched)):
                 self._latch(NON_FINITE_REASON)
-                if not self.composer.compose(plan, now, damping=True):
+                if not self.composer.compose(plan, at, damping=True):
                     continue
             try:
                 self.writer.write(self.composer.cmd)
@@ -123,11 +131,13 @@ class WriterLoop:
                 self._latch(f"{WRITE_FAILED_REASON} ({type(e).__name__}: {e})")
                 continue
             self.commands_written += 1
+            self.commands_woken += woken
             seq = int(plan["targets_seq"])
             if seq != last_seq:
                 last_seq = seq
                 self.latency.add(clock() - float(plan["targets_state_time"]))
-        return {"commands_written": self.commands_written, "latency": self.latency.summary(),
+        return {"commands_written": self.commands_written, "commands_woken": self.commands_woken,
+                "latency": self.latency.summary(),
                 "writer_lateness": self.lateness.summary(), "writer_fault": self.latched or None}
 
 

@@ -7,9 +7,16 @@
   observation, runs the policy, publishes the new targets and wakes the writer, which sends them
   at once (the "LowState received -> LowCmd written" latency the bench measures). Only then does
   it prepare the next step's reference-motion samples. Without LowState it checks staleness every
-  `IDLE_CHECK_S`. Every LowState dropped (by the reader: CRC, malformed; by the controller before
+  `IDLE_CHECK_S`, and says so every few seconds while none has arrived since the start
+  (`SilenceWatch`). Every LowState dropped (by the reader: CRC, malformed; by the controller before
   any motion: not finite, robot not ready) is counted by reason and reported (`LOWSTATE_DROPS`):
-  the first at once, then a summary every few seconds, the totals in the stop summary.
+  the first of each reason at once, then a summary every few seconds (at once when the phase
+  changes, so that it is never read as news of the new phase), the totals in the stop summary.
+  Once enough LowStates have come to know their interval, a simulator stepping slower than the
+  declared PD path is named (`gains.pd_step_warning`).
+- lockstep (simulation with this suite's bridge in lockstep): the controller's clock is the
+  LowState's tick (simulated time), nothing is timed on the wall clock, and every LowState wakes
+  the writer, which answers it with exactly one LowCmd echoing its tick.
 - LowCmd writer process (`command_writer`): the 500 Hz deadline schedule, in its own process so
   that the policy step never delays it; fed through the shared command plan (`shared_plan`).
 - monitor thread (this process): turns the writer's reports into controller faults (logged, phase
@@ -31,11 +38,16 @@ import time
 from pathlib import Path
 from typing import Optional
 
+import numpy as np
+
+from bcg.robot.pd_stability import PdPath
 from bcg.transport.drop_log import DropLog
 
 from ..config import LOGGER_NAME
 from ..core.command_plan import LowCmdComposer, new_plan
 from ..core.controller import Controller
+from ..core.gains import pd_step_warning
+from ..core.silence import SilenceWatch
 from ..core.state_machine import Phase, Transition
 from .command_writer import WriterSettings, writer_main
 from .scheduling import PolicySchedule, request_cpu, request_fifo
@@ -55,9 +67,16 @@ LOWSTATE_DROPS = {
     "malformed": "malformed (wrong size or encoding: not a unitree_hg LowState?)",
     "non_finite": "non-finite values before anything was commanded",
     "not_ready": "robot not ready (zero or non-unit IMU quaternion, or every joint at 0 with tick 0: a simulator "
-                 "before its first physics step?); waiting, nothing is commanded until it is",
+                 "before its first physics step?); nothing is commanded on such a LowState",
 }
 """Why a LowState is dropped (the reader's `DROP_REASONS`, the controller's `STATE_DROP_REASONS`), and what to do."""
+STEP_CHECK_STATES = 25
+"""LowStates after which their interval is compared with the declared PD step (once)."""
+
+
+def tick_seconds(state: np.void) -> float:
+    """s of simulated time of a LowState (its `tick`, ms): the node's clock in lockstep."""
+    return int(state["tick"]) * 1e-3
 
 
 class EventLog:
@@ -87,12 +106,18 @@ class NodeRuntime:
     """Runs a `Controller`: LowState from `transport`, LowCmd from a writer process per `writer`.
 
     `receiver_priority`: SCHED_FIFO priority of the receiver thread (best effort; 0: normal);
-    `receiver_cpu`: the CPU it is pinned to (best effort; -1: any).
+    `receiver_cpu`: the CPU it is pinned to (best effort; -1: any). `pd_path`: the PD path declared
+    (checked against the LowState interval); `where`: the endpoint in words (for the silence notice);
+    `lockstep`: simulated time from the LowState ticks (module docstring).
     """
 
     def __init__(self, controller: Controller, transport, writer: WriterSettings, check_state_crc: bool = True,
-                 receiver_priority: int = 0, receiver_cpu: int = -1):
+                 receiver_priority: int = 0, receiver_cpu: int = -1, pd_path: Optional[PdPath] = None,
+                 where: str = "", lockstep: bool = False):
         self.controller = controller
+        self.pd_path, self.lockstep = pd_path, lockstep
+        self.silence = SilenceWatch(where or transport.kind, time.monotonic())
+        self._step_checked = pd_path is None
         self.reader = transport.lowstate_reader(check_crc=check_state_crc)
         self.standby_writer = transport.lowcmd_writer()
         """Writes nothing unless the writer process dies: then damping, for `shutdown_damping_s`."""
@@ -101,6 +126,7 @@ class NodeRuntime:
         self.lock = threading.Lock()
         """Guards the controller and the plan: receiver, monitor and stop() all change them."""
         self.plan = new_plan()
+        self.plan["lockstep"] = lockstep
         self._published = (-1, -1)
         """(plan_version, targets_version) of the controller last written into `plan`."""
         self.stop_at: Optional[float] = None
@@ -157,7 +183,7 @@ class NodeRuntime:
             c = self.controller
             now = time.monotonic()
             nothing_sent = c.machine.phase is Phase.WAIT or c.mode_machine is None
-            c.fault(now, reason)
+            c.fault(self._controller_now(), reason)
             self.stop_at = now if nothing_sent else now + self.writer_settings.shutdown_damping_s
             self.plan["stop_at"] = self.stop_at
             self._publish()
@@ -179,13 +205,37 @@ class NodeRuntime:
         for t in self._threads:
             if t.is_alive():
                 t.join(timeout=2.0)
-        self._report_drops(time.monotonic())
+        self._report_drops(time.monotonic(), flush=True)
 
-    def _report_drops(self, now: float) -> None:
-        """Log what `drops` has to say about the reader's and the controller's counters at `now`."""
-        line = self.drops.update({**self.reader.dropped, **self.controller.dropped}, now)
+    def _controller_now(self) -> float:
+        """The controller's time now: monotonic, or in lockstep the newest LowState's (0 before any)."""
+        if not self.lockstep:
+            return time.monotonic()
+        t = self.controller.state_time
+        return t if np.isfinite(t) else 0.0
+
+    def _report_drops(self, now: float, flush: bool = False) -> None:
+        """Log what `drops` has to say about the reader's and the controller's counters at `now`
+        (monotonic); `flush`: the pending ones at once (the phase changed, or the node stops)."""
+        line = self.drops.update({**self.reader.dropped, **self.controller.dropped}, now, flush)
         if line is not None:
             log.warning("%s", line)
+
+    def _report_silence(self, now: float, arrived: bool) -> None:
+        """Say so while no LowState (valid or dropped) has arrived since the start."""
+        line = self.silence.update(now, arrived or any(self.reader.dropped.values()))
+        if line is not None:
+            log.warning("%s", line)
+
+    def _check_step(self, interval_s: float) -> None:
+        """Once, after STEP_CHECK_STATES LowStates: warn when they show a simulator stepping slower
+        than the declared PD path (`pd_step_warning`)."""
+        if self._step_checked or self.states_received < STEP_CHECK_STATES or interval_s <= 0:
+            return
+        self._step_checked = True
+        note = pd_step_warning(interval_s, self.controller.robot, self.pd_path)
+        if note is not None:
+            log.warning("%s", note)
 
     # -- threads ---------------------------------------------------------------------------
     def _guard(self, loop):
@@ -222,14 +272,17 @@ class NodeRuntime:
         schedule = PolicySchedule(c.contract.control_period_s)
         while not self.done.is_set():
             state = self.reader.wait(IDLE_CHECK_S)
-            now = time.monotonic()
+            wall = time.monotonic()
             with self.lock:
-                new_targets = False
+                new_targets, version = False, c.plan_version
                 if state is None:
-                    c.tick(now)
+                    if not self.lockstep:          # simulated time stands still between two LowStates
+                        c.tick(wall)
                 else:
+                    now = tick_seconds(state) if self.lockstep else wall
                     c.on_state(state, now)
                     self.states_received += 1
+                    self.plan["state_tick"] = state["tick"]
                     if schedule.arrival(now) and self.stop_at is None:
                         t0 = time.perf_counter()
                         new_targets = c.policy_step(now)
@@ -239,13 +292,16 @@ class NodeRuntime:
                                 self.policy_period_error.add(abs(now - self._last_step - schedule.period_s))
                             self._last_step = now
                             self.plan["targets_seq"] += 1
-                            self.plan["targets_state_time"] = now
+                            self.plan["targets_state_time"] = wall
                         schedule.stepped(now)
+                    self._check_step(schedule.state_interval_s)
                 self._publish()
-                if new_targets:
+                if new_targets or (self.lockstep and state is not None):
                     self.shared.wake_writer()
+                if new_targets:
                     c.prepare_next_step()
-            self._report_drops(now)
+            self._report_silence(wall, state is not None)
+            self._report_drops(wall, flush=c.plan_version != version)
 
     def _monitor_loop(self) -> None:
         while self.writer_summary is None:
@@ -255,7 +311,7 @@ class NodeRuntime:
                 break
             if kind == "fault":
                 with self.lock:
-                    self.controller.fault(time.monotonic(), payload)
+                    self.controller.fault(self._controller_now(), payload)
                     self._publish()
             elif kind == "summary":
                 self.writer_summary = payload
@@ -278,7 +334,7 @@ class NodeRuntime:
         `shutdown_damping_s` (nothing when nothing was ever sent)."""
         with self.lock:
             c = self.controller
-            c.fault(time.monotonic(), WRITER_DIED_REASON)
+            c.fault(self._controller_now(), WRITER_DIED_REASON)
             c.write_plan(self.plan)
             plan = self.plan.copy()
         if not plan["active"]:
@@ -299,7 +355,8 @@ class NodeRuntime:
     def summary(self) -> dict:
         w = self.writer_summary or {}
         c = self.controller
-        return {"commands_written": w.get("commands_written", 0), "policy_steps": c.policy_steps,
+        return {"commands_written": w.get("commands_written", 0), "commands_woken": w.get("commands_woken", 0),
+                "lockstep": self.lockstep, "policy_steps": c.policy_steps, "start_deviation": c.start_deviation,
                 "states_received": self.states_received, "states_dropped": dict(self.drops.totals),
                 "final_phase": c.machine.phase.value,
                 "latency": w.get("latency"), "writer_lateness": w.get("writer_lateness"),
