@@ -3,12 +3,16 @@
 A config is a dataclass whose `validate()` raises `ConfigError` with a message that starts with the
 dotted key of the bad value ("shac.horizon: must be > 0, got 0"); a section that holds other configs
 validates them with `validate_section`, which prefixes the section's name. `apply_overrides` builds a
-config from nested mappings (YAML), converting each value to its field's type; `parse_named_assignments`
-reads a command line's 'NAME:key=value,...' variant.
+config from nested mappings (YAML), converting each value to its field's type (numbers must be
+finite); `read_yaml_mapping` reads such a mapping from a file, `parse_assignments` from a command
+line's KEY=VALUE items, and `parse_named_assignments` its 'NAME:key=value,...' variant; what does not
+parse is a ConfigError naming the file or the item.
 """
 import dataclasses
+import math
 import typing
-from typing import Any, Dict, Iterator, Mapping, Tuple
+from pathlib import Path
+from typing import Any, Dict, Iterator, Mapping, Sequence, Tuple, Union
 
 import yaml
 
@@ -83,7 +87,12 @@ def _convert(value: Any, hint: Any, key: str) -> Any:
         return value
     if hint is float:
         check(isinstance(value, (int, float)) and not isinstance(value, bool), key, f"expected a number, got {value!r}")
-        return float(value)
+        try:
+            number = float(value)
+        except OverflowError:      # an int past the float range
+            number = math.inf
+        check(math.isfinite(number), key, f"expected a finite number, got {number!r}")
+        return number
     if hint is str:
         check(isinstance(value, str), key, f"expected a string, got {value!r}")
         return value
@@ -139,3 +148,47 @@ def parse_named_assignments(text: str) -> Tuple[str, Dict[str, Any]]:
     if not colon or not name or not assignments:
         raise ValueError(f"{text!r}: expected NAME:key=value,...")
     return name, assignments
+
+
+def read_yaml_mapping(path: Union[str, Path]) -> Dict[str, Any]:
+    """The mapping a YAML file holds ({} when empty); ConfigError naming the file when it cannot be read,
+    is not YAML (with the line) or holds something else than a mapping."""
+    path = Path(path)
+    try:
+        data = yaml.safe_load(path.read_text())
+    except (OSError, UnicodeDecodeError) as e:
+        raise ConfigError(f"{path}: cannot be read ({e})") from None
+    except (yaml.YAMLError, ValueError) as e:   # ValueError: a scalar YAML cannot build (a date, a huge int)
+        raise ConfigError(f"{path}: not valid YAML ({' '.join(str(e).split())})") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: expected a mapping of keys, got {type(data).__name__} {data!r:.80}")
+    return data
+
+
+def parse_assignments(items: Sequence[str]) -> Dict[str, Any]:
+    """A command line's KEY=VALUE items (`--set shac.iterations=50 ...`) -> nested mappings
+    ({"shac": {"iterations": 50}}), values read as YAML. ConfigError naming the item when it has no
+    '=', an empty key or key part, a value that is not YAML, or sets a key that another item made a
+    section (or the reverse)."""
+    out: Dict[str, Any] = {}
+    for item in items:
+        key, sep, text = item.partition("=")
+        parts = key.split(".")
+        if not sep or not all(parts):
+            raise ConfigError(f"--set {item!r}: expected KEY=VALUE with a dotted KEY, e.g. shac.iterations=50")
+        try:
+            value = yaml.safe_load(text)
+        except (yaml.YAMLError, ValueError) as e:
+            raise ConfigError(f"--set {item!r}: the value is not valid YAML ({' '.join(str(e).split())})") from None
+        node = out
+        for depth, part in enumerate(parts[:-1]):
+            node = node.setdefault(part, {})
+            if not isinstance(node, dict):
+                raise ConfigError(f"--set {item!r}: {'.'.join(parts[:depth + 1])} is set as a value by another "
+                                  "item, not a section")
+        if isinstance(node.get(parts[-1]), dict):
+            raise ConfigError(f"--set {item!r}: {key} is a section set by another item, not a value")
+        node[parts[-1]] = value
+    return out

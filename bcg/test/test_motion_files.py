@@ -249,7 +249,7 @@ def test_npz_errors(robot, tmp_path):
         load_motion(path)
     np.savez(path, fps=-1.0, joint_pos=motion.joint_pos, body_pos_w=motion.root_pos[:, None],
              body_quat_w=motion.root_quat[:, None])
-    with pytest.raises(MotionFileError, match="fps .* is not one positive number"):
+    with pytest.raises(MotionFileError, match="fps .* is not one number of 1-1000 frames/s"):
         load_motion(path)
 
 

@@ -28,7 +28,8 @@ def _dims(value_info) -> List[Optional[int]]:
 
 
 def check_graph(model: onnx.ModelProto, contract: PolicyContract) -> None:
-    """One float input [batch, obs] and one float output [batch, n] matching the contract.
+    """One float input [batch, obs] and one float output [batch, n] matching the contract, the batch
+    symbolic or 1 (the node runs one observation at a time).
 
     Raises ContractError naming the size that disagrees.
     """
@@ -46,6 +47,9 @@ def check_graph(model: onnx.ModelProto, contract: PolicyContract) -> None:
         if len(dims) != 2 or dims[1] != want:
             raise ContractError(f"graph {role} {vi.name!r}: shape {dims}, but the metadata ({key}) "
                                 f"implies [batch, {want}]")
+        if dims[0] not in (None, 1):
+            raise ContractError(f"graph {role} {vi.name!r}: shape {dims}, a batch of {dims[0]}: the batch "
+                                "dimension must be symbolic or 1 (one observation at a time)")
 
 
 def write_policy(path: PathLike, model: onnx.ModelProto, contract: PolicyContract) -> Path:
@@ -114,7 +118,10 @@ def load_policy(path: PathLike, intra_op_threads: int = 1) -> Policy:
     except Exception as e:
         raise PolicyFileError(f"policy file {path}: onnxruntime cannot load it ({e})") from None
     policy = Policy(path, contract, session, session.get_inputs()[0].name, session.get_outputs()[0].name)
-    out = policy(np.zeros(contract.observation.size, np.float32))
+    try:
+        out = policy(np.zeros(contract.observation.size, np.float32))
+    except Exception as e:      # onnxruntime's errors: the graph cannot run on one observation
+        raise PolicyFileError(f"policy file {path}: onnxruntime cannot run it on one observation ({e})") from None
     if out.shape != (contract.num_joints,):
         raise PolicyFileError(f"policy file {path}: output has {out.size} values for {contract.num_joints} joints")
     return policy

@@ -24,6 +24,7 @@ quaternions, too few frames, a time window outside the file, unknown or duplicat
 joint-limit violations (or, with `clip_to_limits`, a `JointLimitWarning` and clipped angles).
 """
 import warnings
+import zipfile
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, List, Optional, Tuple, Union
@@ -35,7 +36,7 @@ from bcg.robot.sdk_joints import SDK_JOINT_NAMES
 
 from .errors import JointLimitWarning, MotionFileError
 from .reference import ReferenceMotion, align_quat_signs
-from .source import MotionSource
+from .source import FPS_RANGE, MotionSource
 from .spikes import remove_spikes
 
 LAFAN1_FPS = 30.0
@@ -147,7 +148,7 @@ def load_motion(source: Union[str, Path, MotionSource], *, limits: Optional[Join
             raise MotionFileError(f"motion file {path}: unknown format {path.suffix!r} (expected .csv or .npz)")
     except MotionFileError:
         raise
-    except (OSError, ValueError, KeyError) as e:
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as e:   # npz: a zip of .npy files
         raise MotionFileError(f"motion file {path}: cannot be read ({type(e).__name__}: {e})") from None
     raw = _time_window(f"motion file {path}", raw, source)
     return _checked(f"motion file {path}", raw, source, limits, clip_to_limits, quat_tolerance, limit_tolerance,
@@ -208,8 +209,9 @@ def _read_npz(path: Path, source: MotionSource) -> _Raw:
                               "(fps, joint_pos, joint_vel, body_pos_w, body_quat_w) or (fps, joint_pos, "
                               "joint_names, root_pos, root_quat)")
     fps = np.asarray(arrays["fps"], float).reshape(-1)
-    if fps.size != 1 or not np.isfinite(fps[0]) or fps[0] <= 0:
-        raise MotionFileError(f"motion file {path}: fps {arrays['fps']!r} is not one positive number")
+    if fps.size != 1 or not FPS_RANGE[0] <= fps[0] <= FPS_RANGE[1]:
+        raise MotionFileError(f"motion file {path}: fps {arrays['fps']!r} is not one number of "
+                              f"{FPS_RANGE[0]:g}-{FPS_RANGE[1]:g} frames/s")
     hint = ""
     if "joint_names" in arrays:
         if source.joint_order:

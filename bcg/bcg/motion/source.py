@@ -17,12 +17,17 @@ String form, accepted wherever a motion file is (command lines, ROS parameters, 
 Examples: `run1_subject2.csv@61:76`, `clip.csv,fps=120`, `dance.npz,joint_order=sdk`,
 `take.csv@10:25,despike=35`. A string that names an existing file is that file, whatever it contains.
 """
+import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, Union
 
 from .errors import MotionFileError
+
+FPS_RANGE = (1.0, 1000.0)
+"""frames/s a motion file may have (motion capture runs at 30-240; outside, the rate is a mistake whose
+durations and resampled frame counts would overflow)."""
 
 JOINT_ORDERS = ("sdk", "isaaclab")
 """Named joint orders of the 29-DoF G1 (`files.JOINT_ORDER_NAMES` holds the names in each)."""
@@ -52,8 +57,8 @@ class MotionSource:
         object.__setattr__(self, "path", Path(self.path))
         for key in ("start_s", "end_s", "fps", "despike_rad_s"):
             value = getattr(self, key)
-            if value is not None and not (isinstance(value, (int, float)) and value == value):
-                raise MotionFileError(f"motion {self.path}: {key} {value!r} is not a number")
+            if value is not None and not (isinstance(value, (int, float)) and math.isfinite(value)):
+                raise MotionFileError(f"motion {self.path}: {key} {value!r} is not a finite number")
         if self.start_s is not None and self.start_s < 0:
             raise MotionFileError(f"motion {self.path}: start {self.start_s:g} s is negative")
         if self.start_s is not None and self.end_s is not None and self.end_s <= self.start_s:
@@ -61,6 +66,9 @@ class MotionSource:
         for key in ("fps", "despike_rad_s"):
             if getattr(self, key) is not None and not getattr(self, key) > 0:
                 raise MotionFileError(f"motion {self.path}: {key} {getattr(self, key):g} must be > 0")
+        if self.fps is not None and not FPS_RANGE[0] <= self.fps <= FPS_RANGE[1]:
+            raise MotionFileError(f"motion {self.path}: fps {self.fps:g} is outside {FPS_RANGE[0]:g}-{FPS_RANGE[1]:g} "
+                                  "frames/s")
         if self.joint_order is not None and self.joint_order not in JOINT_ORDERS:
             raise MotionFileError(f"motion {self.path}: joint_order {self.joint_order!r} is not one of "
                                   f"{', '.join(JOINT_ORDERS)}")

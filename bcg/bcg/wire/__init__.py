@@ -11,6 +11,7 @@ from bcg.wire.codec import (
                             LOWSTATE,
                             MessageCodec,
                             RecordEncoder,
+                            WireError,
                             codec_of,
                             crc_ok,
                             decode_lowcmd,
@@ -25,7 +26,7 @@ from bcg.wire.codec import (
 from bcg.wire.idl import LOWCMD_TOPIC, LOWSTATE_TOPIC, NUM_MOTORS, IMUState_, LowCmd_, LowState_, MotorCmd_, MotorState_
 
 __all__ = [
-    "LOWCMD", "LOWSTATE", "MessageCodec", "RecordEncoder", "codec_of", "crc_ok", "decode_lowcmd",
+    "LOWCMD", "LOWSTATE", "MessageCodec", "RecordEncoder", "WireError", "codec_of", "crc_ok", "decode_lowcmd",
     "decode_lowstate", "encode_lowcmd", "encode_lowstate", "lowcmd_crc", "lowstate_crc",
     "new_lowcmd", "new_lowstate", "LOWCMD_TOPIC", "LOWSTATE_TOPIC", "NUM_MOTORS", "IMUState_",
     "LowCmd_", "LowState_", "MotorCmd_", "MotorState_",

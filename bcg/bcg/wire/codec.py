@@ -28,6 +28,11 @@ _ACCEPTED_HEADERS = (b"\x00\x01", b"\x00\x07")
 only final structs)."""
 
 
+class WireError(ValueError):
+    """Bytes that are no sample of the message: too short, or not little-endian CDR; the message names
+    the type, the size or the encapsulation."""
+
+
 class MessageCodec:
     """Codec of one IDL struct whose last member is the uint32 ``crc``."""
 
@@ -61,13 +66,14 @@ class MessageCodec:
         return bytes(RecordEncoder(self).encode(rec))
 
     def decode(self, data: bytes) -> np.void:
-        """Record of a serialized sample (header included); padding bytes are zeroed."""
+        """Record of a serialized sample (header included); padding bytes are zeroed. WireError when
+        `data` is too short or not little-endian CDR (bytes past the message are ignored)."""
         if len(data) < self._wire_bytes:
-            raise ValueError(f"{self.idl_type.__name__}: {len(data)} bytes, expected "
-                             f"{self._wire_bytes}")
+            raise WireError(f"{self.idl_type.__name__}: {len(data)} bytes, expected "
+                            f"{self._wire_bytes}")
         if bytes(data[:2]) not in _ACCEPTED_HEADERS:
-            raise ValueError(f"{self.idl_type.__name__}: unsupported encapsulation "
-                             f"{bytes(data[:4]).hex()} (expected little-endian CDR)")
+            raise WireError(f"{self.idl_type.__name__}: unsupported encapsulation "
+                            f"{bytes(data[:4]).hex()} (expected little-endian CDR)")
         view = memoryview(data)[4:]
         buf = bytearray(self.plan.c_size)
         for run in self.plan.runs:
