@@ -35,6 +35,14 @@ def row_metrics(row: dict) -> Dict[str, float]:
     return {"mujoco/iteration": float(row["iteration"]), **{f"mujoco/{k}": float(row[k]) for k in LOGGED}}
 
 
+def screened_after_pick(report: Optional[dict]) -> Optional[int]:
+    """How many checkpoints were screened after the pick (None while there is no pick)."""
+    best = (report or {}).get("pick")
+    if not best:
+        return None
+    return sum(int(r["iteration"]) > int(best["iteration"]) for r in report.get("rows") or [])
+
+
 def protected_iterations(report: Optional[dict]) -> Set[int]:
     """Checkpoints that pruning keeps: the screen's pick so far."""
     best = (report or {}).get("pick")

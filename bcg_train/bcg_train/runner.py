@@ -25,7 +25,7 @@ from bcg.contract import ObservationSpec
 from . import curves
 from .algo.data_parallel import Ranks
 from .algo.phases import phase
-from .background_screen import BackgroundScreen, protected_iterations, read_screen
+from .background_screen import BackgroundScreen, protected_iterations, read_screen, screened_after_pick
 from .checkpoint import (
     CHECKPOINT_DIR,
     CheckpointError,
@@ -217,6 +217,19 @@ class Runner:
         prune_checkpoints(folder, self.cfg.runner.keep_checkpoints, keep)
         return path
 
+    def _patience_spent(self, screen: Optional[BackgroundScreen]) -> bool:
+        """Whether `runner.screen_patience` checkpoints screened after the pick have not beaten it (said
+        once on the console)."""
+        patience = self.cfg.runner.screen_patience
+        if screen is None or not patience:
+            return False
+        after = screened_after_pick(read_screen(self.run_dir))
+        if after is None or after < patience:
+            return False
+        print(f"\nbcg-train: stopping: {after} checkpoints screened after the pick have not beaten it "
+              f"(runner.screen_patience {patience})", file=sys.stderr, flush=True)
+        return True
+
     def train(self, stop_at: Optional[int] = None) -> Optional[Path]:
         """Run the remaining iterations, or stop after iteration `stop_at` as a stop request there would;
         returns the last checkpoint written (None if nothing ran, and on ranks other than 0, which write
@@ -251,7 +264,8 @@ class Runner:
                         with phase("logging"):
                             log.write(row)
                             progress.update(self.iteration, summary(row, screened))
-                    stopping = self.ranks.any(stop.requested)   # every rank stops after the same iteration
+                    stopping = self.ranks.any(stop.requested or self._patience_spent(screen))
+                    # (every rank stops after the same iteration)
                     finished = self.iteration == end or stopping
                     if finished or self.iteration % self.cfg.runner.checkpoint_every == 0:
                         with phase("checkpoint"):
@@ -268,7 +282,7 @@ class Runner:
                     elif self.iteration % self.cfg.runner.curves_every == 0:
                         with phase("curves"):
                             drawing.draw()
-            if screen is not None and not stopping:
+            if screen is not None and not stop.requested:      # (not after a Ctrl-C)
                 with phase("screening"):
                     fresh = screen.finish()
                     if log is not None:

@@ -62,10 +62,13 @@ class RunnerConfig:
     `checkpoint_every`; `background_screen`); at the end the pick is exported to RUN/policy/. 0: none."""
     screen_seeds: int = 2
     """MuJoCo runs per checkpoint and start in those screenings."""
+    screen_patience: int = 0
+    """Stop training (as Ctrl-C would, checkpoint saved) once this many checkpoints screened after the
+    pick (a standing one that tracks best) have not beaten it. 0: train every planned iteration."""
 
     def validate(self) -> None:
         require_positive(self, "checkpoint_every", "curves_every", "keep_checkpoints", "screen_seeds")
-        require_non_negative(self, "seed", "torch_threads", "screen_every")
+        require_non_negative(self, "seed", "torch_threads", "screen_every", "screen_patience")
         check(bool(self.log_dir), "log_dir", "must not be empty")
         check(self.screen_every % self.checkpoint_every == 0, "screen_every",
               f"{self.screen_every} is not a multiple of checkpoint_every {self.checkpoint_every}")

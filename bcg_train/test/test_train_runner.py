@@ -139,28 +139,40 @@ def test_training_sets_the_garbage_collector_and_restores_it(toy_env_class, tiny
     assert gc.get_threshold() == before and gc.get_freeze_count() == frozen_before
 
 
-def test_screening_beside_training_logs_mujoco_and_keeps_the_pick(toy_env_class, tiny_config_factory, tmp_path,
-                                                                  monkeypatch):
-    """With runner.screen_every the runner starts a screening process at those checkpoints (here a stand-in
-    that writes screen.json as bcg-screen does, picking iteration 2), logs the screened rows as
-    mujoco/*, draws them, and never prunes the pick."""
-    import json
+
+def stand_in_screen(monkeypatch, rows_code):
+    """Make BackgroundScreen run a stand-in for bcg-screen that writes screen.json as it does (the rows
+    from `rows_code`, a Python expression over `its`: the run's checkpoint iterations; the pick: the
+    standing row with the lowest tracking_cm) and make its poll wait for that process, so what the runner
+    sees does not depend on timing."""
     import sys
 
     from bcg_train import background_screen
-    script = ("import json, pathlib, sys; run = pathlib.Path(sys.argv[1]); out = run / 'screen'; "
+    script = ("import json, pathlib, sys; run = pathlib.Path(sys.argv[1]); "
               "its = sorted(int(p.stem[5:]) for p in (run / 'checkpoints').glob('iter_*.pt')); "
-              "row = lambda i: dict(iteration=i, falls_reference=0, falls_hold=0, time_up_s=15.0, "
-              "tracking_cm=50.0 - (i == 2) * 10 + i, tracking_root_xy_cm=4.0, self_contact_s=0.0); "
-              "rows = [row(i) for i in its]; best = min(rows, key=lambda r: r['tracking_cm']); "
-              "(out / 'screen.json').write_text(json.dumps(dict(rows=rows, pick=best)))")
-    real_init = background_screen.BackgroundScreen.__init__
+              f"rows = {rows_code}; best = min(rows, key=lambda r: r['tracking_cm']); "
+              "(run / 'screen' / 'screen.json').write_text(json.dumps(dict(rows=rows, pick=best)))")
+    cls = background_screen.BackgroundScreen
+    real_init, real_poll = cls.__init__, cls.poll
 
-    def stand_in(self, run_dir, every, seeds):
+    def init(self, run_dir, every, seeds):
         real_init(self, run_dir, every, seeds)
         assert self.command[-4:] == ["--every", str(every), "--seeds", str(seeds)]
         self.command = [sys.executable, "-c", script, str(run_dir)]
-    monkeypatch.setattr(background_screen.BackgroundScreen, "__init__", stand_in)
+    monkeypatch.setattr(cls, "__init__", init)
+    monkeypatch.setattr(cls, "poll", lambda self: (self.wait(), real_poll(self))[1])
+
+
+ROW = ("dict(iteration=i, falls_reference=0, falls_hold=0, time_up_s=15.0, tracking_cm={}, tracking_root_xy_cm=4.0, "
+       "self_contact_s=0.0)")
+
+
+def test_screening_beside_training_logs_mujoco_and_keeps_the_pick(toy_env_class, tiny_config_factory, tmp_path,
+                                                                  monkeypatch):
+    """With runner.screen_every the runner starts a screening process at those checkpoints (a stand-in
+    picking iteration 2), logs the screened rows as mujoco/*, draws them, and never prunes the pick."""
+    import json
+    stand_in_screen(monkeypatch, "[" + ROW.format("50.0 - (i == 2) * 10 + i") + " for i in its]")
     cfg = tiny_config_factory("shac", iterations=6, checkpoint_every=1)
     cfg.runner.keep_checkpoints, cfg.runner.screen_every, cfg.runner.screen_seeds = 2, 2, 1
     runner, _ = train(toy_env_class(num_envs=8), cfg, tmp_path)
@@ -168,7 +180,18 @@ def test_screening_beside_training_logs_mujoco_and_keeps_the_pick(toy_env_class,
     assert names == ["iter_000002.pt", "iter_000005.pt", "iter_000006.pt"]       # the pick survives pruning
     assert json.loads((tmp_path / "screen" / "screen.json").read_text())["pick"]["iteration"] == 2
     assert runner.screened["mujoco/iteration"] == 6 and runner.screened["mujoco/time_up_s"] == 15.0
-    rows = csv_rows(tmp_path)
-    logged = [r for r in rows if r.get("mujoco/iteration")]
-    assert logged and all(float(r["mujoco/tracking_cm"]) > 0 for r in logged)
+    logged = [r for r in csv_rows(tmp_path) if r.get("mujoco/iteration")]
+    assert [r["mujoco/iteration"] for r in logged] == ["2.0", "4.0"]     # each arrived an iteration after its start
     assert (tmp_path / "curves" / "mujoco.png").is_file()          # the screened checkpoints drawn
+
+
+def test_screening_patience_stops_training_once_the_pick_is_not_beaten(toy_env_class, tiny_config_factory, tmp_path,
+                                                                       monkeypatch, capsys):
+    """runner.screen_patience 2: the stand-in always picks iteration 2, so training stops once the second
+    checkpoint after it (6) is screened, at the next iteration (7 of 20 planned), its checkpoint saved."""
+    stand_in_screen(monkeypatch, "[" + ROW.format("40.0 + (i != 2)") + " for i in its if i % 2 == 0]")
+    cfg = tiny_config_factory("shac", iterations=20, checkpoint_every=2)
+    cfg.runner.screen_every, cfg.runner.screen_patience = 2, 2
+    runner, last = train(toy_env_class(num_envs=8), cfg, tmp_path)
+    assert runner.iteration == 7 and last.name == "iter_000007.pt"
+    assert "2 checkpoints screened after the pick have not beaten it" in capsys.readouterr().err
