@@ -1,21 +1,21 @@
 """Stage the wheels and the G1 model that bench/gpu_check.sh needs on a GPU machine that cannot fetch them.
 
-The GPU machine (the device tool's) has Python 3.12 with torch (CUDA), onnx, onnxruntime, numpy,
-scipy, pyyaml and pytest, but no warp-lang, no MuJoCo, no rsl-rl-lib and no network, and one call
-carries at most 64 MiB. So the wheels are fetched here, bundled with the G1 model into one
+An offline GPU machine that has Python 3.12 with torch (CUDA), onnx, onnxruntime, numpy,
+scipy, pyyaml and pytest, but no warp-lang, no MuJoCo, no rsl-rl-lib and no network, and that takes at most 64 MiB per
+transfer. So the wheels are fetched here, bundled with the G1 model into one
 xz-compressed tar (wheels repacked uncompressed first, so that xz sees their contents: with
 warp-lang's 142 MiB wheel and the 25 MB G1 model it is 110 MiB), split into parts that each fit one
-call, carried over one call per part, and reassembled, verified and installed there.
+transfer, carried over one transfer per part, and reassembled, verified and installed there.
 
 Here (the download needs the network; run it with the project's .venv/bin/python, whose installed
 versions name the packages constraints.txt does not pin):
 
     python tools/gpu/stage.py download     # pip download the cp312 manylinux x86_64 wheels -> .gpu-stage/wheels/
     python tools/gpu/stage.py pack         # bundle + split -> .gpu-stage/part-NN/ (part + manifest.json each)
-    python tools/gpu/stage.py plan         # print the device calls, one per part, in order
+    python tools/gpu/stage.py plan         # print the transfers, one per part, in order
 
-There (python3 is the system Python that holds torch; each call carries its part, the calls follow
-each other while the machine is warm, since received parts live in the repo folder there):
+There (python3 is the system Python that holds torch; each transfer carries its part, and they follow
+each other while that machine keeps its files, since received parts live in the repo folder there):
 
     python3 tools/gpu/stage.py receive .gpu-stage/part-01
     ...
@@ -56,9 +56,9 @@ BUNDLE = "bundle.tar.xz"
 FORMAT = 1
 MIB = 2 ** 20
 CALL_LIMIT_MIB = 64
-"""What one device call carries at most, the working tree (tracked and untracked-not-ignored files) included."""
+"""What one transfer to the GPU machine carries at most, the working tree (tracked and untracked-not-ignored files) included."""
 CALL_MARGIN_MIB = 2
-"""MiB left free in each call besides the working tree and the part (files added before the calls)."""
+"""MiB left free in each call besides the working tree and the part (files added before the transfers)."""
 XZ_PRESET = 9
 
 # What the GPU check imports that the GPU machine lacks. Not staged: what that machine already has
@@ -269,7 +269,7 @@ def pack(wheels: List[Path], model_xml: Path, stage_dir: Path, part_bytes: int,
 
 
 def working_tree_bytes(root: Path) -> int:
-    """Bytes of what a device call sends besides the carried paths: the tracked files and the
+    """Bytes of what a transfer sends besides the carried paths: the tracked files and the
     untracked files git does not ignore (`git ls-files --cached --others --exclude-standard`)."""
     try:
         out = subprocess.run(["git", "-C", str(root), "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
@@ -281,11 +281,11 @@ def working_tree_bytes(root: Path) -> int:
 
 
 def default_part_mib(tree_bytes: int) -> float:
-    """The largest part that fits one call beside a working tree of `tree_bytes`, MiB."""
+    """The largest part that fits one transfer beside a working tree of `tree_bytes`, MiB."""
     part = CALL_LIMIT_MIB - CALL_MARGIN_MIB - tree_bytes / MIB
     if part < 1:
         raise StageError(f"the working tree is {tree_bytes / MIB:.1f} MiB: no part fits beside it in a "
-                         f"{CALL_LIMIT_MIB} MiB call")
+                         f"{CALL_LIMIT_MIB} MiB transfer")
     return part
 
 
@@ -317,7 +317,7 @@ def load_manifest(path: Path) -> dict:
 
 
 def plan(stage_dir: Path) -> List[Tuple[str, str]]:
-    """(command, carried path) of each device call, in order, for the parts in `stage_dir`."""
+    """(command, carried path) of each transfer, in order, for the parts in `stage_dir`."""
     manifest = load_manifest(part_dir(stage_dir, 1) / MANIFEST)
     rel = stage_dir.relative_to(ROOT) if stage_dir.is_relative_to(ROOT) else stage_dir
     calls = []
@@ -470,7 +470,7 @@ def install(site: Path, python: str = sys.executable, project_modules: Iterable[
         raise StageError(f"{site}/parts: no part received yet; run `stage.py receive .gpu-stage/part-01` first")
     if missing:
         raise StageError(f"parts missing from {site}/parts: {', '.join(missing)} (a fresh machine keeps none: "
-                         "receive every part again, one call each, from part-01)")
+                         "receive every part again, one transfer each, from part-01)")
     bundle = site / BUNDLE
     join_parts(site, manifest, bundle)
     log(f"joined {len(present)} parts: {bundle.name} sha256 {manifest['bundle']['sha256'][:16]}... verified")
@@ -519,7 +519,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                    help=f"largest part, MiB (default: {CALL_LIMIT_MIB} MiB less the working tree and "
                         f"{CALL_MARGIN_MIB} MiB)")
     p.add_argument("--stage", type=Path, default=STAGE_DIR)
-    pl = sub.add_parser("plan", help="here: print the device calls, one per part")
+    pl = sub.add_parser("plan", help="here: print the transfers, one per part")
     pl.add_argument("--stage", type=Path, default=STAGE_DIR)
     r = sub.add_parser("receive", help="there: verify one part and keep it in .gpu-site/parts")
     r.add_argument("part", type=Path, help="a part folder (.gpu-stage/part-NN)")
@@ -560,7 +560,7 @@ def main(argv: Optional[List[str]] = None) -> int:
 
 def print_plan(stage_dir: Path) -> None:
     calls = plan(stage_dir)
-    log("device calls, in order, each within 30 s of the last (the machine keeps the parts while warm):")
+    log("transfers, in order, each soon after the last (the GPU machine must keep the parts between them):")
     for n, (cmd, carried) in enumerate(calls, 1):
         print(f"  {n}. carry [\"{carried}\"]  command: {cmd}")
 
