@@ -56,9 +56,10 @@ BUNDLE = "bundle.tar.xz"
 FORMAT = 1
 MIB = 2 ** 20
 CALL_LIMIT_MIB = 64
-"""What one transfer to the GPU machine carries at most, the working tree (tracked and untracked-not-ignored files) included."""
+"""What one transfer to the GPU machine carries at most, the working tree (tracked and untracked-not-ignored
+files) included."""
 CALL_MARGIN_MIB = 2
-"""MiB left free in each call besides the working tree and the part (files added before the transfers)."""
+"""MiB left free in each transfer besides the working tree and the part (files added before the transfers)."""
 XZ_PRESET = 9
 
 # What the GPU check imports that the GPU machine lacks. Not staged: what that machine already has

@@ -1,5 +1,5 @@
 """1-D sanity case of Bundled Contact Gradients: a point mass falling onto z = 0 with the simulator's
-smoothed impulse contact (METHOD.md, "Contact model"), written in torch float64.
+smoothed impulse contact (docs/method.md, "Contact model"), written in torch float64.
 
 Per substep h: s = 1 / (1 + exp(kappa z)) (z: height of the point [m]), free velocity
 v_free = v - g h, p = 0, then ITERATIONS projected steps p <- max(0, p - (v_free + G s p) / G) with

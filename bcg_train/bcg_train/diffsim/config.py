@@ -23,7 +23,7 @@ def check_precision(precision: str) -> None:
 
 @dataclass
 class BundleConfig:
-    """Bundled Contact Gradients (METHOD.md, "Bundling"); units in brackets."""
+    """Bundled Contact Gradients (docs/method.md, "Bundling"); units in brackets."""
 
     enabled: bool = False
     """Off by default in the simulator API (the training presets turn it on)."""

@@ -26,7 +26,7 @@ from bcg.atomic_file import write_atomic, write_text_atomic
 
 from .cli import evaluate
 
-PAPER = {  # METHOD.md: (falls out of 5, penetration difference [mm]) at kappa 50, 100, 300; tracking [cm]
+PAPER = {  # docs/method.md: (falls out of 5, penetration difference [mm]) at kappa 50, 100, 300; tracking [cm]
     "falls": {50.0: {"run": 5, "jump": 5, "fight": 5, "dance": 5}, 100.0: {"run": 5, "jump": 4, "fight": 3, "dance": 4},
               300.0: {"run": 0, "jump": 0, "fight": 0, "dance": 0}},
     "penetration_mm": {50.0: {"run": 10.6, "jump": 12.6, "fight": 13.3, "dance": 13.5},
@@ -35,7 +35,7 @@ PAPER = {  # METHOD.md: (falls out of 5, penetration difference [mm]) at kappa 5
     "tracking_shac_cm": {"run": 34.1, "jump": 18.6, "fight": 13.5, "dance": 18.5},
     "tracking_ppo_cm": {"run": 42.8, "jump": 18.0, "fight": 34.3, "dance": 19.0},
 }
-"""The paper's numbers (../shared/docs/METHOD.md, "Results to reproduce and beat")."""
+"""The paper's numbers (docs/method.md, "The paper's results")."""
 
 
 HOLD_S = 0.4

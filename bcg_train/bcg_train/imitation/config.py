@@ -114,7 +114,7 @@ class ImitationEnvConfig:
     robot has none to give), so under "world" a travelling reference ends its episodes by a drift it
     cannot see, within about a second on run or dance."""
     action_rate_scale: float = 0.8
-    """Weight of the action-rate penalty (METHOD.md's 0.8) on the joint targets' change per control
+    """Weight of the action-rate penalty (docs/method.md: 0.8) on the joint targets' change per control
     step: -w sum_j (action_scale (a_j - a_prev_j))^2 [rad^2]."""
     alive_reward: float = 0.0
     """Reward for each control step that does not end in a failure [per step] (0: the paper's reward,

@@ -1,4 +1,4 @@
-"""ADD features phi of a humanoid state (METHOD.md, "Training"): the same function for the simulated
+"""ADD features phi of a humanoid state (docs/method.md, "Training"): the same function for the simulated
 state (differentiable) and the reference.
 
 phi = [root position (3) | root orientation, 6-D (6) | joint positions (n) | joint velocities (n) |

@@ -1,4 +1,4 @@
-"""Bundled Contact Gradients (METHOD.md, "Bundling") inside the simulator's substep.
+"""Bundled Contact Gradients (docs/method.md, "Bundling") inside the simulator's substep.
 
 A *bundle* is what an environment's contact event opens: B perturbed branches of that environment,
 advanced together for H control steps, whose mean the environment follows. Per substep, with the

@@ -1,4 +1,4 @@
-"""Warp kernels of the smoothed impulse contact geometry (METHOD.md, "Contact model"); the Delassus
+"""Warp kernels of the smoothed impulse contact geometry (docs/method.md, "Contact model"); the Delassus
 operator is in sparse_ldl, the impulse solve in contact_solver.
 
 Each foot sphere against the plane z = 0: signed height c of its lowest point, smoothing

@@ -1,4 +1,4 @@
-"""Projected Gauss-Seidel on the smoothed contact impulses (METHOD.md, "Contact model"), with an exact
+"""Projected Gauss-Seidel on the smoothed contact impulses (docs/method.md, "Contact model"), with an exact
 hand-written adjoint recorded on the tape.
 
 Per substep, from p = 0, `iterations` sweeps over the spheres; sphere k's three rows (normal z,
@@ -7,7 +7,7 @@ the spheres before k already updated in this sweep (Gauss-Seidel order), then th
 normal >= 0 and the Coulomb cone |p_t| <= mu p_n. The applied impulse is s p. The smoothing s_k(c)
 scales each impulse where it enters the residual, so a far sphere pushes back only weakly.
 
-Why Gauss-Seidel (a deviation from METHOD.md's Jacobi step): measured on the G1 standing, the
+Why Gauss-Seidel (a deviation from the paper's Jacobi step (docs/method.md)): measured on the G1 standing, the
 simultaneous (Jacobi) form with the diagonal step diverges (the four spheres of a foot are strongly
 coupled), and with a step bounded by the row sum it leaves the heavy whole-robot mode unconverged
 after 10 iterations, so the feet sink steadily (12 mm/s at kappa 300).
