@@ -17,6 +17,7 @@ from bcg.contract import load_policy
 from bcg.motion import load_motion
 from bcg.robot import RobotDescription
 from bcg.wire import lowcmd_crc
+from bcg_policy_node.config import PolicyNodeConfig
 from bcg_policy_node.core.command_plan import LowCmdComposer, new_plan
 from bcg_policy_node.core.controller import Controller
 from bcg_policy_node.core.safety import SafetyLimits
@@ -69,9 +70,13 @@ def run(robot, controller: Controller, bridge: SimBridge, until_s: float) -> Non
         bridge.metrics.sample(bridge.core.data)
 
 
-def node(robot, policy_path, motion=None, autostart_hold_s=0.5, blend_duration_s=1.0) -> Controller:
+BLEND_S = PolicyNodeConfig().blend_duration
+"""s, the node's default blend."""
+
+
+def node(robot, policy_path, motion=None, autostart_hold_s=0.5) -> Controller:
     machine = StateMachine(ramp_duration_s=2.0, autostart=True, autostart_hold_s=autostart_hold_s,
-                           blend_duration_s=blend_duration_s)
+                           blend_duration_s=BLEND_S)
     return Controller(load_policy(policy_path), robot, SafetyLimits(), machine, damping_kd=robot.damping_kd,
                       motion=motion)
 
@@ -89,7 +94,7 @@ def test_ramp_and_hold_stand_the_robot_with_the_stand_gains_whatever_the_policy_
 
 @pytest.mark.parametrize("emulate", [False, True], ids=["bridge", "unitree_mujoco"])
 def test_the_policy_starts_from_rest_and_blends_in(robot, dance_motion, emulate):
-    """RAMP 2 s, HOLD 0.5 s, BLEND 1 s, then 3 s of the policy: it runs from the first step of BLEND,
+    """RAMP 2 s, HOLD 0.5 s, BLEND, then the policy to 6.5 s: it runs from the first step of BLEND,
     whose observation is the robot standing still at the default pose (as its starts from rest in
     training), and the robot stays up, on this suite's physics and on Unitree's simulator's command
     path (explicit PD every 2 ms from one-step-old sensors, from the zero pose)."""
@@ -100,7 +105,7 @@ def test_the_policy_starts_from_rest_and_blends_in(robot, dance_motion, emulate)
     run(robot, controller, bridge, 6.5)
     phases = [(t.target.value, round(t.time_s, 2)) for t in controller.transitions]
     assert [p for p, _ in phases] == ["zero_torque", "ramp", "hold", "blend", "policy"], phases
-    assert phases[3][1] == pytest.approx(2.5, abs=0.01) and phases[4][1] == pytest.approx(3.5, abs=0.01)
+    assert phases[3][1] == pytest.approx(2.5, abs=0.01) and phases[4][1] == pytest.approx(2.5 + BLEND_S, abs=0.01)
     start = controller.start_deviation
     assert start["joint_pos_rad"] < 0.06 and start["joint_vel_rad_s"] < 0.1 and start["tilt_deg"] < 4.0, start
     assert controller.policy_steps == pytest.approx(200, abs=2)              # 4 s at 50 Hz, BLEND included
@@ -112,14 +117,14 @@ def test_blend_commands_go_from_the_hold_to_the_policy(robot, dance_motion):
     """Half-way through BLEND the command is half the hold's and half the policy's, in targets and gains."""
     controller = node(robot, DANCE, dance_motion)
     bridge = SimBridge(BridgeConfig(headless=True), robot)
-    run(robot, controller, bridge, 2.6)
+    run(robot, controller, bridge, 2.5 + BLEND_S / 2)
     assert controller.machine.phase is Phase.BLEND and controller.policy_steps >= 1
     plan, composer = new_plan(), LowCmdComposer()
     controller.write_plan(plan)
     j, t0 = controller.joints, controller.machine.entered_s
     slots = j.slots
     for fraction in (0.0, 0.5, 1.0):
-        composer.compose(plan, t0 + fraction * 1.0)
+        composer.compose(plan, t0 + fraction * BLEND_S)
         m = composer.cmd["motor_cmd"]
         for got, hold, policy in ((m["kp"], j.hold_kp, j.kp), (m["kd"], j.hold_kd, j.kd),
                                   (m["q"], j.default_q, controller.policy_q)):

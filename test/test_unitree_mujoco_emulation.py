@@ -108,10 +108,10 @@ def test_the_shipped_dance_policy_runs_15_s_after_the_hand_over_with_unitree_s_b
     records = [json.loads(line) for line in events.read_text().splitlines()]
     phases = [r["transition"] for r in records if "transition" in r]
     assert [p["to"] for p in phases][:5] == ["zero_torque", "ramp", "hold", "blend", "policy"], phases
-    handed_over = phases[4]["state_tick_ms"] / 1e3
-    assert handed_over == pytest.approx(3.5, abs=0.2) and 19.0 - handed_over >= 15.0   # ramp, hold, blend
+    blend, handed_over = phases[3]["state_tick_ms"] / 1e3, phases[4]["state_tick_ms"] / 1e3
+    assert blend == pytest.approx(2.5, abs=0.2) and 19.0 - handed_over >= 15.0          # ramp, hold, blend
     assert not m["evaluation"]["fell"] and m["evaluation"]["min_root_height_m"] > 0.6, m["evaluation"]
     assert all(p["reason"].startswith("stop requested") for p in phases if p["to"] == "damping"), phases
     summary = next(r["summary"] for r in records if "summary" in r)
-    assert summary["policy_steps"] == pytest.approx(50 * (19.0 - handed_over + 1.0), abs=3)  # BLEND and POLICY
+    assert summary["policy_steps"] == pytest.approx(50 * (19.0 - blend), abs=3)         # BLEND and POLICY
     assert summary["start_deviation"]["joint_vel_rad_s"] < 0.1

@@ -207,3 +207,25 @@ def test_wait_until_blocks_then_spins_and_reports_wake_ups():
     assert wait_until(0.010, 0.0, lambda: 0.0, block=lambda s: True, poll=lambda: False)
     polls = iter([False, False, True])                                     # woken while spinning
     assert wait_until(0.010, 1.0, ticking(), block=lambda s: False, poll=lambda: next(polls))
+
+
+def test_in_lockstep_it_answers_each_lowstate_once_at_its_simulated_time_and_echoes_its_tick():
+    """Lockstep: nothing on the schedule, one LowCmd per wake-up (a LowState), composed at that
+    LowState's simulated time with its tick in reserve[0]; simulated time is never judged stale."""
+    plan = hold_plan(1.0)                                  # simulated 1 s: long past on the monotonic clock
+    plan["lockstep"], plan["state_tick"] = True, 1000
+    plan["q_from"][:29], plan["q_to"][:29] = 0.0, 1.0     # a ramp over simulated 1..2 s
+    plan["t_from"], plan["t_to"] = 1.0, 2.0
+    w = RunningWriter(plan)
+    time.sleep(0.1)
+    assert w.writer.commands == []
+    for tick in (1250, 1500):
+        plan["state_time"], plan["state_tick"] = tick / 1000, tick
+        w.shared.publish(plan)
+        w.shared.wake_writer()
+        assert w.wait_for(lambda c, tick=tick: c["reserve"][0] == tick)
+    w.stop(plan)
+    assert w.faults == [] and w.summary["commands_written"] == w.summary["commands_woken"] == 2
+    assert [int(c["reserve"][0]) for c in w.writer.commands] == [1250, 1500]
+    np.testing.assert_allclose([c["motor_cmd"]["q"][0] for c in w.writer.commands], [0.25, 0.5], atol=1e-6)
+

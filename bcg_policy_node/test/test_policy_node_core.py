@@ -51,7 +51,7 @@ def standing_state(robot, mode_machine=5):
 
 # -- state machine ---------------------------------------------------------------------------
 def test_remote_drives_the_phases():
-    m = StateMachine(ramp_duration_s=2.0)
+    m = StateMachine(ramp_duration_s=2.0, blend_duration_s=1.0)
     assert m.on_state(0.0, 0).target is Phase.ZERO_TORQUE
     assert m.on_state(0.1, 0) is None and m.phase is Phase.ZERO_TORQUE     # waits for start
     assert m.on_state(0.2, key_mask("start")).target is Phase.RAMP
@@ -74,7 +74,7 @@ def test_select_or_b_damps_from_zero_torque(phase_keys):
 
 
 def test_autostart_runs_without_remote():
-    m = StateMachine(ramp_duration_s=1.0, autostart=True, autostart_hold_s=0.5)
+    m = StateMachine(ramp_duration_s=1.0, autostart=True, autostart_hold_s=0.5, blend_duration_s=1.0)
     m.on_state(0.0, 0)
     m.tick(0.01)
     assert m.phase is Phase.RAMP
@@ -421,6 +421,7 @@ def test_the_node_warns_at_start_for_its_declared_path(robot, caplog):
     caplog.set_level(logging.INFO, logger="bcg_policy_node")
     build_controller(PolicyNodeConfig(pd_step=0.005, pd_delay_steps=1))
     assert "the policy's gains are unstable under explicit PD every 5 ms" in caplog.text
+    assert "the hold (RAMP / HOLD: the stand policy's) gains are unstable under explicit PD every 5 ms" in caplog.text
     assert "damping kd 4 capped on" in caplog.text
     caplog.clear()
     build_controller(PolicyNodeConfig())
@@ -443,3 +444,47 @@ def test_the_unitree_mujoco_profile_changes_only_what_that_simulator_needs():
     assert params == {"domain": 1, "interface": "lo", "check_state_crc": False, "autostart": True,
                       "pd_step": 0.002, "pd_delay_steps": 1, "stale_limit": 0.5}
     PolicyNodeConfig(**params)
+
+
+# -- what the node says ----------------------------------------------------------------------
+def test_upside_down_says_by_how_much_not_a_rounded_zero(robot):
+    """'projected gravity z = 0.00 > 0' read as false; the angle and the value itself say it."""
+    s = standing_state(robot)
+    roll = np.radians(90.02)
+    s["imu_state"]["quaternion"] = [np.cos(roll / 2), np.sin(roll / 2), 0, 0]
+    reason = check_state(s, VALID, SafetyLimits())
+    assert reason.startswith("base upside down: tilted 90.0 deg from upright, more than 90")
+    assert "projected gravity z = 0.000349, > 0" in reason
+
+
+def test_silence_is_reported_with_where_the_node_listens_and_repeated_until_a_state_comes():
+    from bcg_policy_node.core.silence import SilenceWatch
+    watch = SilenceWatch("domain 0, interface of Cyclone's choice (rt/lowstate)", start_s=10.0)
+    assert watch.update(11.0, False) is None
+    line = watch.update(12.0, False)
+    assert line.startswith("No LowState in 2 s on domain 0, interface of Cyclone's choice (rt/lowstate): is the "
+                           "robot or simulator on this domain?")
+    assert watch.update(13.0, False) is None and watch.update(14.1, False).startswith("No LowState in 4 s")
+    assert watch.update(14.2, True) is None and watch.update(30.0, False) is None     # heard: never again
+
+
+def test_a_simulator_stepping_slower_than_declared_is_named(robot):
+    """Unitree's default SIMULATE_DT 0.005 with a profile that says pd_step 0.002: the ramp threw the
+    robot (|dq| 40 rad/s at 0.2 s) with no warning. Measured from the LowState interval now."""
+    from bcg.robot.pd_stability import PdPath
+    from bcg_policy_node.core.gains import pd_step_warning
+    path = PdPath(0.002, 1)
+    warning = pd_step_warning(0.005, robot, path)
+    assert warning.startswith("LowState arrives every 5.0 ms but pd_step is 2 ms") and "SIMULATE_DT = 0.005" in warning
+    assert "the hold (RAMP / HOLD: the stand policy's) gains are unstable" in warning
+    assert pd_step_warning(0.002, robot, path) is None
+    assert pd_step_warning(0.002, robot, PdPath(0.001, 0)) is None        # the robot reports slower than its PD
+
+
+def test_the_staleness_limit_is_a_setting_in_seconds():
+    from bcg_policy_node.entry.setup_node import build_controller
+    assert PolicyNodeConfig().stale_limit == 0.06 and build_controller(PolicyNodeConfig()).stale_after_s == 0.06
+    assert build_controller(PolicyNodeConfig(stale_limit=0.5)).stale_after_s == 0.5
+    with pytest.raises(ConfigError, match="`stale_limit` = 0.0: must be > 0"):
+        PolicyNodeConfig(stale_limit=0.0)
+

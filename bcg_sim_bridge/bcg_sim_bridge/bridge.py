@@ -182,7 +182,7 @@ class SimBridge:
                 log.warning("lockstep: no LowCmd answered the LowState of tick %d in %g s; stepping on without "
                             "waiting (is the controller running with --lockstep?)", tick, LOCKSTEP_TIMEOUT_S)
                 return
-            if now - resent > RESEND_S:
+            if now - resent > RESEND_S and self.states is not None:
                 self.states.write(self.lowstate)
                 resent = now
 

@@ -136,6 +136,62 @@ def test_commands_arriving_together_before_the_start_are_each_validated_and_coun
     assert not bridge.wait_for_first_command(threading.Event(), timeout_s=0.05)   # nothing new
 
 
+def test_by_default_the_robot_is_held_still_until_a_valid_command(robot):
+    """A bridge started by hand before its controller used to simulate at once: the robot fell under
+    zero torque before the node was up. Now simulated time stays at 0 until a valid LowCmd."""
+    assert BridgeConfig().wait_for_command == -1 and load_config(REPO / "config" / "sim_bridge.yaml") == BridgeConfig()
+    reader = LatestSampleReader(LOWCMD, check_crc=False, depth=8)
+    bridge = SimBridge(BridgeConfig(), robot, commands=reader)
+    bad = valid_lowcmd(robot, kd=1.0)
+    bad["crc"] ^= 1
+    reader.offer(bad)
+    assert not bridge.wait_for_first_command(threading.Event(), timeout_s=0.1)     # a bad one does not release
+    assert bridge.core.time == 0.0 and bridge.states_published > 0 and bridge.held_s is None
+    reader.offer(valid_lowcmd(robot, kd=1.0))
+    assert bridge.wait_for_first_command(threading.Event(), timeout_s=-1)
+    assert bridge.held_s >= 0.0 and bridge.gate.accepted == 1 and bridge.core.time == 0.0
+
+
+def answer(robot, tick: int) -> np.void:
+    """A valid LowCmd answering the LowState of `tick` in lockstep (reserve[0])."""
+    rec = valid_lowcmd(robot, kd=1.0)
+    rec["reserve"][0] = tick
+    encode_lowcmd(rec)
+    return rec
+
+
+def test_in_lockstep_the_bridge_steps_on_the_answer_to_its_last_lowstate(robot, monkeypatch):
+    reader = LatestSampleReader(LOWCMD, check_crc=False, depth=8)
+    bridge = SimBridge(BridgeConfig(lockstep=True), robot, commands=reader)
+    assert not bridge.in_lockstep()                            # not before the first accepted command
+    reader.offer(answer(robot, 0))
+    bridge.await_answer(threading.Event())
+    assert bridge.in_lockstep() and bridge.lockstep_answers == 1
+    bridge.state_period()
+    tick = int(bridge.lowstate["tick"])
+    assert tick == 2
+    reader.offer(answer(robot, 0))                             # a late answer to an older LowState
+    reader.offer(answer(robot, tick))
+    bridge.await_answer(threading.Event())
+    assert bridge.lockstep_answers == 2 and bridge.gate.accepted == 3
+    monkeypatch.setattr("bcg_sim_bridge.bridge.LOCKSTEP_TIMEOUT_S", 0.2)
+    reader.offer(answer(robot, 0))
+    bridge.await_answer(threading.Event())                     # no answer to tick 2 again: lockstep ends
+    assert bridge.lockstep_ended_at == pytest.approx(bridge.core.time) and not bridge.in_lockstep()
+    assert bridge.report()["lockstep"] == {"answers": 2, "ended_at_s": bridge.core.time}
+
+
+def test_a_seed_perturbs_the_start_reproducibly(robot):
+    plain = SimBridge(BridgeConfig(), robot).core.data.qpos.copy()
+    a, b, c = (SimBridge(BridgeConfig(seed=k), robot).core.data.qpos.copy() for k in (3, 3, 4))
+    np.testing.assert_array_equal(a, b)
+    assert not np.array_equal(a, c)
+    joints = robot.joint_qpos_adr
+    assert 0.005 < np.std(a[joints] - plain[joints]) < 0.05             # N(0, 0.02^2) rad
+    assert a[3] ** 2 + a[6] ** 2 == pytest.approx(1.0) and a[4] == a[5] == 0.0   # turned about the vertical
+    assert a[2] == plain[2]
+
+
 def test_lowstate_from_sensors(robot):
     bridge = SimBridge(BridgeConfig(), robot)
     for _ in range(3):

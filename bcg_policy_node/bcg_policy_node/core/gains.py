@@ -51,8 +51,9 @@ def hold_gain_warning(robot, path: PdPath) -> Optional[str]:
     return gain_warning("the hold (RAMP / HOLD: the stand policy's)", robot, robot.joint_names, kp, kd, path)
 
 
-STEP_TOLERANCE = 1.2
-"""A LowState interval this many times pd_step or more says the declared step is not the simulator's."""
+STEP_TOLERANCE = 1.5
+"""A LowState interval this many times pd_step or more says the declared step is not the simulator's
+(the interval is measured on the wall clock: a simulator a little slower than real time stays below)."""
 
 
 def pd_step_warning(state_interval_s: float, robot, path: PdPath) -> Optional[str]:
@@ -66,5 +67,6 @@ def pd_step_warning(state_interval_s: float, robot, path: PdPath) -> Optional[st
     hold = hold_gain_warning(robot, measured)
     return (f"LowState arrives every {state_interval_s * 1e3:.1f} ms but pd_step is {path.step_s * 1e3:g} ms: a "
             f"simulator that computes PD once per LowState (Unitree's: SIMULATE_DT = {state_interval_s:.3g}) "
-            f"steps slower than declared. " + (hold or "The hold gains are stable there.")
+            "steps slower than declared (or runs well under real time). "
+            + (hold or "The hold gains are stable there.")
             + " Set its SIMULATE_DT to the declared step (README), or pd_step to its step")

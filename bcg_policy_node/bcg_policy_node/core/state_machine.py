@@ -53,7 +53,7 @@ class StateMachine:
     """Leave zero torque and start the policy without the remote (simulation)."""
     autostart_hold_s: float = 0.5
     """s in HOLD before autostart starts the policy."""
-    blend_duration_s: float = 1.0
+    blend_duration_s: float = 0.25
     """s of BLEND: from the hold's targets and gains to the policy's (0: none, straight to POLICY)."""
     phase: Phase = Phase.WAIT
     entered_s: float = 0.0
