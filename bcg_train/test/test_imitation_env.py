@@ -412,6 +412,7 @@ def test_adaptive_starts_start_where_episodes_fail_and_resume_exactly():
         env.cut_graph()
     w = sampler.weights
     assert w.sum().item() == pytest.approx(1.0)
+    assert env._counters()["start_weight_max"] == pytest.approx(float(w.max()) * sampler.num_bins)
     assert w[1] > 0.5 and w[0] == pytest.approx(0.2 / sampler.num_bins + 0.8 * (0.5 / 1.5))
     assert (w[2:] == pytest.approx(0.2 / sampler.num_bins))
     starts = sampler.draw(4000, torch.Generator().manual_seed(0))

@@ -373,7 +373,8 @@ class G1ImitationEnv:
         the device, whose counters are read at the segment's cut: the fraction over the last window, and
         the totals as of that cut), the B of the bundles opened next, the last measured spread of a
         bundle's branch gradients, the perturbed feet's mean approach speed [m/s] and the alpha-order
-        weight."""
+        weight; with adaptive starts, the likeliest bin's start probability over a uniform bin's
+        (`start_weight_max`)."""
         out = {"env_steps": float(self.env_steps)}
         st = self.sim.bundle_stats
         if st is not None:
@@ -389,6 +390,8 @@ class G1ImitationEnv:
                        branch_top_share=st.branch_top_share, approach_speed=st.approach_speed, alpha=st.alpha)
         if self.randomizer:
             out.update(self.randomizer.counters())
+        if self.adaptive_starts is not None:
+            out["start_weight_max"] = float(self.adaptive_starts.weights.max()) * self.adaptive_starts.num_bins
         return out
 
 
