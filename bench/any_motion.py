@@ -9,8 +9,9 @@ For each window of the list (fixed before any training on it) this runs the one 
 interrupted bench is resumed instead), then evaluates the policy the trainer picked and exported
 (RUN/policy/*.onnx) with `bcg-eval --mujoco-only --seeds 5 --duration 15` from three starts: on the
 reference's first frame, from rest, and from rest after a 0.4 s hold. Per window it writes
-OUT/LABEL/<start>.json (bcg-eval's eval.json) and OUT/LABEL/row.json; then OUT/table.md and
-OUT/results.json for all windows. A window stands when its pick falls 0/5 from every start.
+OUT/LABEL/<start>/eval.json (bcg-eval's), OUT/LABEL/row.json and a copy of the run's screening
+(OUT/LABEL/screen.md); then OUT/table.md and OUT/results.json for all windows. The training's console
+goes to RUNS/LABEL/train.log. A window stands when its pick falls 0/5 from every start.
 
 Columns: falls from each start; world-frame tracking and tracking without the drift [cm] (on the
 reference start); the root's horizontal distance from the reference's after the run [m]; the
@@ -22,6 +23,7 @@ rerun skips every window whose pick is already evaluated.
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -97,6 +99,7 @@ def row_for(motion: str, run: Path, out: Path) -> dict:
         return json.loads(saved.read_text())
     sidecar = json.loads(policy.with_suffix(".json").read_text())
     evals = evaluate(policy, motion, out)
+    shutil.copyfile(run / "screen" / "screen.md", out / "screen.md")
     ref = evals["reference"]["summary"]
     row.update(pick=policy.name, iteration=sidecar["iteration"], env_steps=sidecar["env_steps"],
                train_hours=sidecar["train_wall_clock_s"] / 3600.0, stamp=stamp,
@@ -151,10 +154,10 @@ def main(argv: Optional[List[str]] = None) -> int:
         todo = [w for w in windows if pick_of(args.runs / label(w)) is None]
         with ThreadPoolExecutor(max(1, args.jobs)) as pool:
             codes = list(pool.map(lambda w: train(w, args.runs / label(w), args.device,
-                                                  args.out / label(w) / "train.log"), todo))
+                                                  args.runs / label(w) / "train.log"), todo))
         for w, code in zip(todo, codes):
             if code:
-                print(f"any_motion: {w}: bcg-train exited {code} ({args.out / label(w) / 'train.log'})",
+                print(f"any_motion: {w}: bcg-train exited {code} ({args.runs / label(w) / 'train.log'})",
                       file=sys.stderr)
     rows = [row_for(w, args.runs / label(w), args.out / label(w)) for w in windows]
     args.out.mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,47 @@
+"""bench/any_motion.py without training: its held-out list keeps its promises (at least six 10-15 s
+windows covering the five takes, none overlapping a window a shipped policy was trained on), and its
+table and last line say what the rows say."""
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+from bcg.motion import MotionSource
+from bcg.motion.segments import named_segments
+
+SCRIPT = Path(__file__).resolve().parents[1] / "bench" / "any_motion.py"
+
+
+@pytest.fixture(scope="module")
+def bench():
+    spec = importlib.util.spec_from_file_location("any_motion", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_held_out_windows_cover_every_take_and_overlap_no_trained_window(bench):
+    windows = [MotionSource.parse(w) for w in bench.load_windows(SCRIPT.with_name("any_motion_windows.yaml"))]
+    assert len(windows) >= 6
+    assert {w.path.name for w in windows} == {s.file for s in named_segments().values()}     # all five takes
+    trained = [(s.file, s.start_s, s.end_s) for s in named_segments().values()]
+    trained += [("dance1_subject1.csv", 5.0, 20.0), ("dance1_subject1.csv", 70.0, 85.0)]    # the recipe's own
+    for w in windows:
+        assert 10.0 <= w.end_s - w.start_s <= 15.0, w
+        for file, start, end in trained:
+            assert file != w.path.name or w.end_s <= start or w.start_s >= end, (w, file, start, end)
+
+
+def test_the_table_and_last_line_report_every_window(bench):
+    standing = dict(motion="a.csv@0:15", label="a_0-15", pick="p.onnx", falls_reference=0, falls_rest=0,
+                    falls_hold=0, tracking_cm=20.0, tracking_root_xy_cm=3.0, root_offset_m=0.3, env_steps=1_000_000,
+                    train_hours=1.0, standing=True)
+    falling = {**standing, "motion": "b.csv@0:15", "falls_hold": 2, "standing": False, "env_steps": 5, "train_hours": 9}
+    none = dict(motion="c.csv@0:15", label="c_0-15", pick=None, longest_time_up_s=4.2, longest_at_iteration=300)
+    third = {**standing, "env_steps": 3_000_000, "train_hours": 2.0}
+    rows = [standing, falling, none, third]
+    text = bench.table(rows)
+    assert "| `a.csv@0:15` | 0/5 / 0/5 / 0/5 | 20.0 | 3.0 | 0.30 | 1,000,000 | 1.00 |" in text
+    assert "0/5 / 0/5 / 2/5" in text and "longest up in MuJoCo: 4.2 s at iteration 300" in text
+    assert bench.summary_line(rows) == "windows_standing=2/4 median_hours=1.50 median_env_steps=2000000"
+    assert bench.summary_line([none]) == "windows_standing=0/1 median_hours=nan median_env_steps=nan"
