@@ -1,6 +1,6 @@
 """`bcg-train`: train a G1 imitation policy (SHAC through the differentiable simulator, or the PPO baseline).
 
-    bcg-train --preset cpu-smoke [--algo shac|ppo] [--motion NAME|FILE] [--motion-dir DIR] [--kappa K]
+    bcg-train [--preset track] [--algo shac|ppo] [--motion NAME|FILE] [--motion-dir DIR] [--kappa K]
               [--no-bundle] [--device cpu|cuda:0] [--run-dir DIR] [--set env.sim.substeps=8 ...]
     bcg-train --resume RUN_DIR_OR_CHECKPOINT [--device cuda:0] [--iterations N]
     either form also takes [--stop-at K]; a new run also [--init-from CHECKPOINT]
@@ -137,7 +137,8 @@ def shorthand_overrides(args: argparse.Namespace) -> Dict:
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="bcg-train", description=__doc__.split("\n\n")[0])
-    p.add_argument("--preset", help="config/train/<NAME>.yaml (paper, cpu-small, cpu-smoke) or a YAML file")
+    p.add_argument("--preset", help=f"config/train/<NAME>.yaml (default {DEFAULT_PRESET}, the recipe for a new motion; "
+                                    "paper, cpu-small, cpu-smoke, ...) or a YAML file")
     p.add_argument("--algo", choices=ALGORITHMS, help="override the preset's algorithm")
     p.add_argument("--motion", default="run", help=motion_help())
     p.add_argument("--motion-dir", help=f"folder of the named segments' motion files (sets ${MOTION_DIR_ENV_VAR})")
