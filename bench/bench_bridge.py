@@ -54,7 +54,7 @@ def main() -> int:
 
     robot = RobotDescription.load(args.model)
     config = BridgeConfig(model=str(robot.model_path), domain=args.domain, fast=True, duration=args.duration,
-                          headless=True)
+                          wait_for_command=0.0, headless=True)
     sub = subprocess.Popen([sys.executable, "-c", SUBSCRIBER, str(args.domain)], stdout=subprocess.PIPE, text=True,
                            preexec_fn=(lambda: pin(cores[-1])) if len(cores) > 1 else None)
     pin(bench_core)

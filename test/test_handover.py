@@ -1,11 +1,12 @@
 """The node's hand-over from standing to the policy, on the bridge's MuJoCo physics in this process.
 
 The node's core (`Controller`, its command plan as the LowCmd writer composes it) and the bridge's
-plant (`SimBridge`, or its emulation of Unitree's simulator) in one loop of simulated time, no DDS:
-each LowState goes to the controller, its command to the plant for one state period. The robot
-starts standing on the ground, no band. The wire and the processes are covered by the DDS tests
-(test_mujoco_check_launch.py, test_unitree_mujoco_emulation.py).
+plant (`SimBridge`, or its emulation of Unitree's simulator) in one loop of simulated time, no DDS
+(bench/handover_blend.py's `run`): each LowState goes to the controller, its command to the plant for
+one state period. The robot starts standing on the ground, no band. The wire and the processes are
+covered by the DDS tests (test_mujoco_check_launch.py, test_unitree_mujoco_emulation.py).
 """
+import importlib.util
 import subprocess
 import sys
 from pathlib import Path
@@ -13,21 +14,22 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bcg.contract import load_policy
 from bcg.motion import load_motion
 from bcg.robot import RobotDescription
-from bcg.wire import lowcmd_crc
 from bcg_policy_node.config import PolicyNodeConfig
 from bcg_policy_node.core.command_plan import LowCmdComposer, new_plan
 from bcg_policy_node.core.controller import Controller
-from bcg_policy_node.core.safety import SafetyLimits
-from bcg_policy_node.core.state_machine import Phase, StateMachine
-from bcg_policy_node.realtime.scheduling import PolicySchedule
+from bcg_policy_node.core.state_machine import Phase
 from bcg_sim_bridge.bridge import SimBridge
 from bcg_sim_bridge.config import BridgeConfig
 
 REPO = Path(__file__).resolve().parents[1]
 DANCE = REPO / "policies" / "shac_synthetic_dance_k300.onnx"
+BLEND_S = PolicyNodeConfig().blend_duration
+"""s, the node's default blend."""
+_spec = importlib.util.spec_from_file_location("handover_blend", REPO / "bench" / "handover_blend.py")
+handover = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(handover)
 
 
 @pytest.fixture(scope="module")
@@ -44,41 +46,8 @@ def dance_motion(tmp_path_factory):
     return load_motion(path)
 
 
-def run(robot, controller: Controller, bridge: SimBridge, until_s: float) -> None:
-    """Simulate until `until_s` (or damping): LowState -> controller (policy at its rate) -> command
-    plan composed at the state's time -> the plant's gate -> one state period of physics."""
-    schedule = PolicySchedule(controller.contract.control_period_s)
-    plan, composer = new_plan(), LowCmdComposer()
-    state = bridge.lowstate
-    while bridge.core.time < until_s - 1e-9 and controller.machine.phase is not Phase.DAMPING:
-        bridge.filler.fill(bridge.core.data)
-        if bridge.config.emulate:
-            state["tick"] = int(round(bridge.core.time * 1000)) + 1   # a clock for the controller only
-        now = bridge.core.time
-        controller.on_state(state, now)
-        if schedule.arrival(now):
-            controller.policy_step(now)
-            schedule.stepped(now)
-            controller.prepare_next_step()
-        controller.write_plan(plan)
-        if plan["active"]:
-            assert composer.compose(plan, now)
-            composer.cmd["crc"] = lowcmd_crc(composer.cmd)
-            bridge.gate.offer(composer.cmd, now)
-        for _ in range(bridge.config.steps_per_state):
-            bridge.physics_step()
-        bridge.metrics.sample(bridge.core.data)
-
-
-BLEND_S = PolicyNodeConfig().blend_duration
-"""s, the node's default blend."""
-
-
 def node(robot, policy_path, motion=None, autostart_hold_s=0.5) -> Controller:
-    machine = StateMachine(ramp_duration_s=2.0, autostart=True, autostart_hold_s=autostart_hold_s,
-                           blend_duration_s=BLEND_S)
-    return Controller(load_policy(policy_path), robot, SafetyLimits(), machine, damping_kd=robot.damping_kd,
-                      motion=motion)
+    return handover.node(robot, policy_path, motion, BLEND_S, autostart_hold_s)
 
 
 def test_ramp_and_hold_stand_the_robot_with_the_stand_gains_whatever_the_policy_s(robot, dance_motion):
@@ -86,7 +55,7 @@ def test_ramp_and_hold_stand_the_robot_with_the_stand_gains_whatever_the_policy_
     them toppled the G1 at 1.53 s. RAMP and HOLD use the stand policy's gains: 10 s standing."""
     controller = node(robot, DANCE, dance_motion, autostart_hold_s=60.0)
     bridge = SimBridge(BridgeConfig(headless=True), robot)
-    run(robot, controller, bridge, 10.0)
+    handover.run(controller, bridge, 10.0)
     assert controller.machine.phase is Phase.HOLD
     ev = bridge.metrics.report()
     assert not ev["fell"] and ev["min_root_height_m"] > 0.7, ev
@@ -99,10 +68,9 @@ def test_the_policy_starts_from_rest_and_blends_in(robot, dance_motion, emulate)
     training), and the robot stays up, on this suite's physics and on Unitree's simulator's command
     path (explicit PD every 2 ms from one-step-old sensors, from the zero pose)."""
     controller = node(robot, DANCE, dance_motion)
-    config = BridgeConfig(headless=True, **(dict(emulate="unitree_mujoco", physics_hz=500.0, state_hz=500.0,
-                                                 initial_pose="zero", wait_for_command=0.0) if emulate else {}))
+    config = BridgeConfig(headless=True, **(handover.UNITREE if emulate else {}))
     bridge = SimBridge(config, robot)
-    run(robot, controller, bridge, 6.5)
+    handover.run(controller, bridge, 6.5)
     phases = [(t.target.value, round(t.time_s, 2)) for t in controller.transitions]
     assert [p for p, _ in phases] == ["zero_torque", "ramp", "hold", "blend", "policy"], phases
     assert phases[3][1] == pytest.approx(2.5, abs=0.01) and phases[4][1] == pytest.approx(2.5 + BLEND_S, abs=0.01)
@@ -117,7 +85,7 @@ def test_blend_commands_go_from_the_hold_to_the_policy(robot, dance_motion):
     """Half-way through BLEND the command is half the hold's and half the policy's, in targets and gains."""
     controller = node(robot, DANCE, dance_motion)
     bridge = SimBridge(BridgeConfig(headless=True), robot)
-    run(robot, controller, bridge, 2.5 + BLEND_S / 2)
+    handover.run(controller, bridge, 2.5 + BLEND_S / 2)
     assert controller.machine.phase is Phase.BLEND and controller.policy_steps >= 1
     plan, composer = new_plan(), LowCmdComposer()
     controller.write_plan(plan)
