@@ -3,7 +3,7 @@
 What that simulator does, as measured against it (and read in its bridge, `unitree_sdk2py_bridge.py`),
 and what `BridgeConfig.emulate = 'unitree_mujoco'` therefore does instead of behaving like the robot:
 - every LowState carries crc 0, mode_machine 0, tick 0, motor modes 0 (`LowStateFiller(as_robot=False)`,
-  a LowState writer without CRC);
+  a LowState writer without CRC; in lockstep, which that simulator does not have, the tick counts ms);
 - it publishes before its first physics step: `PRESTEP_STATES` all-zero LowStates (IMU quaternion
   0, every q 0) come first;
 - it applies zero torque until the first LowCmd arrives, and it validates nothing (no CRC, no
