@@ -78,7 +78,10 @@ def evaluate(policy: Path, motion: str, out: Path) -> Dict[str, dict]:
         command = ["bcg-eval", str(policy), "--motion", motion, "--mujoco-only", "--seeds", str(SEEDS),
                    "--duration", f"{DURATION_S:g}", "--out", str(folder), *extra]
         subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
-        results[start] = json.loads((folder / "eval.json").read_text())
+        result = json.loads((folder / "eval.json").read_text())
+        result["policy"] = policy.name                  # not the run folder's place on this machine
+        (folder / "eval.json").write_text(json.dumps(result, indent=2))
+        results[start] = result
     return results
 
 
