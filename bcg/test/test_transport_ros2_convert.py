@@ -1,94 +1,16 @@
 """Record <-> ROS 2 message conversion of the ROS 2 transport, against stand-in message classes.
 
-rclpy and unitree_ros2 are absent here; the stand-ins are built from unitree_ros2's
-``unitree_hg/msg/*.msg`` field lists and enforce what rosidl-generated Python classes enforce
-(Python int / float scalars, numpy arrays of the exact dtype and length, lists of messages).
+rclpy and unitree_ros2 are absent here; the stand-ins (`bcg.transport.ros2_standins`) are built
+from unitree_ros2's ``unitree_hg/msg/*.msg`` field lists and enforce what rosidl-generated Python
+classes enforce (Python int / float scalars, numpy arrays of the exact dtype and length, lists of
+messages). Speed is `bench/bench_ros2_convert.py`'s, not tested here.
 """
 import numpy as np
 import pytest
 
-from bcg.transport.ros2_convert import message_to_record, record_to_message
+from bcg.transport.ros2_convert import MessageFiller, message_to_record
+from bcg.transport.ros2_standins import CLASSES
 from bcg.wire import LOWCMD, LOWSTATE
-
-MSG_FILES = {
-    "MotorCmd": "uint8 mode\nfloat32 q\nfloat32 dq\nfloat32 tau\nfloat32 kp\nfloat32 kd\n"
-                "uint32 reserve",
-    "LowCmd": "uint8 mode_pr\nuint8 mode_machine\nMotorCmd[35] motor_cmd\nuint32[4] reserve\n"
-              "uint32 crc",
-    "IMUState": "float32[4] quaternion\nfloat32[3] gyroscope\nfloat32[3] accelerometer\n"
-                "float32[3] rpy\nint16 temperature",
-    "MotorState": "uint8 mode\nfloat32 q\nfloat32 dq\nfloat32 ddq\nfloat32 tau_est\n"
-                  "int16[2] temperature\nfloat32 vol\nuint32[2] sensor\nuint32 motorstate\n"
-                  "uint32[4] reserve",
-    "LowState": "uint32[2] version\nuint8 mode_pr\nuint8 mode_machine\nuint32 tick\n"
-                "IMUState imu_state\nMotorState[35] motor_state\nuint8[40] wireless_remote\n"
-                "uint32[4] reserve\nuint32 crc",
-}
-NUMPY = {"uint8": np.uint8, "int16": np.int16, "uint32": np.uint32, "float32": np.float32}
-CLASSES = {}
-
-
-def _field(name, kind, count):
-    slot = "_" + name
-
-    def check(value):
-        if kind in CLASSES:
-            assert isinstance(value, CLASSES[kind]), f"{name}: not a {kind}"
-        elif kind == "float32":
-            assert isinstance(value, float), f"{name}: {type(value)} is not float"
-        else:
-            info = np.iinfo(NUMPY[kind])
-            assert isinstance(value, int) and info.min <= value <= info.max, \
-                f"{name}: {value!r} is not a {kind}"
-
-    def setter(self, value):
-        if not count:
-            check(value)
-        elif kind in CLASSES:
-            assert isinstance(value, list) and len(value) == count, name
-            for item in value:
-                check(item)
-        elif isinstance(value, np.ndarray):
-            assert value.dtype == NUMPY[kind] and value.size == count, f"{name}: {value.dtype}"
-        else:
-            value = np.array(value, dtype=NUMPY[kind])
-            assert value.shape == (count,), name
-        setattr(self, slot, value)
-
-    return slot, property(lambda self: getattr(self, slot), setter)
-
-
-def _default(kind, count):
-    if kind in CLASSES:
-        return [CLASSES[kind]() for _ in range(count)] if count else CLASSES[kind]()
-    if count:
-        return np.zeros(count, NUMPY[kind])
-    return 0.0 if kind == "float32" else 0
-
-
-def build_class(name, text):
-    fields = []
-    for line in text.splitlines():
-        kind, member = line.split()
-        count = int(kind[kind.index("[") + 1:-1]) if "[" in kind else 0
-        fields.append((member, kind.split("[")[0], count))
-    namespace = {"__slots__": [], "_fields": fields}
-    for member, kind, count in fields:
-        slot, prop = _field(member, kind, count)
-        namespace["__slots__"].append(slot)
-        namespace[member] = prop
-
-    def __init__(self):
-        for member, kind, count in fields:
-            setattr(self, member, _default(kind, count))
-
-    namespace["__init__"] = __init__
-    CLASSES[name] = type(name, (), namespace)
-
-
-for _name, _text in MSG_FILES.items():
-    build_class(_name, _text)
-
 
 FLOAT_FIELDS = {"LowCmd_": {"motor_cmd": ("q", "dq", "tau", "kp", "kd")},
                 "LowState_": {"motor_state": ("q", "dq", "ddq", "tau_est", "vol"),
@@ -107,14 +29,30 @@ def random_record(codec, rng):
     return rec
 
 
+def checked(msg, struct_name: str) -> None:
+    """Every member of `msg` passes its class's own setter (what rosidl checks before publishing)."""
+    cls = CLASSES[struct_name]
+    for member, kind, count in cls._fields:
+        value = getattr(msg, member)
+        setattr(msg, member, value)
+        if kind in CLASSES:
+            for sub in (value if count else [value]):
+                checked(sub, kind)
+
+
 @pytest.mark.parametrize("codec, msg_name", [(LOWCMD, "LowCmd"), (LOWSTATE, "LowState")])
-def test_record_message_round_trip(codec, msg_name):
+def test_record_message_round_trip_is_bit_exact_through_one_refilled_message(codec, msg_name):
     rng = np.random.default_rng(3)
-    for _ in range(5):
+    filler = MessageFiller(CLASSES[msg_name](), codec)
+    for k in range(5):
         rec = random_record(codec, rng)
+        if k == 4:                         # extreme floats survive too
+            group = "motor_cmd" if codec is LOWCMD else "motor_state"
+            rec[group]["q"][:3] = [np.inf, -np.inf, np.finfo(np.float32).tiny / 4]
         rec["crc"] = codec.crc(rec)
-        msg = CLASSES[msg_name]()
-        record_to_message(rec, codec, msg)
+        msg = filler.fill(rec)
+        assert msg is filler.msg           # preallocated, refilled in place
+        checked(msg, msg_name)
         back = message_to_record(msg, codec)
         assert codec.encode(back) == codec.encode(rec)
         assert codec.crc_ok(back)
@@ -122,16 +60,25 @@ def test_record_message_round_trip(codec, msg_name):
 
 def test_message_members_hold_the_record_values():
     rec = random_record(LOWSTATE, np.random.default_rng(4))
-    msg = CLASSES["LowState"]()
-    record_to_message(rec, LOWSTATE, msg)
+    msg = MessageFiller(CLASSES["LowState"](), LOWSTATE).fill(rec)
     assert msg.tick == int(rec["tick"]) and type(msg.tick) is int
-    assert msg.motor_state[7].q == float(rec["motor_state"]["q"][7])
+    assert msg.motor_state[7].q == float(rec["motor_state"]["q"][7]) and type(msg.motor_state[7].q) is float
     np.testing.assert_array_equal(msg.motor_state[34].temperature,
                                   rec["motor_state"]["temperature"][34])
     np.testing.assert_array_equal(msg.imu_state.quaternion, rec["imu_state"]["quaternion"])
     np.testing.assert_array_equal(msg.wireless_remote, rec["wireless_remote"])
-    rec["tick"] += 1                      # the message holds copies, not views
+    rec["tick"] += 1                      # the message holds copies, not views of the record given
+    rec["motor_state"]["sensor"][3] += 1
     assert msg.tick != int(rec["tick"])
+    assert not np.array_equal(msg.motor_state[3].sensor, rec["motor_state"]["sensor"][3])
+
+
+def test_a_message_received_as_bytes_arrays_converts():
+    """rosidl may hand uint8 arrays over as bytes; they convert as the numpy array would."""
+    rec = random_record(LOWSTATE, np.random.default_rng(5))
+    msg = MessageFiller(CLASSES["LowState"](), LOWSTATE).fill(rec)
+    msg._wireless_remote = bytes(msg.wireless_remote)
+    assert LOWSTATE.encode(message_to_record(msg, LOWSTATE)) == LOWSTATE.encode(rec)
 
 
 def test_message_with_wrong_array_length_is_refused():

@@ -20,7 +20,7 @@ from bcg.ros_node_shell import RclpyApi, ros_node_session
 from bcg.transport import Transport, TransportConfig, Writer
 from bcg.transport.endpoint import ros2_cyclone_uri
 from bcg.transport.latest import LatestSampleReader
-from bcg.transport.ros2_convert import message_to_record, record_to_message
+from bcg.transport.ros2_convert import MessageFiller, message_to_record
 from bcg.wire import LOWCMD, LOWSTATE, MessageCodec
 
 LOWCMD_ROS_TOPIC = "/lowcmd"
@@ -37,19 +37,18 @@ def _qos(reliable: bool, depth: int = 1):
 
 
 class Ros2Writer(Writer):
-    """Publishes records as unitree_hg messages (one message object, reused); `crc` False: crc = 0."""
+    """Publishes records as unitree_hg messages (one preallocated message, refilled); `crc` False: crc = 0."""
 
     def __init__(self, node, msg_type, topic: str, codec: MessageCodec, crc: bool = True):
         self.codec, self.crc = codec, crc
-        self._msg = msg_type()
+        self._filler = MessageFiller(msg_type(), codec)
         self._lock = threading.Lock()
         self.endpoint = node.create_publisher(msg_type, topic, _qos(reliable=True))
 
     def write(self, rec) -> None:
         rec["crc"] = self.codec.crc(rec) if self.crc else 0
         with self._lock:
-            record_to_message(rec, self.codec, self._msg)
-            self.endpoint.publish(self._msg)
+            self.endpoint.publish(self._filler.fill(rec))
 
 
 class Ros2Reader(LatestSampleReader):
