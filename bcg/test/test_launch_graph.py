@@ -134,6 +134,8 @@ def test_a_run_whose_policy_never_ran_fails_and_says_so():
     v = evaluate(metrics(), events(policy_steps=0), 5.0)
     assert v["stayed_up"] and not v["passed"] and not v["policy_ran"]
     assert "0: the policy never ran" in table(v) and "FAIL" in table(v)
+    assert v["tracking_error_rad"] is None                   # the bridge's tracking measured no policy
+    assert "n/a (the policy never ran)" in table(v)
 
 
 def test_the_command_rate_is_per_simulated_second_and_explained():
@@ -170,4 +172,42 @@ def test_verdict_files_and_exit_codes(tmp_path):
     assert run_verdict(str(m), str(e), str(v), 5.0, printed.append) == 1
     assert json.loads(v.read_text())["fall_time_s"] == 2.5
     assert "NO, fell at 2.50 s" in (tmp_path / "v.txt").read_text() == printed[0] + "\n"
-    assert run_verdict(str(tmp_path / "missing.json"), str(e), str(v), 5.0, printed.append) == 2
+    assert run_verdict(str(m), str(tmp_path / "missing.jsonl"), str(v), 5.0, printed.append) == 2
+
+
+def test_a_bridge_that_left_no_metrics_is_the_simulator_stopping_not_the_policy_falling(tmp_path):
+    e, v = tmp_path / "e.jsonl", tmp_path / "v.json"
+    stale = {"time_s": 3.0, "from": "policy", "to": "damping", "state_tick_ms": 3000,
+             "reason": "LowState stale: newest is 3000 ms old (limit 3000 ms) in lockstep: did the simulator stop?"}
+    e.write_text(json.dumps({"transition": stale}) + "\n" + json.dumps({"summary": {"policy_steps": 40}}) + "\n")
+    printed = []
+    assert run_verdict(str(tmp_path / "missing.json"), str(e), str(v), 5.0, printed.append) == 1
+    verdict = json.loads(v.read_text())
+    assert verdict["simulator_stopped"] and not verdict["passed"] and not verdict["judged"]
+    assert "stayed_up" not in verdict and "fall_time_s" not in verdict          # no fall is reported
+    assert "the simulator stopped before the end" in printed[0] and "fell" not in printed[0]
+    assert "did the simulator stop?" in printed[0]
+
+
+def test_a_real_time_run_below_0_9x_is_not_real_time_and_not_judged():
+    """A real-time run beside two trainings reached 0.41-0.74x: its fall is not the policy's."""
+    m = {**metrics(fell=True), "wall_time_s": 5.0 / 0.6, "pacing_slips": 37}
+    v = evaluate(m, events(), 5.0)
+    assert v["pacing"] == "not real time" and not v["judged"] and not v["passed"]
+    assert v["real_time_factor"] == pytest.approx(0.6) and v["pacing_slips"] == 37
+    text = table(v)
+    assert "NO VERDICT: not real time (0.60x" in text and "37 pacing slip(s)" in text
+    v = evaluate({**metrics(), "wall_time_s": 5.0 / 0.95, "pacing_slips": 1}, events(), 5.0)
+    assert v["pacing"] == "real time" and v["judged"] and v["passed"] and "PASS (real time)" in table(v)
+    v = evaluate({**metrics(), "wall_time_s": 20.0, "lockstep": {"answers": 2500, "ended_at_s": None}}, events(), 5.0)
+    assert v["pacing"] == "lockstep" and v["judged"] and v["passed"] and "PASS (lockstep)" in table(v)
+    assert "0.25x real time, which cannot change the result" in table(v)
+
+
+def test_the_verdict_file_carries_the_pacing(tmp_path):
+    m, e, v = tmp_path / "m.json", tmp_path / "e.jsonl", tmp_path / "v.json"
+    m.write_text(json.dumps({**metrics(), "wall_time_s": 10.0, "pacing_slips": 4}))
+    e.write_text(json.dumps({"summary": {"policy_steps": 100}}) + "\n")
+    run_verdict(str(m), str(e), str(v), 5.0, lambda _: None)
+    verdict = json.loads(v.read_text())
+    assert verdict["real_time_factor"] == 0.5 and verdict["pacing_slips"] == 4 and verdict["pacing"] == "not real time"
