@@ -104,7 +104,8 @@ def test_mujoco_check_ends_with_its_evaluator():
 
 
 @pytest.mark.parametrize("exits, failure", [
-    ([("sim_bridge", 1)], "sim_bridge exited with 1"),
+    ([("sim_bridge", 1), ("policy_node", 0), ("evaluator", 1)], "sim_bridge exited with 1"),
+    ([("sim_bridge", -9), ("policy_node", 1), ("evaluator", 0)], "sim_bridge exited with -9"),
     ([("policy_node", 2)], "policy_node exited with 2 while the main process was running"),
     ([("policy_node", 0)], "policy_node exited with 0 while the main process was running"),
     ([("sim_bridge", 0), ("policy_node", 1)], "policy_node exited with 1 while being stopped"),
@@ -114,6 +115,15 @@ def test_mujoco_check_failures_fail_the_launch(exits, failure):
     life = mujoco_check()
     decisions = [life.exited(name, rc) for name, rc in exits]
     assert decisions[-1] == Decision(failure=failure)
+
+
+def test_a_failed_simulator_still_stops_the_node_and_runs_the_evaluator():
+    """A killed bridge: the node is stopped (it damps) and the evaluator writes its verdict (the simulator
+    stopped); only then does the launch fail."""
+    life = mujoco_check()
+    assert life.exited("sim_bridge", -9) == Decision(signal=("policy_node",))
+    assert life.exited("policy_node", 0) == Decision(start=("evaluator",))
+    assert life.exited("evaluator", 1) == Decision(failure="sim_bridge exited with -9")
 
 
 def test_a_service_killed_by_the_stop_signal_is_not_a_failure():

@@ -24,7 +24,14 @@ from bcg_policy_node.core.command_plan import LowCmdComposer, new_plan
 from bcg_policy_node.core.controller import Controller
 from bcg_policy_node.core.joint_map import JointMap, JointMapError
 from bcg_policy_node.core.remote import key_mask, set_keys
-from bcg_policy_node.core.safety import SafetyLimits, check_action, check_ready, check_stale, check_state
+from bcg_policy_node.core.safety import (
+    SafetyLimits,
+    check_action,
+    check_lockstep_silence,
+    check_ready,
+    check_stale,
+    check_state,
+)
 from bcg_policy_node.core.state_machine import Phase, StateMachine
 
 REPO = Path(__file__).resolve().parents[2]
@@ -488,3 +495,10 @@ def test_the_staleness_limit_is_a_setting_in_seconds():
     with pytest.raises(ConfigError, match="`stale_limit` = 0.0: must be > 0"):
         PolicyNodeConfig(stale_limit=0.0)
 
+
+def test_in_lockstep_only_a_long_wall_silence_is_a_fault_and_it_names_the_simulator():
+    """Simulated time moves only with the simulator: a slow one is waited for, a silent one has stopped."""
+    assert check_lockstep_silence(9.9, 10.0) is None
+    reason = check_lockstep_silence(10.5, 10.0)
+    assert reason.startswith("LowState stale") and "10.5 s of wall time in lockstep" in reason
+    assert "did the simulator stop?" in reason

@@ -136,3 +136,12 @@ def check_stale(age_s: float, limit_s: float) -> Optional[str]:
     if age_s > limit_s:
         return f"LowState stale: newest is {age_s * 1e3:.0f} ms old (limit {limit_s * 1e3:.0f} ms)"
     return None
+
+
+def check_lockstep_silence(silent_s: float, limit_s: float) -> Optional[str]:
+    """A fault when no LowState has come for `silent_s` wall seconds in lockstep, more than `limit_s`:
+    there simulated time only moves with the simulator, so its silence is the simulator stopping."""
+    if silent_s > limit_s:
+        return (f"LowState stale: none for {silent_s:.1f} s of wall time in lockstep (limit {limit_s:g} s): "
+                "did the simulator stop?")
+    return None

@@ -15,8 +15,11 @@
   Once enough LowStates have come to know their interval, a simulator stepping slower than the
   declared PD path is named (`gains.pd_step_warning`).
 - lockstep (simulation with this suite's bridge in lockstep): the controller's clock is the
-  LowState's tick (simulated time), nothing is timed on the wall clock, and every LowState wakes
-  the writer, which answers it with exactly one LowCmd echoing its tick.
+  LowState's tick (simulated time), nothing else is timed on the wall clock, and every LowState wakes
+  the writer, which answers it with exactly one LowCmd echoing its tick. The one wall-clock limit:
+  no LowState for `LOCKSTEP_SILENCE_S` means the simulator stopped (killed, crashed): the node
+  damps (`check_lockstep_silence`), and the writer leaves lockstep to publish that damping on its
+  500 Hz schedule, as on the robot.
 - LowCmd writer process (`command_writer`): the 500 Hz deadline schedule, in its own process so
   that the policy step never delays it; fed through the shared command plan (`shared_plan`).
 - monitor thread (this process): turns the writer's reports into controller faults (logged, phase
@@ -47,6 +50,7 @@ from ..config import LOGGER_NAME
 from ..core.command_plan import LowCmdComposer, new_plan
 from ..core.controller import Controller
 from ..core.gains import pd_step_warning
+from ..core.safety import check_lockstep_silence
 from ..core.silence import SilenceWatch
 from ..core.state_machine import Phase, Transition
 from .command_writer import WriterSettings, writer_main
@@ -70,6 +74,9 @@ LOWSTATE_DROPS = {
                  "before its first physics step?); nothing is commanded on such a LowState",
 }
 """Why a LowState is dropped (the reader's `DROP_REASONS`, the controller's `STATE_DROP_REASONS`), and what to do."""
+LOCKSTEP_SILENCE_S = 10.0
+"""Wall s without a LowState in lockstep before the node damps: the bridge's own wait for an answer
+(`bcg_sim_bridge.config.LOCKSTEP_TIMEOUT_S`), far beyond a state period on a loaded machine."""
 STEP_CHECK_STATES = 25
 """LowStates after which their interval is compared with the declared PD step (once)."""
 
@@ -139,6 +146,8 @@ class NodeRuntime:
         self.policy_period_error = TimingStats()
         """|time between two consecutive policy steps - the contract's period|, s."""
         self._last_step: Optional[float] = None
+        self._state_wall: Optional[float] = None
+        """Monotonic s of the newest LowState (None before any)."""
         self.scheduling = {}
         """Which scheduling each time-critical thread got (notes for the log and the summary)."""
         self.writer_summary: Optional[dict] = None
@@ -278,7 +287,10 @@ class NodeRuntime:
                 if state is None:
                     if not self.lockstep:          # simulated time stands still between two LowStates
                         c.tick(wall)
+                    elif self._state_wall is not None and self.plan["lockstep"]:
+                        self._check_lockstep_silence(wall - self._state_wall)
                 else:
+                    self._state_wall = wall
                     now = tick_seconds(state) if self.lockstep else wall
                     c.on_state(state, now)
                     self.states_received += 1
@@ -302,6 +314,15 @@ class NodeRuntime:
                     c.prepare_next_step()
             self._report_silence(wall, state is not None)
             self._report_drops(wall, flush=c.plan_version != version)
+
+    def _check_lockstep_silence(self, silent_s: float) -> None:
+        """Lockstep, lock held: damp once the simulator has been silent too long, and let the writer
+        publish that damping on its own schedule (the plan leaves lockstep)."""
+        reason = check_lockstep_silence(silent_s, LOCKSTEP_SILENCE_S)
+        if reason is not None:
+            log.error("%s", reason)
+            self.controller.fault(self._controller_now(), reason)
+            self.plan["lockstep"] = False
 
     def _monitor_loop(self) -> None:
         while self.writer_summary is None:
