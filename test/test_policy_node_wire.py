@@ -276,7 +276,8 @@ def writer_process(pid: int) -> int:
 @pytest.mark.timeout(60)
 def test_a_killed_writer_process_is_replaced_by_damping_from_the_policy_process(robot, tmp_path):
     """SIGKILL on the LowCmd writer in POLICY: the policy process damps in its place through its
-    standby writer for shutdown_damping (0.3 s in PARAMS), then exits 1 naming the failure."""
+    standby writer for shutdown_damping (0.3 s in PARAMS), then exits 1 naming the failure, and no LowCmd
+    follows."""
     client = StateClient(56, robot, tmp_path)
     proc = start_node(tmp_path, 56)
     try:
@@ -286,9 +287,12 @@ def test_a_killed_writer_process_is_replaced_by_damping_from_the_policy_process(
         assert "mujoco" not in libraries and "onnxruntime" not in libraries      # the 500 Hz writer stays light
         os.kill(writer, signal.SIGKILL)
         out, _ = proc.communicate(timeout=20)
-        time.sleep(0.1)
+        time.sleep(0.3)                                       # what was in flight has arrived
+        sent = len(client.commands)
+        time.sleep(0.7)
     finally:
         client.close()
+    assert len(client.commands) == sent                       # the node is gone: nothing more on the wire
     assert proc.returncode == 1, out
     assert "LowCmd writer process ended with exit code -9" in out and "-> damping: LowCmd writer process died" in out
     after = [(t, c) for t, c in client.commands if t > t_kill + 0.1]     # its pipe closes once it is torn down
