@@ -6,6 +6,7 @@ the same arguments followed by launch_ros's `--ros-args -r __node:=NAME --params
 `ros2 run` runs the ROS 2 executable with whatever the user adds. No rclpy is needed: whether it
 could be imported is one of the facts (`NodeStart`) the rule decides from.
 """
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -49,6 +50,24 @@ def test_mujoco_check_under_both_launchers(node):
     rclpy context on the same domain, which Cyclone refuses; it must be 'ros2' there."""
     assert resolved(node, launched(MUJOCO_CHECK, node, ros=False, domain_id="180")) == (False, "dds", 180, "lo")
     assert resolved(node, launched(MUJOCO_CHECK, node, ros=True, domain_id="180")) == (True, "ros2", 180, "lo")
+
+
+def test_mujoco_check_runs_the_same_lockstep_and_simulated_clock_under_both_launchers():
+    """Under ros2 launch both nodes run in lockstep as under bcg launch (the same settings but the
+    transport), and the bridge's motion start and band release fall on the node's policy start in
+    simulated time: the node's ramp + hold, never a wall-clock guess."""
+    configs = {}
+    for ros in (False, True):
+        for node in ("sim_bridge", "policy_node"):
+            start = launched(MUJOCO_CHECK, node, ros=ros, domain_id="180", elastic_band="true")
+            config, _ = NODES[node].settings(start)
+            configs[node, ros] = dataclasses.asdict(config)
+    for node in ("sim_bridge", "policy_node"):
+        assert configs[node, True]["lockstep"] and configs[node, False]["lockstep"]
+        assert {**configs[node, True], "transport": None} == {**configs[node, False], "transport": None}
+    bridge, policy = configs["sim_bridge", True], configs["policy_node", True]
+    start = policy["ramp_duration"] + policy["autostart_hold"]
+    assert bridge["motion_start"] == bridge["band_release_time"] == pytest.approx(start) and start > 0
 
 
 def test_g1_run_under_both_launchers():
