@@ -34,12 +34,13 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional
 
 import torch
 import yaml
 
 from bcg.atomic_file import write_text_atomic
+from bcg.config_check import parse_assignments
 from bcg.config_files import config_dir
 from bcg.motion import MotionFileError
 from bcg.motion.segments import ENV_VAR as MOTION_DIR_ENV_VAR
@@ -96,21 +97,6 @@ def rank_device(device: str) -> str:
     return device
 
 
-def parse_assignments(items: Sequence[str]) -> Dict:
-    """['shac.iterations=50', ...] -> nested mapping {'shac': {'iterations': 50}} (values read as YAML)."""
-    out: Dict = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise ConfigError(f"--set {item!r}: expected KEY=VALUE, e.g. shac.iterations=50")
-        *parents, leaf = key.split(".")
-        node = out
-        for p in parents:
-            node = node.setdefault(p, {})
-        node[leaf] = yaml.safe_load(value)
-    return out
-
-
 def default_run_dir(cfg: TrainConfig, run_info: Dict) -> Path:
     motion = motion_label(str(run_info["motion"]))
     bundle = "bcg" if cfg.bundle else "nobundle"
@@ -155,6 +141,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--init-from", type=Path, metavar="CHECKPOINT|POLICY.onnx",
                    help="a new run starts from this checkpoint's networks (a file, or a run folder: its newest), "
                         "or from an exported policy's actor and normaliser (POLICY.onnx)")
+    p.add_argument("--no-motion-check", action="store_true",
+                   help="train on a motion file even when `python -m bcg_train.motion check` finds it implausible")
     p.add_argument("--stop-at", type=int, metavar="K",
                    help="stop after iteration K (its checkpoint written), the schedule still planned to the end")
     return p
@@ -218,6 +206,8 @@ def _train(args: argparse.Namespace, ranks: Ranks, lead: bool, folder: contextli
             if args.algo:
                 cfg.algorithm = args.algo
             cfg.validate()
+            if not args.no_motion_check and lead:
+                print(f"bcg-train: {checked_motion(args.motion)}", file=sys.stderr)
             run_info = {"motion": args.motion, "device": args.device or "cpu", "preset": args.preset,
                         "schedule": [[0, cfg.iterations()]]}
             run_dir = ranks.from_first(args.run_dir or default_run_dir(cfg, run_info))
@@ -251,6 +241,29 @@ def _train(args: argparse.Namespace, ranks: Ranks, lead: bool, folder: contextli
     if lead and runner.screened:
         ship_pick(runner.run_dir)
     return 0
+
+
+def checked_motion(motion: str) -> str:
+    """What `python -m bcg_train.motion check` finds in a motion file or named segment, in one line
+    (duration, root speed, flights); MotionFileError naming every failure (a wrong frame rate, a
+    floating or tilted clip, spikes, joint limits), so that no run trains on a clip that is not what
+    it claims. Built-in motions pass unchecked."""
+    from bcg.motion import load_motion
+    from bcg.robot import RobotDescription
+
+    from .motion.checks import check_file_motion
+    from .motion.kinematics import RobotKinematics
+    from .motion.library import BUILTIN_MOTIONS, motion_source
+    if motion in BUILTIN_MOTIONS:
+        return f"motion {motion}: built in"
+    report = check_file_motion(motion, load_motion(motion_source(motion)), RobotKinematics(RobotDescription.load()))
+    failures = report.failures()
+    if failures:
+        raise MotionFileError(f"motion {motion} fails its check: {'; '.join(failures)} (python -m bcg_train.motion "
+                              f"check {motion}; --no-motion-check trains on it anyway)")
+    return (f"motion {motion}: {report.duration_s:.1f} s, root {report.mean_root_speed:.2f} m/s mean "
+            f"({report.max_root_speed:.2f} max), {report.flight_phases} flights (longest "
+            f"{report.longest_flight_s:.2f} s), max joint speed {report.max_joint_speed:.1f} rad/s: checked")
 
 
 def start_file(path: str) -> Optional[Path]:

@@ -15,13 +15,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Mapping, Tuple, Union
 
-import yaml
 from torch import nn
 
 from bcg.config_check import (
     ConfigError,
     apply_overrides,
     check,
+    read_yaml_mapping,
     require_non_negative,
     require_positive,
     validate_section,
@@ -167,7 +167,7 @@ def _preset(name: Union[str, Path], chain: Tuple[Path, ...]) -> Tuple[TrainConfi
     if path.resolve() in chain:
         raise ConfigError(f"{EXTENDS_KEY}: presets extend each other in a loop: "
                           f"{' -> '.join(p.stem for p in chain + (path.resolve(),))}")
-    data = dict(yaml.safe_load(path.read_text()) or {})
+    data = read_yaml_mapping(path)
     base = data.pop(EXTENDS_KEY, None)
     start = _preset(str(base), chain + (path.resolve(),))[0] if base is not None else TrainConfig()
     try:

@@ -110,10 +110,12 @@ def toy_env_class():
 
 @pytest.fixture
 def toy_factory(monkeypatch, toy_env_class):
-    """bcg-train's env factory replaced by the toy env's; the list of (motion, kappa, bundling, device)
-    it was called with."""
+    """bcg-train's env factory replaced by the toy env's (and its check of the motion by a line saying
+    so: the toy env tracks circles, whatever the motion's name); the list of (motion, kappa, bundling,
+    device) it was called with."""
     from bcg_train import cli
     calls = []
+    monkeypatch.setattr(cli, "checked_motion", lambda motion: f"motion {motion}: not checked (toy env)")
 
     def build_env(cfg, motion, device):
         calls.append((motion, cfg.env.sim.kappa, cfg.bundle, device))

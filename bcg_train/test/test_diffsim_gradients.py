@@ -1,5 +1,5 @@
-"""Analytic gradients (wp.Tape through the Warp kernels and the hand-written adjoints) against central
-finite differences, float64.
+"""Analytic gradients (the simulator's Tape, a wp.Tape, through the Warp kernels and the hand-written
+adjoints) against central finite differences, float64.
 
 Each check compares the tape gradient g of a scalar loss L(x) = w . y(x) (w random, fixed) with the
 central difference (L(x + eps u) - L(x - eps u)) / (2 eps) along random unit directions u, and
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import warp as wp
 
-from bcg_train.diffsim import Model, SimConfig, Simulator, State
+from bcg_train.diffsim import Model, SimConfig, Simulator, State, Tape
 from bcg_train.diffsim.solvers.contact_pgs import ContactPGS
 from bcg_train.diffsim.solvers.sparse_ldl import SparseLDL
 
@@ -61,7 +61,7 @@ def _dynamics_loss(model, output, w):
         s = sim.state()
         s.q, s.qd = _arr(x[:, :model.nq], grad), _arr(x[:, model.nq:], grad)
         sc = sim.physics.scratch(N, grad)
-        tape = wp.Tape()
+        tape = Tape()
         with tape:
             sim.physics.dynamics(s, sim.control(), 0.005, sc, tape if grad else None)
         y = getattr(sc, output)
@@ -109,7 +109,7 @@ def test_sparse_solve_gradient(model):
         b = _arr(x[:, npair + nv:], grad)
         xs = _arr(np.zeros((N, nv)), grad)
         ldl = _ldl(physics, grad)
-        tape = wp.Tape()
+        tape = Tape()
         with tape:
             ldl.factor(a, diag, tape if grad else None)
             ldl.solve(b, xs, tape if grad else None)
@@ -138,7 +138,7 @@ def test_delassus_gradient(model):
         y = wp.zeros((N, ncd), dtype=wp.vec3d)
         g = _arr(np.zeros((N, nr, nr)), grad)
         ldl = _ldl(physics, grad)
-        tape = wp.Tape()
+        tape = Tape()
         with tape:
             ldl.factor(a, diag, tape if grad else None)
             ldl.delassus(jt, y, g, tape if grad else None)
@@ -195,7 +195,7 @@ def test_projected_gauss_seidel_gradient(model):
         s = _arr(x[:, nr * nr + nr:], grad)
         impulse = wp.zeros((N, nc), dtype=wp.vec3d, requires_grad=grad)
         pgs = ContactPGS(nc, iters, N, "cpu")
-        tape = wp.Tape()
+        tape = Tape()
         with tape:
             pgs.solve(physics.kernel_model, g, v, s, impulse, tape if grad else None)
         value = _weighted(impulse, w)
@@ -223,7 +223,7 @@ def _step_loss(model, config, n_steps, dt, what, w_q, w_qd, q0, qd0, ctrl_kp, ct
         else:
             s0.assign(q0, qd0)
             ctrl.q_target.assign(x.reshape(N, model.nj))
-        tape = wp.Tape()
+        tape = Tape()
         with tape:
             s = s0
             for _ in range(n_steps):
@@ -252,7 +252,7 @@ def test_contact_impulse_solve_gradient(model):
         s_in, s_out = sim.state(), sim.state()
         s_in.q, s_in.qd = _arr(q, grad), _arr(qdx, grad)
         sc = sim.physics.scratch(N, grad)
-        tape = wp.Tape()
+        tape = Tape()
         with tape:
             sim.physics.dynamics(s_in, sim.control(), 0.005, sc, tape if grad else None)
             sim.physics.contact(s_in, s_out, 0.005, sc, tape if grad else None)

@@ -74,11 +74,11 @@ def test_window_is_differentiable_and_matches_finite_differences(env):
             s = env.step(a[t])
             total = (total + (w_f * s.add_sim).sum() + (w_o * s.obs_before_reset).sum()
                      + s.reward_terms["action_rate"].sum())
-        env.cut_graph()
         return total
 
     a = a0.clone().requires_grad_(True)
     loss(a).backward()
+    env.cut_graph()                     # after the backward pass: a cut tape is refused
     assert torch.isfinite(a.grad).all() and a.grad.abs().sum() > 0
     u = torch.randn(a0.shape, generator=gen, dtype=torch.float64)
     u /= u.norm()

@@ -1,5 +1,6 @@
 """bcg-train end to end on the toy env (the G1 env factory replaced), resume included."""
 import shutil
+from pathlib import Path
 
 import pytest
 import torch
@@ -58,7 +59,7 @@ def test_a_new_run_starts_from_another_runs_networks(toy_factory, tmp_path, caps
                      "--init-from", str(tmp_path / "a"), *small]) == 0
     started = yaml.safe_load((tmp_path / "b" / "config.yaml").read_text())["run"]["init_from"]
     assert started == {"checkpoint": "iter_000001.pt", "run": "a", "motion": "jump", "iteration": 1,
-                       "env_steps": load_checkpoint(base)["env_steps"]}
+                       "env_steps": load_checkpoint(base)["env_steps"], "from_config": False}
     copied = tmp_path / "kept" / "a_iter_1.pt"                 # a checkpoint copied out of its run still names it
     copied.parent.mkdir()
     shutil.copy(base, copied)
@@ -97,7 +98,7 @@ def test_a_new_run_starts_from_an_exported_policy(toy_factory, tmp_path, capsys)
                      "--set", "shac.iterations=2", "--set", "shac.actor_warmup_iterations=1", "--set",
                      "runner.checkpoint_every=1", "--init-from", str(policy), *small]) == 0
     started = yaml.safe_load((tmp_path / "b" / "config.yaml").read_text())["run"]["init_from"]
-    assert started == {"policy": "a.onnx", "motion": "toy_circle"}      # the toy env's contract
+    assert started == {"policy": "a.onnx", "motion": "toy_circle", "from_config": False}    # the toy env's contract
     warnings = [line for line in capsys.readouterr().err.splitlines() if "warning" in line]
     assert len(warnings) == 1 and "shac.init_action_std is 1" in warnings[0]    # the warm-up was set
     state = load_checkpoint(tmp_path / "b" / "checkpoints" / "iter_000001.pt")
@@ -142,3 +143,22 @@ def test_a_start_from_a_policy_file_warns_of_what_the_file_lacks():
     both = policy_start_warnings(0, 1.0)
     assert len(both) == 2 and "actor_warmup_iterations is 0" in both[0] and "init_action_std is 1" in both[1]
     assert policy_start_warnings(200, 0.2) == []
+
+
+def test_a_clip_that_fails_its_check_is_refused_before_training(tmp_path, capsys):
+    """A real take read at twice its frame rate (the root falls faster than gravity) is refused by name
+    before any run folder is made; a good window passes with its numbers."""
+    import os
+
+    from bcg.motion.segments import ENV_VAR
+    folder = os.environ.get(ENV_VAR)
+    if not folder or not (Path(folder) / "jumps1_subject1.csv").is_file():
+        pytest.skip(f"the LAFAN1 G1 takes (${ENV_VAR}) are not here")
+    run = tmp_path / "run"
+    args = ["--motion", "jumps1_subject1.csv@5:20,fps=60", "--run-dir", str(run), "--set", "shac.iterations=1"]
+    assert cli.main(args) == cli.EXIT_USAGE
+    err = capsys.readouterr().err
+    assert "fails its check: frame rate: the root falls faster than gravity" in err
+    assert "--no-motion-check trains on it anyway" in err and not run.exists()
+    assert cli.checked_motion("jumps1_subject1.csv@5:20").startswith("motion jumps1_subject1.csv@5:20: 15.0 s, root")
+    assert cli.checked_motion("synthetic_jump") == "motion synthetic_jump: built in"
