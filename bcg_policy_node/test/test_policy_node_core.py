@@ -449,8 +449,11 @@ def test_the_unitree_mujoco_profile_changes_only_what_that_simulator_needs():
     from bcg_policy_node.config import NODE_NAME
     params = read_ros_parameters(REPO / "config" / "policy_node_unitree_mujoco.yaml", NODE_NAME)
     assert params == {"domain": 1, "interface": "lo", "check_state_crc": False, "autostart": True,
-                      "pd_step": 0.002, "pd_delay_steps": 1, "stale_limit": 0.5}
+                      "pd_step": 0.002, "pd_delay_steps": 1, "lowstate_clock": True, "stale_limit": 0.5}
     PolicyNodeConfig(**params)
+    assert not PolicyNodeConfig().lowstate_clock       # the robot: the wall clock
+    with pytest.raises(ConfigError, match="lowstate_clock"):
+        PolicyNodeConfig(lockstep=True, lowstate_clock=True)
 
 
 # -- what the node says ----------------------------------------------------------------------
@@ -502,3 +505,22 @@ def test_in_lockstep_only_a_long_wall_silence_is_a_fault_and_it_names_the_simula
     reason = check_lockstep_silence(10.5, 10.0)
     assert reason.startswith("LowState stale") and "10.5 s of wall time in lockstep" in reason
     assert "did the simulator stop?" in reason
+
+
+def test_the_lowstate_clock_follows_fresh_lowstates_not_the_wall_clock():
+    """A simulator at 0.4x real time that sends no tick: the phase clock is pd_step per fresh
+    LowState (its simulated time), a republished (identical) LowState does not advance it."""
+    from bcg_policy_node.core.state_clock import LowStateClock, advance_state_clock
+    assert advance_state_clock(None, True, 0.002) == 0.0
+    assert advance_state_clock(1.0, True, 0.002) == pytest.approx(1.002)
+    assert advance_state_clock(1.0, False, 0.002) == 1.0
+    clock, state = LowStateClock(0.002), new_lowstate()
+    times = []
+    for k in range(1001):
+        state["motor_state"]["q"][0] = 1e-3 * k          # the simulator stepped
+        times.append(clock.on_state(state))
+        times.append(clock.on_state(state))               # the same state again: not fresh
+    assert times[0] == 0.0 and times[-1] == pytest.approx(2.0)
+    with pytest.raises(ValueError):
+        LowStateClock(0.0)
+

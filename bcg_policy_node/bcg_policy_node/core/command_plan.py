@@ -7,7 +7,10 @@ from their `_from` values at `t_from` to `q_to`, `kp`, `kd` at `t_to`, and stay 
 are (35,). Times are monotonic-clock seconds, shared by both processes (CLOCK_MONOTONIC is
 system-wide), except in lockstep, where the times of the controller (`t_from`, `t_to`,
 `state_time`) are the simulated seconds of the LowState ticks and the writer composes at
-`state_time` (`stop_at` and `targets_state_time` stay on the monotonic clock).
+`state_time` (`stop_at` and `targets_state_time` stay on the monotonic clock), and except with
+`state_clock` (`lowstate_clock`), where the controller's times are those of the LowState clock
+(`core.state_clock`), the writer composes at `clock_time` (that clock at the newest LowState) and
+`state_time` stays the monotonic arrival of the newest LowState (staleness on the wall clock).
 """
 import numpy as np
 
@@ -34,6 +37,8 @@ PLAN_DTYPE = np.dtype([
     ("stop_at", "f8"),                      # s: the writer ends at this time (inf: keep running)
     ("lockstep", "?"),                      # simulated time: one LowCmd per LowState, composed at state_time
     ("state_tick", "u4"),                   # tick of the newest LowState (lockstep: echoed in LowCmd reserve[0])
+    ("state_clock", "?"),                   # lowstate_clock: compose at clock_time, staleness on state_time
+    ("clock_time", "f8"),                   # s: the controller's (LowState) clock at the newest LowState
 ])
 """One command plan record (the writer's only input)."""
 

@@ -55,7 +55,8 @@ def run(config, endpoint: Endpoint, open_transport=None) -> int:
         runtime = NodeRuntime(controller, transport, writer, check_state_crc=config.check_state_crc,
                               receiver_priority=config.realtime_priority, receiver_cpu=config.receiver_cpu,
                               pd_path=PdPath(config.pd_step, config.pd_delay_steps), where=where,
-                              lockstep=config.lockstep)
+                              lockstep=config.lockstep,
+                              state_clock_s=config.pd_step if config.lowstate_clock else None)
         requests = []
         record_stop_signals(requests)
         gc.collect()
@@ -65,7 +66,9 @@ def run(config, endpoint: Endpoint, open_transport=None) -> int:
             log.info("policy %s: %d joints, %.0f Hz policy, %s, domain %d", controller.policy.path,
                      controller.contract.num_joints, controller.contract.control_hz,
                      "lockstep (simulated time: one LowCmd per LowState)" if config.lockstep else
-                     f"{config.writer_hz:.0f} Hz writer (own process)", config.domain)
+                     f"{config.writer_hz:.0f} Hz writer (own process)"
+                     + (f", phase clock {config.pd_step:g} s per fresh LowState" if config.lowstate_clock else ""),
+                     config.domain)
             while not runtime.wait(SIGNAL_POLL_S):
                 if requests:
                     runtime.stop(f"stop requested ({requests[0]})")

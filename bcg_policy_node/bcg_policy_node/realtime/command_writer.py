@@ -120,7 +120,7 @@ class WriterLoop:
                 reason = check_stale(now - float(plan["state_time"]), float(plan["stale_after_s"]))
                 if reason is not None:
                     self._latch(reason)
-            at = float(plan["state_time"]) if lockstep else now
+            at = float(plan["state_time"]) if lockstep else float(plan["clock_time"]) if plan["state_clock"] else now
             if not self.composer.compose(plan, at, damping=bool(self.latched)):
                 self._latch(NON_FINITE_REASON)
                 if not self.composer.compose(plan, at, damping=True):

@@ -20,6 +20,11 @@
   no LowState for `LOCKSTEP_SILENCE_S` means the simulator stopped (killed, crashed): the node
   damps (`check_lockstep_silence`), and the writer leaves lockstep to publish that damping on its
   500 Hz schedule, as on the robot.
+- LowState clock (`state_clock_s`: simulation against a simulator that sends no tick): the
+  controller's clock advances by `state_clock_s` for every fresh LowState (`LowStateClock`), so the
+  ramp, hold, blend and policy schedule follow simulated time when the simulator runs slower than
+  real time; the writer keeps its 500 Hz schedule and composes at that clock's newest time, and
+  staleness stays on the wall clock (the writer's check; the receiver's while none arrives).
 - LowCmd writer process (`command_writer`): the 500 Hz deadline schedule, in its own process so
   that the policy step never delays it; fed through the shared command plan (`shared_plan`).
 - monitor thread (this process): turns the writer's reports into controller faults (logged, phase
@@ -50,8 +55,9 @@ from ..config import LOGGER_NAME
 from ..core.command_plan import LowCmdComposer, new_plan
 from ..core.controller import Controller
 from ..core.gains import pd_step_warning
-from ..core.safety import check_lockstep_silence
+from ..core.safety import check_lockstep_silence, check_stale
 from ..core.silence import SilenceWatch
+from ..core.state_clock import LowStateClock
 from ..core.state_machine import Phase, Transition
 from .command_writer import WriterSettings, writer_main
 from .scheduling import PolicySchedule, request_cpu, request_fifo
@@ -115,14 +121,16 @@ class NodeRuntime:
     `receiver_priority`: SCHED_FIFO priority of the receiver thread (best effort; 0: normal);
     `receiver_cpu`: the CPU it is pinned to (best effort; -1: any). `pd_path`: the PD path declared
     (checked against the LowState interval); `where`: the endpoint in words (for the silence notice);
-    `lockstep`: simulated time from the LowState ticks (module docstring).
+    `lockstep`: simulated time from the LowState ticks; `state_clock_s`: the controller's clock
+    advances by this much per fresh LowState, None: monotonic (module docstring).
     """
 
     def __init__(self, controller: Controller, transport, writer: WriterSettings, check_state_crc: bool = True,
                  receiver_priority: int = 0, receiver_cpu: int = -1, pd_path: Optional[PdPath] = None,
-                 where: str = "", lockstep: bool = False):
+                 where: str = "", lockstep: bool = False, state_clock_s: Optional[float] = None):
         self.controller = controller
         self.pd_path, self.lockstep = pd_path, lockstep
+        self.state_clock = None if state_clock_s is None else LowStateClock(state_clock_s)
         self.silence = SilenceWatch(where or transport.kind, time.monotonic())
         self._step_checked = pd_path is None
         self.reader = transport.lowstate_reader(check_crc=check_state_crc)
@@ -134,6 +142,7 @@ class NodeRuntime:
         """Guards the controller and the plan: receiver, monitor and stop() all change them."""
         self.plan = new_plan()
         self.plan["lockstep"] = lockstep
+        self.plan["state_clock"] = self.state_clock is not None
         self._published = (-1, -1)
         """(plan_version, targets_version) of the controller last written into `plan`."""
         self.stop_at: Optional[float] = None
@@ -218,6 +227,8 @@ class NodeRuntime:
 
     def _controller_now(self) -> float:
         """The controller's time now: monotonic, or in lockstep the newest LowState's (0 before any)."""
+        if self.state_clock is not None:
+            return self.state_clock.now if self.state_clock.now is not None else 0.0
         if not self.lockstep:
             return time.monotonic()
         t = self.controller.state_time
@@ -266,7 +277,11 @@ class NodeRuntime:
         `self.plan` always holds everything: a publish that finds the shared lock busy is made good by
         the next one (every LowState, or every `IDLE_CHECK_S`)."""
         c = self.controller
-        self.plan["state_time"] = c.state_time
+        if self.state_clock is None:
+            self.plan["state_time"] = c.state_time
+        else:                                   # staleness on the wall clock, the ramp on the LowState clock
+            self.plan["state_time"] = -np.inf if self._state_wall is None else self._state_wall
+            self.plan["clock_time"] = self._controller_now()
         if c.plan_version != self._published[0]:
             c.write_plan(self.plan)
         elif c.targets_version != self._published[1]:
@@ -285,13 +300,18 @@ class NodeRuntime:
             with self.lock:
                 new_targets, version = False, c.plan_version
                 if state is None:
-                    if not self.lockstep:          # simulated time stands still between two LowStates
+                    if self.state_clock is not None:
+                        self._check_stale_on_the_wall(wall)
+                    elif not self.lockstep:          # simulated time stands still between two LowStates
                         c.tick(wall)
                     elif self._state_wall is not None and self.plan["lockstep"]:
                         self._check_lockstep_silence(wall - self._state_wall)
                 else:
                     self._state_wall = wall
-                    now = tick_seconds(state) if self.lockstep else wall
+                    if self.state_clock is not None:
+                        now = self.state_clock.on_state(state)
+                    else:
+                        now = tick_seconds(state) if self.lockstep else wall
                     c.on_state(state, now)
                     self.states_received += 1
                     self.plan["state_tick"] = state["tick"]
@@ -314,6 +334,16 @@ class NodeRuntime:
                     c.prepare_next_step()
             self._report_silence(wall, state is not None)
             self._report_drops(wall, flush=c.plan_version != version)
+
+    def _check_stale_on_the_wall(self, wall: float) -> None:
+        """LowState clock, lock held, no LowState: that clock stands still, so staleness is judged on
+        the wall clock since the newest LowState's arrival (the writer judges it so too)."""
+        c = self.controller
+        if self._state_wall is None or c.machine.phase in (Phase.WAIT, Phase.DAMPING):
+            return
+        reason = check_stale(wall - self._state_wall, c.stale_after_s)
+        if reason is not None:
+            c.fault(self._controller_now(), reason)
 
     def _check_lockstep_silence(self, silent_s: float) -> None:
         """Lockstep, lock held: damp once the simulator has been silent too long, and let the writer
