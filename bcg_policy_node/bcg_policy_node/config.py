@@ -47,7 +47,8 @@ class PolicyNodeConfig:
     """Simulation only, against a simulator that sends no tick (Unitree's) and may run slower than
     real time: the node's phase clock (ramp, hold, blend, the policy's schedule) advances by `pd_step`
     for every fresh LowState (one that differs from the one before it), i.e. follows simulated time;
-    LowState staleness stays on the wall clock (`core.state_clock`). False (the robot): wall clock."""
+    LowState staleness stays on the wall clock (`core.state_clock`). False (the robot): wall clock.
+    Lockstep, which has its clock (the tick), leaves it unused."""
     align_heading: bool = True
     """Turn the reference motion about the vertical when the policy starts, so that it begins facing
     where the robot faces (the IMU's yaw is arbitrary; training starts every episode on the
@@ -123,8 +124,6 @@ class PolicyNodeConfig:
                   ("autostart_hold", self.autostart_hold >= 0, "must be >= 0"),
                   ("shutdown_damping", self.shutdown_damping >= 0, "must be >= 0"),
                   ("pd_step", self.pd_step > 0, "must be > 0"),
-                  ("lowstate_clock", not (self.lowstate_clock and self.lockstep), "lockstep has its clock already "
-                   "(the tick): not both"),
                   ("pd_delay_steps", 0 <= self.pd_delay_steps <= 10, "must be 0..10"),
                   ("motor_fault_mask", 0 <= self.motor_fault_mask <= 0xFFFFFFFF, "must fit in uint32"))
         for key, ok, message in checks:

@@ -56,7 +56,7 @@ def run(config, endpoint: Endpoint, open_transport=None) -> int:
                               receiver_priority=config.realtime_priority, receiver_cpu=config.receiver_cpu,
                               pd_path=PdPath(config.pd_step, config.pd_delay_steps), where=where,
                               lockstep=config.lockstep,
-                              state_clock_s=config.pd_step if config.lowstate_clock else None)
+                              state_clock_s=config.pd_step if config.lowstate_clock and not config.lockstep else None)
         requests = []
         record_stop_signals(requests)
         gc.collect()
@@ -67,7 +67,8 @@ def run(config, endpoint: Endpoint, open_transport=None) -> int:
                      controller.contract.num_joints, controller.contract.control_hz,
                      "lockstep (simulated time: one LowCmd per LowState)" if config.lockstep else
                      f"{config.writer_hz:.0f} Hz writer (own process)"
-                     + (f", phase clock {config.pd_step:g} s per fresh LowState" if config.lowstate_clock else ""),
+                     + (f", phase clock {config.pd_step:g} s per fresh LowState"
+                        if config.lowstate_clock and not config.lockstep else ""),
                      config.domain)
             while not runtime.wait(SIGNAL_POLL_S):
                 if requests:
