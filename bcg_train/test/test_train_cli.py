@@ -155,7 +155,7 @@ def test_a_clip_that_fails_its_check_is_refused_before_training(tmp_path, capsys
     if not folder or not (Path(folder) / "jumps1_subject1.csv").is_file():
         pytest.skip(f"the LAFAN1 G1 takes (${ENV_VAR}) are not here")
     run = tmp_path / "run"
-    args = ["--motion", "jumps1_subject1.csv@5:20,fps=60", "--run-dir", str(run), "--set", "shac.iterations=1"]
+    args = ["--motion", "jumps1_subject1.csv@5:20,fps=60", "--run-dir", str(run)]
     assert cli.main(args) == cli.EXIT_USAGE
     err = capsys.readouterr().err
     assert "fails its check: frame rate: the root falls faster than gravity" in err
