@@ -134,8 +134,9 @@ def test_shac_with_bundling_resumes_on_the_device(device, bundles, tmp_path):
 
 def test_screen_runs_every_checkpoint_in_mujoco_keeps_its_rows_and_picks_one_that_stood(tmp_path, monkeypatch):
     """bcg-screen on a 2-iteration G1 run: a row per checkpoint from both starts, written to
-    screen.json / screen.md; a second screen evaluates nothing again; the pick is the standing row
-    with the lowest world tracking error; a folder without checkpoints is refused by name."""
+    screen.json / screen.md; a second screen evaluates nothing again; a pruned checkpoint keeps its row;
+    the pick is the standing row with the lowest world tracking error; a folder without checkpoints is
+    refused by name."""
     import json
 
     from bcg_train.evaluation import screen as scr
@@ -162,6 +163,8 @@ def test_screen_runs_every_checkpoint_in_mujoco_keeps_its_rows_and_picks_one_tha
                         {**report["rows"][iteration - 1], "iteration": iteration})
     scr.screen(run, settings, tmp_path / "screen")
     assert measured == [1]
+    ckpt.unlink()                                   # pruned by training: its row stays in the report
+    assert [r["iteration"] for r in scr.screen(run, settings, tmp_path / "screen")["rows"]] == [1, 2]
 
     rows = [{"iteration": 1, "falls_reference": 0, "falls_hold": 0, "tracking_cm": 80.0},
             {"iteration": 2, "falls_reference": 0, "falls_hold": 1, "tracking_cm": 40.0},

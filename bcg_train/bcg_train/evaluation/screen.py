@@ -15,7 +15,7 @@ fell from neither start, the one with the lowest world tracking error, with its 
 
 A checkpoint already in OUT/screen.json with the same settings (and the same file: size and
 modification time) is not evaluated again, so screening a run while it trains only evaluates its new
-checkpoints. The pick is the best of several on the very
+checkpoints; the rows of checkpoints pruned since stay in the report. The pick is the best of several on the very
 metric it is chosen by, from one training seed: say so when quoting it.
 """
 import argparse
@@ -148,6 +148,9 @@ def screen(run_dir: Path, settings: ScreenSettings, out: Path, every: int = 1, m
             write_text_atomic(saved, json.dumps(report, indent=2))  # each row kept as soon as it is measured
         else:
             report["rows"].append(known[iteration])
+    present = {int(r["iteration"]) for r in report["rows"]}
+    report["rows"] = sorted(report["rows"] + [r for i, r in known.items() if i not in present],   # pruned since
+                            key=lambda r: int(r["iteration"]))
     rows = report["rows"]
     best = report["pick"] = pick(rows)
     write_text_atomic(saved, json.dumps(report, indent=2))
