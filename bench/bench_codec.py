@@ -7,33 +7,10 @@ IdlStruct / fast, both measured in this run.
     python bench/bench_codec.py [--repeats 2000]
 """
 import argparse
-import statistics
-import time
 
-import numpy as np
+from wire_timing import median_us, sample
 
 from bcg.wire import LOWCMD, LOWSTATE
-
-
-def median_us(fn, repeats: int) -> float:
-    for _ in range(min(200, repeats)):
-        fn()
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times) * 1e6
-
-
-def sample(codec):
-    rng = np.random.default_rng(0)
-    rec = codec.new()
-    group = "motor_cmd" if codec is LOWCMD else "motor_state"
-    rec[group]["q"] = rng.normal(size=35)
-    rec[group]["dq"] = rng.normal(size=35)
-    rec["mode_machine"] = 5
-    return rec
 
 
 def main():

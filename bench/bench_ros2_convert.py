@@ -9,38 +9,14 @@ any machine. At 500 Hz a 2 ms period holds both the conversion and rclpy's publi
     python bench/bench_ros2_convert.py [--repeats 2000]
 """
 import argparse
-import statistics
-import time
 
 import numpy as np
+from wire_timing import median_us, sample
 
 from bcg.transport.ros2_convert import MessageFiller, message_to_record
 from bcg.transport.ros2_standins import CLASSES
 from bcg.wire import LOWCMD, LOWSTATE
 from bcg.wire.layout import members
-
-
-def median_us(fn, repeats: int) -> float:
-    for _ in range(min(200, repeats)):
-        fn()
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times) * 1e6
-
-
-def sample(codec):
-    """A record with random motor targets / states, a valid CRC."""
-    rng = np.random.default_rng(0)
-    rec = codec.new()
-    group = "motor_cmd" if codec is LOWCMD else "motor_state"
-    for field in ("q", "dq", "kp" if codec is LOWCMD else "tau_est"):
-        rec[group][field] = rng.normal(size=35)
-    rec["mode_machine"] = 5
-    rec["crc"] = codec.crc(rec)
-    return rec
 
 
 def per_field(rec, struct, msg) -> None:
@@ -75,7 +51,7 @@ def main():
     args = parser.parse_args()
     print(f"{'message':10s} {'op':10s} {'ours us':>9s} {'per-field us':>13s} {'ratio':>7s}")
     for codec, name in ((LOWCMD, "LowCmd"), (LOWSTATE, "LowState")):
-        rec = sample(codec)
+        rec = sample(codec, ("q", "dq", "kp" if codec is LOWCMD else "tau_est"))
         filler, reference = MessageFiller(CLASSES[name](), codec), CLASSES[name]()
         msg = filler.fill(rec)
         t_ours = median_us(lambda: filler.fill(rec), args.repeats)

@@ -1,7 +1,6 @@
 """bench/any_motion.py without training: its held-out list keeps its promises (at least six 10-15 s
 windows covering the five takes, none overlapping a window a shipped policy was trained on), and its
 table and last line say what the rows say."""
-import importlib.util
 from pathlib import Path
 
 import pytest
@@ -9,19 +8,16 @@ import pytest
 from bcg.motion import MotionSource
 from bcg.motion.segments import named_segments
 
-SCRIPT = Path(__file__).resolve().parents[1] / "bench" / "any_motion.py"
+WINDOWS = Path(__file__).resolve().parents[1] / "bench" / "any_motion_windows.yaml"
 
 
 @pytest.fixture(scope="module")
-def bench():
-    spec = importlib.util.spec_from_file_location("any_motion", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def bench(bench_script):
+    return bench_script("any_motion")
 
 
 def test_the_held_out_windows_cover_every_take_and_overlap_no_trained_window(bench):
-    windows = [MotionSource.parse(w) for w in bench.load_windows(SCRIPT.with_name("any_motion_windows.yaml"))]
+    windows = [MotionSource.parse(w) for w in bench.load_windows(WINDOWS)]
     assert len(windows) >= 6
     assert {w.path.name for w in windows} == {s.file for s in named_segments().values()}     # all five takes
     trained = [(s.file, s.start_s, s.end_s) for s in named_segments().values()]

@@ -1,20 +1,13 @@
 """bench/bundling_ablation.py's arms and learning gains, without training (the quick mode trains eleven
 arms, about 6 minutes on 2 cores, and is not part of the suite)."""
-import importlib.util
 import math
-from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[1] / "bench" / "bundling_ablation.py"
-
 
 @pytest.fixture(scope="module")
-def ablation():
-    spec = importlib.util.spec_from_file_location("bundling_ablation", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def ablation(bench_script):
+    return bench_script("bundling_ablation")
 
 
 def test_each_arm_trains_with_its_own_contact_and_bundling(ablation):

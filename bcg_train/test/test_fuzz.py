@@ -2,9 +2,7 @@
 ONNX policy files, YAML configs and --set values, LowState and LowCmd on the wire. A few dozen cases
 per target end in a result or the project's own error, with no crash, hang, NaN on the wire or
 partial file; and the defects fuzzing found stay fixed."""
-import importlib.util
 import io
-from pathlib import Path
 
 import numpy as np
 import onnx
@@ -17,15 +15,10 @@ from bcg.robot import RobotDescription
 from bcg.wire import WireError, decode_lowcmd, decode_lowstate, encode_lowstate, new_lowstate
 from bcg_train.train_config import TrainConfig
 
-BENCH = Path(__file__).resolve().parents[2] / "bench" / "fuzz.py"
-
 
 @pytest.fixture(scope="module")
-def fuzz():
-    spec = importlib.util.spec_from_file_location("bench_fuzz", BENCH)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def fuzz(bench_script):
+    return bench_script("fuzz")
 
 
 CASES = {"motion_csv": 40, "motion_npz": 40, "policy_onnx": 30, "train_config": 60, "lowstate": 30, "lowcmd": 60}
