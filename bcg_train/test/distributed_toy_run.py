@@ -17,7 +17,6 @@ import argparse
 from pathlib import Path
 
 import torch
-from conftest import ToyTrackingEnv, tiny_config
 from rsl_rl.modules.distribution import GaussianDistribution
 
 from bcg_train.algo.add import DeltaReplayBuffer
@@ -26,6 +25,7 @@ from bcg_train.cli import start_distributed
 from bcg_train.env_api import EnvStep
 from bcg_train.runner import Runner, make_algorithm
 from bcg_train.train_config import apply_overrides
+from conftest import ToyTrackingEnv, tiny_config
 
 NUM_ENVS = 4
 """Toy environments per rank."""
