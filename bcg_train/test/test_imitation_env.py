@@ -190,8 +190,8 @@ def test_the_leg_clearance_penalty_charges_legs_that_come_close_differentiably()
     actions = torch.zeros(N, env.act_dim, requires_grad=True)
     step = env.step(actions)
     pose = env._pose(env.q, env.qd)                               # (no restart: the first step does not fail)
-    expected = -3.0 * LegClearance(env.model.body_names, 0.5, env._feet()).penalty(pose.body_pos, pose.body_quat)
-    assert all(r == pytest.approx(0.005, abs=0.002) for _, _, r in env._feet().values())   # the G1's foot spheres
+    expected = -3.0 * LegClearance(env.model.body_names, 0.5, env.feet()).penalty(pose.body_pos, pose.body_quat)
+    assert all(r == pytest.approx(0.005, abs=0.002) for _, _, r in env.feet().values())   # the G1's foot spheres
     assert (expected < -3.0 * LegClearance(env.model.body_names, 0.5).penalty(pose.body_pos)).all()   # feet count
     assert (expected < 0).all()
     np.testing.assert_allclose(step.reward_terms["leg_clearance"].detach().numpy(), expected.detach().numpy(),
@@ -376,7 +376,7 @@ def test_a_step_without_restarts_asks_the_device_once():
 def test_the_failure_margin_penalty_rises_towards_each_failure_test_differentiably():
     """-w (ramp(e, m L, L) + ramp(p, m P, P)): nothing on the reference, the world ramp for a drift the
     posture does not show, and a gradient through the simulator into the actions."""
-    from bcg_train.imitation.env import ramp
+    from bcg_train.imitation.reward_terms import ramp
     assert "failure_margin" not in make().step(torch.zeros(N, 29)).reward_terms
     np.testing.assert_allclose(ramp(torch.tensor([0.1, 0.25, 0.4, 0.5]), 0.25, 0.5).numpy(), [0, 0, 0.36, 1.0])
     env = make(failure_margin_penalty=2.0, failure_margin=0.5, termination_body_error=1.0,
@@ -396,6 +396,40 @@ def test_the_failure_margin_penalty_rises_towards_each_failure_test_differentiab
         make(failure_margin=1.0)
     with pytest.raises(ConfigError, match=r"^env\.posture_error_limit_m: "):
         make(posture_error_limit_m=0.0)
+
+
+KNOWN_TERMS = {      # (2 steps, 3 environments) of `test_the_reward_table_reproduces_the_known_terms`, as the
+    # environment computed them before its terms became a table (one `if` per term)
+    "action_rate": [[-0.13609882, -0.21069978, -0.10829817], [-0.27441597, -0.29568216, -0.16994001]],
+    "alive": [[0.5, 0.5, 0.5], [0.5, 0.5, 0.5]],
+    "root_velocity": [[0.16659361, 0.84453887, 0.50030029], [0.12545861, 0.97788352, 0.61208709]],
+    "failure_margin": [[-8.1152696e-04, -5.5426735e-05, -4.3018337e-04], [-6.5975902e-03, -2.1181654e-04,
+                                                                             -3.4538759e-03]],
+    "leg_clearance": [[-51.154125, -48.996063, -49.765560], [-50.872925, -48.894886, -49.690517]],
+}
+"""Their sum over steps and environments was -294.35391, its gradient w.r.t. the actions summed to
+-1.8797603 with norm 1.3140449."""
+
+
+def test_the_reward_table_reproduces_the_known_terms():
+    """Every term of `REWARD_TERMS` on, two steps of three robots from fixed actions: the logged names,
+    each term, the total and the total's gradient w.r.t. the actions are what the environment gave
+    before its terms were a table (training runs of the same recipe stay comparable)."""
+    from bcg_train.imitation.reward_terms import REWARD_TERMS
+    env = make(alive_reward=0.5, root_velocity_reward=1.0, root_velocity_sigma=0.25, failure_margin_penalty=1.0,
+               failure_margin=0.0, leg_clearance_penalty=0.5, leg_clearance_margin_m=0.5)
+    env.reset()
+    gen = torch.Generator().manual_seed(0)
+    actions = (0.3 * torch.randn(2, N, env.act_dim, generator=gen, dtype=torch.float64)).requires_grad_(True)
+    steps = [env.step(actions[t]).reward_terms for t in range(2)]
+    assert [t.name for t in REWARD_TERMS] == list(steps[0]) == list(KNOWN_TERMS)
+    for name, known in KNOWN_TERMS.items():
+        np.testing.assert_allclose([s[name].tolist() for s in steps], known, rtol=1e-5, atol=1e-9, err_msg=name)
+    total = sum(sum(s.values()).sum() for s in steps)
+    assert total.item() == pytest.approx(-294.35391, rel=1e-6)
+    total.backward()
+    assert (actions.grad.sum().item(), actions.grad.norm().item()) == pytest.approx((-1.8797603, 1.3140449), rel=1e-5)
+    assert list(make(alive_reward=0.5).step(torch.zeros(N, 29)).reward_terms) == ["action_rate", "alive"]
 
 
 def test_adaptive_starts_start_where_episodes_fail_and_resume_exactly():

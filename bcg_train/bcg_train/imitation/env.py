@@ -9,7 +9,8 @@ first frame, as the policy node starts the robot), fail when the pelvis drops be
 `termination_height` or the bodies drift `termination_body_error` from the reference (in
 `termination_body_frame`: the world, or with the horizontal drift of the root removed), and time out at
 `episode_length_s` or the reference's end. Observations are built by `bcg.contract`'s observation
-spec, the same code the policy node runs.
+spec, the same code the policy node runs. The reward terms are the rows of `reward_terms.REWARD_TERMS`
+that the config's weights turn on (the trainer adds its ADD term).
 With bundling, SHAC's rollouts run under bundled physics: an environment inside a bundle moves as
 the mean of its perturbed branches (`BundleConfig.nominal_forward` keeps the plain trajectory).
 Steps taken with gradients disabled (PPO, evaluation) use a second, plain simulator on the same
@@ -38,8 +39,8 @@ from bcg_train.motion.resample import ResampleConfig
 
 from .config import ImitationEnvConfig
 from .features import PoseState, add_features, feature_dim
-from .leg_clearance import LegClearance
 from .randomization import DomainRandomizer
+from .reward_terms import StepOutcome, active_terms, evaluate
 from .start_sampling import AdaptiveStarts
 
 
@@ -98,8 +99,8 @@ class G1ImitationEnv:
         self.spec = tracking_spec(n, self.frames, cfg.reference_root_velocity)
         self.obs_dim = self.spec.size
         self.add_dim = feature_dim(n, self.model.nb)
-        self.leg_clearance = LegClearance(self.model.body_names, cfg.leg_clearance_margin_m, self._feet()) \
-            if cfg.leg_clearance_penalty else None
+        self.reward_terms = active_terms(self)
+        """The reward terms `cfg` turns on (`reward_terms.REWARD_TERMS`), set up for this robot."""
 
         self.randomizer = None
         if cfg.randomization.enabled:
@@ -166,19 +167,8 @@ class G1ImitationEnv:
         out_of_time = (self.steps >= self.max_steps).to(self.device) | (self.frame > self._last_start)
         truncated = out_of_time & ~terminated
         obs_end = self._observation(q, qd, a, self.frame)
-        rate = self.cfg.action_scale * (a - self.last_action)
-        rewards = {"action_rate": -self.cfg.action_rate_scale * (rate ** 2).sum(dim=-1)}
-        if self.cfg.alive_reward:
-            rewards["alive"] = self.cfg.alive_reward * (~terminated).to(rate.dtype)
-        if self.cfg.root_velocity_reward:
-            lag = ((sim_pose.root_lin_vel[:, :2] - ref_pose.root_lin_vel[:, :2]) ** 2).sum(dim=-1)     # (m/s)^2
-            rewards["root_velocity"] = self.cfg.root_velocity_reward * torch.exp(-lag / self.cfg.root_velocity_sigma**2)
-        if self.cfg.failure_margin_penalty:
-            rewards["failure_margin"] = -self.cfg.failure_margin_penalty * self._failure_margin(sim_pose, ref_pose,
-                                                                                               body_err)
-        if self.leg_clearance is not None:
-            rewards["leg_clearance"] = -self.cfg.leg_clearance_penalty * self.leg_clearance.penalty(sim_pose.body_pos,
-                                                                                                   sim_pose.body_quat)
+        rewards = evaluate(self.reward_terms, StepOutcome(action=a, last_action=self.last_action, sim_pose=sim_pose,
+                                                          ref_pose=ref_pose, body_err=body_err, terminated=terminated))
 
         done = terminated | truncated
         restart = done.cpu().nonzero().squeeze(-1)                  # the step's one question to the device
@@ -286,16 +276,6 @@ class G1ImitationEnv:
         qd = torch.where(mask, torch.where(at_rest[:, None], rest_qd, self._ref_qd[self.frame]), qd)
         return q, qd, torch.where(mask, torch.zeros_like(last_action), last_action)
 
-    def _failure_margin(self, sim_pose: PoseState, ref_pose: PoseState, body_err: torch.Tensor) -> torch.Tensor:
-        """(N,) `ImitationEnvConfig.failure_margin_penalty`'s sum of ramps (before its weight): the
-        termination's body error `body_err` (N,) [m] against its limit, the posture error against
-        `posture_error_limit_m`."""
-        c = self.cfg
-        posture = body_err if c.termination_body_frame == "root_xy" else \
-            mean_body_error(sim_pose.body_pos, ref_pose.body_pos, True)
-        return (ramp(body_err, c.failure_margin * c.termination_body_error, c.termination_body_error)
-                + ramp(posture, c.failure_margin * c.posture_error_limit_m, c.posture_error_limit_m))
-
     def _rest_states(self):
         """(q (N, nq), qd (N, nv)): a start from rest for every environment, leaning, tipping and
         sagging as `rest_start_tilt_deg`, `rest_start_tip_rate` and `rest_start_joint_noise_rad` draw
@@ -328,7 +308,7 @@ class G1ImitationEnv:
         out[:, base + self.model.joint_dof.numpy() - 6] = x[:, base:]
         return out
 
-    def _feet(self):
+    def feet(self):
         """Per side: (the foot body's name, (K, 3) its contact spheres' centres in its frame [m], their
         largest radius [m]). ValueError when a foot's spheres sit on more than one body."""
         m = self.model
@@ -393,11 +373,6 @@ class G1ImitationEnv:
         if self.adaptive_starts is not None:
             out["start_weight_max"] = float(self.adaptive_starts.weights.max()) * self.adaptive_starts.num_bins
         return out
-
-
-def ramp(x: torch.Tensor, start: float, end: float) -> torch.Tensor:
-    """(relu(x - start) / (end - start))^2: 0 up to `start`, 1 at `end`, growing on (same shape as x)."""
-    return (torch.relu(x - start) / (end - start)) ** 2
 
 
 def _to_torch(x):
