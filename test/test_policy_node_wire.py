@@ -28,7 +28,13 @@ PARAMS = """policy_node:
     autostart_hold: 0.1
     blend_duration: 0.1
     shutdown_damping: 0.3
+    stale_limit: {stale_limit}
 """
+ROBOT_STALE_LIMIT_S = 0.06
+LOADED_MACHINE_STALE_LIMIT_S = 1.0
+"""The LowState staleness limit of the bad-input cases: a loaded machine may delay the publisher's
+LowStates well past the robot's 60 ms, and that must not pre-empt the bad input a case sends. The
+`stale` case pauses the publisher for 0.4 s against a limit of 0.2 s."""
 
 
 @pytest.fixture(scope="module")
@@ -95,9 +101,9 @@ class StateClient:
         self.transport.close()
 
 
-def start_node(tmp_path, domain, *extra):
+def start_node(tmp_path, domain, *extra, stale_limit=ROBOT_STALE_LIMIT_S):
     params = tmp_path / "params.yaml"
-    params.write_text(PARAMS)
+    params.write_text(PARAMS.format(stale_limit=stale_limit))
     return subprocess.Popen([NODE, "--params", str(params), "--domain", str(domain), "--interface", "lo",
                              "--autostart", *extra], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
@@ -155,7 +161,7 @@ def test_bad_input_on_the_wire_leads_to_damping(robot, tmp_path, case):
         path = write_policy(tmp_path / "nan.onnx", mlp_model([(np.zeros((n, 29)), np.full(29, np.nan))]), contract)
         extra = ["--policy", str(path)]
     client = StateClient(domain, robot, tmp_path)
-    proc = start_node(tmp_path, domain, *extra)
+    proc = start_node(tmp_path, domain, *extra, stale_limit=0.2 if corrupt is None else LOADED_MACHINE_STALE_LIMIT_S)
     try:
         if corrupt == "nan_policy":
             assert client.wait_for(lambda c: is_damping(c, robot.damping_kd), 20), "never damped"
