@@ -1,4 +1,4 @@
-"""Does bundling help SHAC learn? The ablation of issue 15: the same motion, seed, sizes and
+"""Does bundling help SHAC learn? The ablation: the same motion, seed, sizes and
 environment-step budget for every configuration, trained by the suite's own runner.
 
 Configurations: SHAC at kappa 300 with and without bundling (the paper's, bundling of the impact

@@ -40,5 +40,5 @@ def test_learning_gain_compares_each_bundling_with_none_at_the_same_kappa(ablati
     assert ablation.gain(rows, 1000.0) == pytest.approx(0.8)
     assert math.isnan(ablation.gain(rows, 1000.0, "impact only"))
     gains = ablation.gains(rows + [row(1000.0, "auto sigma", 0.32)])
-    assert list(gains)[:2] == ["k300", "k1000"]                # the last line starts as issue 15 asks
+    assert list(gains)[:2] == ["k300", "k1000"]                # the last line starts with the stiffness arms
     assert gains["k1000 auto sigma"] == pytest.approx(1.25) and math.isnan(gains["k300 auto sigma"])

@@ -36,7 +36,7 @@ Humble (docs.ros.org/en/humble/p/launch, /p/launch_ros). A new one must be check
 DOCUMENTED_ARGUMENTS = {"g1_run": {"policy": None, "motion": None, "network_interface": None, "domain_id": "0"},
                         "mujoco_check": {"policy": None, "motion": None, "duration": None, "headless": None,
                                          "record": None, "verdict": None, "domain_id": "1"}}
-"""The launch arguments issue 3 names for each launch file (and the defaults it fixes)."""
+"""The launch arguments each launch file declares (and the defaults it fixes)."""
 
 
 @pytest.mark.parametrize("path", LAUNCH_FILES, ids=lambda p: p.name)

@@ -68,7 +68,7 @@ def markdown(results: StudyResults, command: str) -> str:
     s, pmr = results.settings, results.pointmass
     goal = goal_row(results)
     out = [
-        "# Bundled Contact Gradients: gradient-variance study and window cost (issue 5)", "",
+        "# Bundled Contact Gradients: gradient-variance study and window cost", "",
         f"Written by `{command}` in {results.seconds / 60:.1f} min (CPU, Warp + torch float64). "
         f"{s.envs} environments per G1 run, {s.bootstrap} bootstrap resamples, seed {s.seed}. "
         "Definitions (policy, observation, reward, scenarios) are in the docstring of bench/bundling_study.py.", "",
