@@ -6,13 +6,12 @@ come in layers (`layered_parameters`): the dataclass defaults, its own `--params
 command line's parameters (`--ros-args --params-file FILE -p NAME:=VALUE`, read here before rclpy
 starts, so that a parameter such as `domain` can decide how it starts), then the node's own flags.
 """
-from dataclasses import fields
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import yaml
 
-from bcg.config_check import ConfigError
+from bcg.config_check import ConfigError, convert_fields, split_assignment, yaml_value
 
 ROS_OWN_PARAMETERS = ("use_sim_time", "start_type_description_service")
 """Parameters rclpy declares on every node itself; a ROS 2 command line may set them, no config holds them."""
@@ -43,26 +42,6 @@ def read_ros_parameters(path: Union[str, Path], node_name: str, required: bool =
     return params
 
 
-def coerce_parameters(values: Mapping[str, Any], config_cls, node_name: str) -> Dict[str, Any]:
-    """Check names and types of `values` against the dataclass `config_cls` (ints are accepted for
-    floats, None for strings); an unknown key or a wrong type is a ConfigError naming it."""
-    types = {f.name: f.type for f in fields(config_cls)}
-    out = {}
-    for key, value in values.items():
-        want = types.get(key)
-        if want is None:
-            raise ConfigError(f"unknown {node_name} parameter `{key}`; known: {', '.join(sorted(types))}")
-        if want is float and isinstance(value, int) and not isinstance(value, bool):
-            value = float(value)
-        if want is str and value is None:
-            value = ""
-        if type(value) is not want:
-            raise ConfigError(f"{node_name} parameter `{key}` = {value!r}: expected {want.__name__}, "
-                                 f"got {type(value).__name__}")
-        out[key] = value
-    return out
-
-
 def without_ros_arguments(argv: Sequence[str]) -> List[str]:
     """`argv` without its ROS 2 sections: each runs from `--ros-args` to a lone `--` or the end (what
     rclpy's `remove_ros_args` does, without rclpy). The rest is the program's own flags."""
@@ -86,11 +65,11 @@ def _classified(argv: Sequence[str]):
             yield arg, in_ros
 
 
-def _assignment(rule: str, option: str) -> tuple:
-    name, sep, value = rule.partition(":=")
-    if not sep or not name:
-        raise ConfigError(f"ROS 2 argument `{option} {rule}`: expected NAME:=VALUE")
-    return name, value
+def _assignment(rule: str, option: str) -> Tuple[str, str]:
+    try:
+        return split_assignment(rule, ":=", example="domain:=3", parse_value=False)
+    except ConfigError as e:
+        raise ConfigError(f"ROS 2 argument `{option} {rule}`: {e}") from None
 
 
 def ros_argument_parameters(argv: Sequence[str], node_name: str) -> Dict[str, Any]:
@@ -118,10 +97,7 @@ def ros_argument_parameters(argv: Sequence[str], node_name: str) -> Dict[str, An
         owner, sep, key = key.rpartition(":")
         if sep and owner.lstrip("/") != name:
             continue
-        try:
-            params[key] = yaml.safe_load(text) if text else ""
-        except yaml.YAMLError as e:
-            raise ConfigError(f"ROS 2 argument `-p {key}:={text}`: not a YAML value ({e})") from None
+        params[key] = yaml_value(text, f"ROS 2 argument `-p {key}:={text}`")
     return {k: v for k, v in params.items() if k not in ROS_OWN_PARAMETERS}
 
 
@@ -130,9 +106,10 @@ def layered_parameters(config_cls, node_name: str, params_file: Optional[Union[s
     """A node's settings over the dataclass `config_cls`'s defaults, each layer over the one before:
     `params_file`'s `ros__parameters` (the node's `--params`), the ROS 2 command line's parameters in
     `argv` (`ros_argument_parameters`), then `flags` (the node's own command-line flags). Every name
-    and type is checked (`coerce_parameters`); the result holds only what the layers set."""
+    and type is checked (`bcg.config_check.convert_fields`: an error names `<node_name>.<name>`); the
+    result holds only what the layers set."""
     values: Dict[str, Any] = {}
     for layer in (read_ros_parameters(params_file, node_name) if params_file else {},
                   ros_argument_parameters(argv, node_name), flags or {}):
-        values.update(coerce_parameters(layer, config_cls, node_name))
+        values.update(convert_fields(config_cls, layer, f"{node_name}."))
     return values

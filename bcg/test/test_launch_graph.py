@@ -47,8 +47,11 @@ def test_mujoco_check_graph_wires_bridge_node_and_evaluator(tmp_path):
     assert "--policy" not in MUJOCO_CHECK.processes({})[1].arguments     # default: built-in stand policy
 
 
-@pytest.mark.parametrize("items, message", [(["polcy:=x"], "unknown argument"), (["policy=x"], "name:=value"),
-                                            (["duration:=soon"], "duration"), (["headless:=maybe"], "boolean")])
+@pytest.mark.parametrize("items, message", [
+    (["polcy:=x"], "unknown argument"), (["policy=x"], "^'policy=x': no ':='; expected KEY:=VALUE"),
+    (["duration:=soon"], "^duration='soon': a string; expected a number"),
+    (["duration:=0"], r"^duration=0: too small; expected a number >= 0.1$"),
+    (["headless:=maybe"], "^headless='maybe': not a boolean; expected true or false$")])
 def test_bad_arguments_are_named(items, message):
     with pytest.raises(LaunchArgumentError, match=message):
         MUJOCO_CHECK.processes(parse_assignments(items))

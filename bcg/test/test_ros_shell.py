@@ -162,7 +162,7 @@ def test_ros_command_line_parameters_in_rcl_order(tmp_path):
     assert ros_argument_parameters(argv, "policy_node") == {"domain": 188, "writer_hz": 250.0, "interface": "lo",
                                                             "autostart": True}
     assert ros_argument_parameters(["--domain", "5"], "policy_node") == {}
-    with pytest.raises(ConfigError, match="NAME:=VALUE"):
+    with pytest.raises(ConfigError, match=r"^ROS 2 argument `-p domain=5`: 'domain=5': no ':='; expected KEY:=VALUE"):
         ros_argument_parameters(["--ros-args", "-p", "domain=5"], "policy_node")
 
 

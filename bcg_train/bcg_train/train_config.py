@@ -18,13 +18,16 @@ from typing import Any, Callable, Dict, List, Mapping, Tuple, Union
 from torch import nn
 
 from bcg.config_check import (
+    NON_NEGATIVE,
+    NOT_EMPTY,
+    POSITIVE,
     ConfigError,
+    Settings,
     apply_overrides,
     check,
+    one_of,
     read_yaml_mapping,
-    require_non_negative,
-    require_positive,
-    validate_section,
+    setting,
 )
 from bcg.config_files import config_dir
 
@@ -38,40 +41,37 @@ from .imitation.config import ImitationEnvConfig
 
 
 @dataclass
-class RunnerConfig:
+class RunnerConfig(Settings):
     """The loop around an algorithm: seed, checkpoints, logs."""
 
-    seed: int = 0
+    seed: int = setting(0, NON_NEGATIVE)
     """Seed of every random number the trainer draws (the env seeds itself from it too)."""
-    torch_threads: int = 0
+    torch_threads: int = setting(0, NON_NEGATIVE)
     """CPU threads of torch's intra-op pool; 0 keeps torch's default (one per core)."""
-    checkpoint_every: int = 50
+    checkpoint_every: int = setting(50, POSITIVE)
     """Iterations between checkpoints (and learning-curve PNGs); the last iteration always saves."""
-    curves_every: int = 100
+    curves_every: int = setting(100, POSITIVE)
     """Iterations between learning-curve PNG updates (they are also drawn when training stops)."""
-    keep_checkpoints: int = 3
+    keep_checkpoints: int = setting(3, POSITIVE)
     """Newest checkpoints kept on disk (each holds the ADD replay buffer, ~buffer_size * F * 4 bytes)."""
-    log_dir: str = "runs"
+    log_dir: str = setting("runs", NOT_EMPTY)
     """Folder under which each run gets its own folder."""
     init_from: str = ""
     """A new run starts from this policy file or checkpoint (what `--init-from` takes, which
     overrides it; a relative path is the workspace's, e.g. policies/shac_walk_k300.onnx). Empty:
     freshly initialised networks."""
-    screen_every: int = 0
+    screen_every: int = setting(0, NON_NEGATIVE)
     """Iterations between MuJoCo screenings of the checkpoints while training runs (a multiple of
     `checkpoint_every`; `background_screen`); at the end the pick is exported to RUN/policy/. 0: none."""
-    screen_seeds: int = 2
+    screen_seeds: int = setting(2, POSITIVE)
     """MuJoCo runs per checkpoint and start in those screenings."""
-    screen_patience: int = 0
+    screen_patience: int = setting(0, NON_NEGATIVE)
     """Stop training (as Ctrl-C would, checkpoint saved) once this many checkpoints screened after the
     pick (a standing one that tracks best) have not beaten it. 0: train every planned iteration."""
 
-    def validate(self) -> None:
-        require_positive(self, "checkpoint_every", "curves_every", "keep_checkpoints", "screen_seeds")
-        require_non_negative(self, "seed", "torch_threads", "screen_every", "screen_patience")
-        check(bool(self.log_dir), "log_dir", "must not be empty")
-        check(self.screen_every % self.checkpoint_every == 0, "screen_every",
-              f"{self.screen_every} is not a multiple of checkpoint_every {self.checkpoint_every}")
+    def check_relations(self) -> None:
+        check(self.screen_every % self.checkpoint_every == 0, "screen_every", self.screen_every,
+              f"not a multiple of checkpoint_every ({self.checkpoint_every})", "a multiple of checkpoint_every")
 
 
 @dataclass(frozen=True)
@@ -94,10 +94,10 @@ ALGORITHMS: Dict[str, AlgorithmEntry] = {
 
 
 @dataclass
-class TrainConfig:
+class TrainConfig(Settings):
     """A whole training run."""
 
-    algorithm: str = "shac"
+    algorithm: str = setting("shac", one_of(*ALGORITHMS))
     """'shac' (through the differentiable simulator) or 'ppo' (the baseline): a key of ALGORITHMS."""
     shac: ShacConfig = field(default_factory=ShacConfig)
     ppo: PpoConfig = field(default_factory=PpoConfig)
@@ -105,11 +105,6 @@ class TrainConfig:
     runner: RunnerConfig = field(default_factory=RunnerConfig)
     env: ImitationEnvConfig = field(default_factory=ImitationEnvConfig)
     """The G1 imitation environment (simulator with contact and bundling, reward terms, terminations)."""
-
-    def validate(self) -> None:
-        check(self.algorithm in ALGORITHMS, "algorithm", f"must be one of {tuple(ALGORITHMS)}, got {self.algorithm!r}")
-        for name in ("shac", "ppo", "add", "runner", "env"):
-            validate_section(name, getattr(self, name))
 
     @property
     def bundle(self) -> bool:

@@ -473,7 +473,7 @@ def test_restarting_one_env_keeps_the_other_bundles_gradients(frozen_noise):
                                           ("sigma_p_widths", -0.5), ("sigma_v_per_speed", -0.1),
                                           ("max_branch_rows", -1), ("max_branch_rows", 9)])
 def test_bad_bundle_config_names_the_field(field, value):
-    with pytest.raises(ConfigError, match=f"^bundle.{field}: "):
+    with pytest.raises(ConfigError, match=f"^bundle.{field}={value}: "):
         Simulator(MODEL, 1, sim_config(enabled=True, **{field: value}))
 
 
@@ -793,7 +793,8 @@ def test_auto_branches_follows_the_measured_spread_of_noisy_branches():
 
 
 def test_auto_branches_needs_a_range_that_holds_the_first_b():
-    with pytest.raises(ConfigError, match="auto_branches: needs 2 <= min_branches <= branches <= max_branches"):
+    with pytest.raises(ConfigError, match=r"^auto_branches=true: min_branches, branches, max_branches are 2, 40, 32; "
+                       r"expected 2 <= min_branches <= branches <= max_branches$"):
         BundleConfig(enabled=True, branches=40, auto_branches=True).validate()
 
 
@@ -985,7 +986,7 @@ def test_alpha_order_changes_gradients_only_and_logs_its_weight(frozen_noise):
 
 
 def test_alpha_order_needs_two_branches():
-    with pytest.raises(ConfigError, match="^bundle.alpha_order: needs branches >= 2"):
+    with pytest.raises(ConfigError, match=r"^bundle\.alpha_order=true: branches is 1; expected branches >= 2"):
         Simulator(MODEL, 1, sim_config(enabled=True, branches=1, alpha_order=True))
 
 
@@ -1260,10 +1261,10 @@ def test_a_device_bundlers_state_loads_only_where_it_fits():
 
 
 @pytest.mark.parametrize("settings, message", [
-    ({}, "needs max_branch_rows > 0"),
+    ({}, "max_branch_rows is 0; expected max_branch_rows > 0"),
     ({"max_branch_rows": 20, "auto_branches": True, "max_branches": 16}, "no auto_branches"),
     ({"max_branch_rows": 20, "alpha_order": True}, "no alpha_order"),
     ({"max_branch_rows": 20, "branch_clip": 3.0}, "no branch_clip")])
 def test_bad_device_bundling_config_names_the_field(settings, message):
-    with pytest.raises(ConfigError, match=f"^bundle.on_device: .*{message}"):
+    with pytest.raises(ConfigError, match=f"^bundle.on_device=true: .*{message}"):
         Simulator(MODEL, 1, sim_config(enabled=True, on_device=True, **settings))

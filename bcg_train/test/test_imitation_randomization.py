@@ -172,9 +172,11 @@ def test_the_contract_records_the_randomisation_and_the_log_its_draws():
 
 
 def test_bad_randomisation_settings_name_the_key():
-    with pytest.raises(ConfigError, match=r"env.randomization.kp_scale: must be \[low, high\]"):
+    with pytest.raises(ConfigError, match=r"^env\.randomization\.kp_scale=\[1\.2, 0\.8\]: low > high; "
+                       r"expected a list of 2 numbers \[low, high\] with low <= high, each > 0$"):
         apply_overrides(TrainConfig(), {"env": {"randomization": {"kp_scale": [1.2, 0.8]}}}).validate()
-    with pytest.raises(ConfigError, match="env.randomization.physics_every_steps: must be an integer >= 1"):
+    with pytest.raises(ConfigError, match=r"^env\.randomization\.physics_every_steps=0: too small; "
+                       r"expected an integer >= 1$"):
         apply_overrides(TrainConfig(), {"env": {"randomization": {"physics_every_steps": 0}}}).validate()
     with pytest.raises(ValueError, match="payload_body: 'head' is not a body of the model"):
         make(payload_body="head")

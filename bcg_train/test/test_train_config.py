@@ -42,19 +42,20 @@ def test_cpu_presets_change_sizes_only(name):
 
 
 def test_errors_name_the_key(tmp_path):
-    with pytest.raises(ConfigError, match=r"^shac\.horizon: expected an integer"):
+    with pytest.raises(ConfigError, match=r"^shac\.horizon='long': a string; expected an integer$"):
         apply_overrides(TrainConfig(), {"shac": {"horizon": "long"}})
-    with pytest.raises(ConfigError, match=r"^add\.hiden: unknown key"):
+    with pytest.raises(ConfigError, match=r"^add\.hiden=\[8\]: unknown key; expected one of reward_scale, hidden, "):
         apply_overrides(TrainConfig(), {"add": {"hiden": [8]}})
-    with pytest.raises(ConfigError, match=r"^shac\.betas: expected 2 values"):
+    with pytest.raises(ConfigError, match=r"^shac\.betas=\[0\.9\]: 1 value; expected a list of 2 numbers"):
         apply_overrides(TrainConfig(), {"shac": {"betas": [0.9]}})
-    with pytest.raises(ConfigError, match=r"^shac\.gamma: must be in \[0, 1\]"):
+    with pytest.raises(ConfigError, match=r"^shac\.gamma=1\.5: too large; expected a number in \[0, 1\]$"):
         config_from_dict({"shac": {"gamma": 1.5}})
-    with pytest.raises(ConfigError, match=r"^algorithm: must be one of"):
+    with pytest.raises(ConfigError, match=r"^algorithm='sac': not one of the choices; expected one of 'shac', 'ppo'$"):
         config_from_dict({"algorithm": "sac"})
     bad = tmp_path / "bad.yaml"
     bad.write_text("ppo:\n  actor_hidden: [64, 0]\n")
-    with pytest.raises(ConfigError, match=r"^ppo\.actor_hidden: must be a non-empty list .*bad\.yaml"):
+    with pytest.raises(ConfigError, match=r"^ppo\.actor_hidden=\[64, 0\]: item 1 is too small; "
+                       r"expected a non-empty list of integers, each > 0 \(in .*bad\.yaml\)"):
         load_preset(bad)
 
 
@@ -82,7 +83,7 @@ def test_a_preset_extends_another(tmp_path):
     cfg = load_preset(tmp_path / "a.yaml")
     assert (cfg.shac.horizon, cfg.shac.iterations, cfg.shac.num_envs) == (8, 3, 32)   # a over b over cpu-small
     (tmp_path / "b.yaml").write_text("extends: cpu-small\nshac:\n  horizn: 16\n")
-    with pytest.raises(ConfigError, match=r"^shac\.horizn: unknown key .*b\.yaml"):
+    with pytest.raises(ConfigError, match=r"^shac\.horizn=16: unknown key; expected one of .*b\.yaml"):
         load_preset(tmp_path / "a.yaml")
 
 
@@ -103,5 +104,6 @@ def test_the_default_preset_is_the_recipe_for_a_new_motion(tmp_path, monkeypatch
     assert cfg.env.randomization.enabled and cfg.env.rest_start_fraction > 0
     with pytest.raises(ConfigError, match=r"^runner\.init_from: policies/none\.onnx not found \(looked at "):
         start_file("policies/none.onnx")
-    with pytest.raises(ConfigError, match=r"^runner\.screen_every: 30 is not a multiple of checkpoint_every 50"):
+    with pytest.raises(ConfigError, match=r"^runner\.screen_every=30: not a multiple of checkpoint_every \(50\); "
+                       r"expected a multiple of checkpoint_every$"):
         apply_overrides(cfg, {"runner": {"screen_every": 30}}).validate()

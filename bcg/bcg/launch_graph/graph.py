@@ -13,6 +13,8 @@ A graph without a 'main' process runs until Ctrl-C (or until a service dies).
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Mapping, Tuple
 
+from bcg.config_check import ConfigError, at_least, check_value, config_error, split_assignment, yaml_value
+
 ROLES = ("service", "main", "final")
 
 
@@ -76,31 +78,30 @@ class LaunchGraph:
 
 
 def parse_assignments(items) -> Dict[str, str]:
-    """['policy:=x.onnx', 'duration:=10'] -> {'policy': 'x.onnx', 'duration': '10'}."""
-    out = {}
-    for item in items:
-        name, sep, value = item.partition(":=")
-        if not sep or not name:
-            raise LaunchArgumentError(f"expected name:=value, got {item!r}")
-        out[name] = value
-    return out
+    """['policy:=x.onnx', 'duration:=10'] -> {'policy': 'x.onnx', 'duration': '10'}: the one KEY=VALUE
+    reader (`bcg.config_check.split_assignment`), the values left as text (ROS 2 launch's)."""
+    try:
+        return dict(split_assignment(item, ":=", example="policy:=p.onnx", parse_value=False) for item in items)
+    except ConfigError as e:
+        raise LaunchArgumentError(str(e)) from None
+
+
+TRUE_WORDS = ("true", "1", "yes", "on")
+FALSE_WORDS = ("false", "0", "no", "off", "")
 
 
 def as_bool(name: str, value: str) -> bool:
     """Launch-argument booleans, as ROS 2 launch spells them."""
     v = value.strip().lower()
-    if v in ("true", "1", "yes", "on"):
-        return True
-    if v in ("false", "0", "no", "off", ""):
-        return False
-    raise LaunchArgumentError(f"{name}: {value!r} is not a boolean (true/false)")
+    if v in TRUE_WORDS + FALSE_WORDS:
+        return v in TRUE_WORDS
+    raise LaunchArgumentError(str(config_error(name, value, "not a boolean", "true or false")))
 
 
 def as_number(name: str, value: str, kind=float, minimum=None):
+    """A launch argument's text as a `kind` (int or float) >= `minimum` (`bcg.config_check.check_value`)."""
     try:
-        x = kind(value)
-    except ValueError:
-        raise LaunchArgumentError(f"{name}: {value!r} is not a {kind.__name__}") from None
-    if minimum is not None and x < minimum:
-        raise LaunchArgumentError(f"{name}: {value!r} is below {minimum}")
-    return x
+        return check_value(name, yaml_value(value, f"{name}:={value}"), kind,
+                           None if minimum is None else at_least(minimum))
+    except ConfigError as e:
+        raise LaunchArgumentError(str(e)) from None

@@ -33,7 +33,16 @@ from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
+from bcg.config_check import Rule, one_of
+
 TRANSPORT_KINDS = ("auto", "ros2", "dds")
+MAX_DOMAIN_ID = 232
+"""DDS domain ids are 0..MAX_DOMAIN_ID."""
+TRANSPORT_SETTING = one_of(*TRANSPORT_KINDS)
+"""The rule of a node's `transport` setting (`bcg.config_check.setting`)."""
+DOMAIN_SETTING = Rule(low=0, high=MAX_DOMAIN_ID, also=(-1,),
+                      expected=f"a DDS domain id 0..{MAX_DOMAIN_ID}, or -1 (unset)")
+"""The rule of a node's `domain` setting (-1: decided at start, `bcg.transport.endpoint`)."""
 DROP_REASONS = ("crc", "malformed")
 """Why a reader drops a sample: its CRC is wrong (when it checks CRCs), or it cannot be decoded
 (wrong size, unknown encoding, arrays of the wrong length)."""
@@ -60,8 +69,8 @@ class TransportConfig:
     def __post_init__(self):
         if self.transport not in TRANSPORT_KINDS:
             raise ValueError(f"transport: {self.transport!r} is not one of {TRANSPORT_KINDS}")
-        if not 0 <= int(self.domain_id) <= 232:
-            raise ValueError(f"domain_id: {self.domain_id!r} is outside 0..232")
+        if not 0 <= int(self.domain_id) <= MAX_DOMAIN_ID:
+            raise ValueError(f"domain_id: {self.domain_id!r} is outside 0..{MAX_DOMAIN_ID}")
         object.__setattr__(self, "peers", tuple(self.peers))
 
     @classmethod

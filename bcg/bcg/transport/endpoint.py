@@ -33,7 +33,7 @@ from typing import Any, Callable, Mapping, Optional, Sequence, Tuple, Union
 from bcg.config_check import ConfigError
 from bcg.node_log import log_to_console
 from bcg.ros_params import layered_parameters
-from bcg.transport import TRANSPORT_KINDS, TransportConfig
+from bcg.transport import MAX_DOMAIN_ID, TRANSPORT_KINDS, TransportConfig
 from bcg.transport.cyclone_config import cyclone_config_xml
 
 ROS_ENVIRONMENT = ("ROS_DOMAIN_ID", "ROS_LOCALHOST_ONLY", "CYCLONEDDS_URI", "RMW_IMPLEMENTATION")
@@ -112,8 +112,8 @@ def _domain(domain: int, ros: bool, environ: Mapping[str, str], fallback: int) -
             value = int(text)
         except ValueError:
             value = -1
-        if not 0 <= value <= 232:
-            raise EndpointError(f"ROS_DOMAIN_ID={text!r} is not a DDS domain id (0..232)")
+        if not 0 <= value <= MAX_DOMAIN_ID:
+            raise EndpointError(f"ROS_DOMAIN_ID={text!r} is not a DDS domain id (0..{MAX_DOMAIN_ID})")
         return value, f"domain {value} ($ROS_DOMAIN_ID; setting `domain` is -1)"
     return fallback, f"domain {fallback} (the node's default; setting `domain` is -1" + \
         (", $ROS_DOMAIN_ID unset)" if ros else ")")

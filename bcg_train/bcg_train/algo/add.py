@@ -22,46 +22,40 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from bcg.config_check import require_layers, require_non_negative, require_positive
+from bcg.config_check import LAYERS, NON_NEGATIVE, POSITIVE, Settings, setting
 
 from .data_parallel import Ranks
 
 
 @dataclass
-class AddConfig:
+class AddConfig(Settings):
     """ADD, the adversarial differential discriminator (Zhang et al. 2025), as in MimicKit's G1 agent."""
 
-    reward_scale: float = 2.0
+    reward_scale: float = setting(2.0, POSITIVE)
     """Multiplier of r = -log(max(1 - sigmoid(D(delta)), 1e-4)) (MimicKit's G1 `disc_reward_scale`)."""
-    hidden: Tuple[int, ...] = (1024, 512)
+    hidden: Tuple[int, ...] = setting((1024, 512), LAYERS)
     """Discriminator hidden widths, ReLU (MimicKit's `fc_2layers_1024units` is 1024 then 512)."""
-    learning_rate: float = 2.5e-4
+    learning_rate: float = setting(2.5e-4, POSITIVE)
     """SGD learning rate of the discriminator."""
-    momentum: float = 0.9
+    momentum: float = setting(0.9, NON_NEGATIVE)
     """SGD momentum (MimicKit's SGD)."""
-    weight_decay: float = 1e-4
+    weight_decay: float = setting(1e-4, NON_NEGATIVE)
     """SGD weight decay (MimicKit's G1 discriminator optimiser)."""
-    logit_reg: float = 0.01
+    logit_reg: float = setting(0.01, NON_NEGATIVE)
     """Weight of the squared L2 norm of the logit layer's weights."""
-    grad_penalty: float = 2.0
+    grad_penalty: float = setting(2.0, NON_NEGATIVE)
     """Weight of the gradient penalty (mean squared input-gradient norm, positives and negatives)."""
-    epochs: int = 2
+    epochs: int = setting(2, POSITIVE)
     """Passes over an iteration's deltas per discriminator update."""
-    minibatches: int = 16
+    minibatches: int = setting(16, POSITIVE)
     """Minibatches (= SGD steps) per epoch; each adds as many replayed deltas as it has policy deltas
     (MimicKit's G1 agent: 32 steps of deltas in batches of 2 x num_envs, i.e. 16)."""
-    buffer_size: int = 200_000
+    buffer_size: int = setting(200_000, POSITIVE)
     """Replay buffer capacity (deltas)."""
-    replay_samples: int = 1000
+    replay_samples: int = setting(1000, POSITIVE)
     """Deltas pushed into a full replay buffer per iteration (all of them until it is full)."""
-    min_diff: float = 1e-4
+    min_diff: float = setting(1e-4, POSITIVE)
     """Floor of the running mean |delta| used to normalise each feature."""
-
-    def validate(self) -> None:
-        require_positive(self, "reward_scale", "learning_rate", "epochs", "minibatches", "buffer_size",
-                         "replay_samples", "min_diff")
-        require_non_negative(self, "momentum", "weight_decay", "logit_reg", "grad_penalty")
-        require_layers(self, "hidden")
 
 
 REWARD_FLOOR = 1e-4

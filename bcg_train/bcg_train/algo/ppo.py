@@ -17,7 +17,7 @@ from rsl_rl.models import MLPModel
 from tensordict import TensorDict
 from torch import Tensor, nn
 
-from bcg.config_check import check, require_fraction, require_layers, require_non_negative, require_positive
+from bcg.config_check import FRACTION, LAYERS, NON_NEGATIVE, POSITIVE, Settings, one_of, setting
 
 from ..env_api import DiffEnv
 from .add import AddConfig
@@ -32,58 +32,47 @@ ACTIVATIONS = ("elu", "relu", "selu", "tanh")
 
 
 @dataclass
-class PpoConfig:
+class PpoConfig(Settings):
     """The PPO baseline (rsl-rl-lib), no gradients through the simulator."""
 
-    num_envs: int = 4096
+    num_envs: int = setting(4096, POSITIVE)
     """Parallel environments (the paper's PPO baseline)."""
-    steps_per_env: int = 24
+    steps_per_env: int = setting(24, POSITIVE)
     """Control steps per environment per iteration."""
-    iterations: int = 3000
+    iterations: int = setting(3000, POSITIVE)
     """PPO iterations in a run."""
-    learning_rate: float = 1e-3
+    learning_rate: float = setting(1e-3, POSITIVE)
     """Initial Adam learning rate (adapted to `desired_kl`)."""
-    desired_kl: float = 0.01
+    desired_kl: float = setting(0.01, POSITIVE)
     """KL target of rsl_rl's adaptive learning-rate schedule."""
-    gamma: float = 0.99
+    gamma: float = setting(0.99, FRACTION)
     """Discount per control step."""
-    lam: float = 0.95
+    lam: float = setting(0.95, FRACTION)
     """GAE lambda."""
-    learning_epochs: int = 5
+    learning_epochs: int = setting(5, POSITIVE)
     """Passes over a rollout per update."""
-    mini_batches: int = 4
+    mini_batches: int = setting(4, POSITIVE)
     """Minibatches per pass."""
-    clip_param: float = 0.2
+    clip_param: float = setting(0.2, POSITIVE)
     """PPO ratio clip."""
-    entropy_coef: float = 0.01
+    entropy_coef: float = setting(0.01, NON_NEGATIVE)
     """Entropy bonus weight (rsl_rl's default)."""
-    max_grad_norm: float = 1.0
+    max_grad_norm: float = setting(1.0, POSITIVE)
     """Gradient-norm clip."""
-    actor_hidden: Tuple[int, ...] = (512, 256, 128)
+    actor_hidden: Tuple[int, ...] = setting((512, 256, 128), LAYERS)
     """Actor MLP hidden widths (ELU; rsl_rl's MLP has no LayerNorm)."""
-    critic_hidden: Tuple[int, ...] = (512, 256, 128)
+    critic_hidden: Tuple[int, ...] = setting((512, 256, 128), LAYERS)
     """Critic MLP hidden widths."""
-    init_action_std: float = 1.0
+    init_action_std: float = setting(1.0, POSITIVE)
     """Initial standard deviation of the Gaussian policy."""
-    activation: str = "elu"
+    activation: str = setting("elu", one_of(*ACTIVATIONS))
     """Hidden-layer activation of actor and critic (rsl_rl's names)."""
-    value_loss_coef: float = 1.0
+    value_loss_coef: float = setting(1.0, POSITIVE)
     """Weight of the value loss in PPO's total loss (rsl_rl's default)."""
     use_clipped_value_loss: bool = True
     """Clip the value update to clip_param around the old values (rsl_rl's default)."""
-    schedule: str = "adaptive"
+    schedule: str = setting("adaptive", one_of("adaptive", "fixed"))
     """'adaptive': the learning rate follows `desired_kl`; 'fixed': it stays at `learning_rate`."""
-
-    def validate(self) -> None:
-        require_positive(self, "num_envs", "steps_per_env", "iterations", "learning_rate", "desired_kl",
-                         "learning_epochs", "mini_batches", "clip_param", "max_grad_norm", "init_action_std",
-                         "value_loss_coef")
-        require_fraction(self, "gamma", "lam")
-        require_non_negative(self, "entropy_coef")
-        check(self.schedule in ("adaptive", "fixed"), "schedule",
-              f"must be 'adaptive' or 'fixed', got {self.schedule!r}")
-        check(self.activation in ACTIVATIONS, "activation", f"must be one of {ACTIVATIONS}, got {self.activation!r}")
-        require_layers(self, "actor_hidden", "critic_hidden")
 
 
 OBS_GROUP = "policy"

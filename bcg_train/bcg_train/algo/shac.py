@@ -29,7 +29,7 @@ from typing import Dict, List, Tuple
 import torch
 from torch import Tensor, nn
 
-from bcg.config_check import check, require_fraction, require_layers, require_non_negative, require_positive
+from bcg.config_check import FRACTION, LAYERS, NON_NEGATIVE, POSITIVE, Settings, between, check, setting
 
 from ..env_api import DiffEnv, EnvStep
 from .add import AddConfig
@@ -49,71 +49,64 @@ the statistics, not their count): enough that the first windows move them little
 
 
 @dataclass
-class ShacConfig:
+class ShacConfig(Settings):
     """SHAC (Xu et al. 2022) with the BCG paper's settings."""
 
-    num_envs: int = 64
+    num_envs: int = setting(64, POSITIVE)
     """Parallel environments when bundling is on."""
-    num_envs_without_bundle: int = 128
+    num_envs_without_bundle: int = setting(128, POSITIVE)
     """Parallel environments with `--no-bundle` (the paper doubles them)."""
-    horizon: int = 32
+    horizon: int = setting(32, POSITIVE)
     """Control steps per window (gradients are cut between windows)."""
-    iterations: int = 3000
+    iterations: int = setting(3000, POSITIVE)
     """Windows (= actor updates) in a run."""
-    gamma: float = 0.99
+    gamma: float = setting(0.99, FRACTION)
     """Discount per control step."""
-    lam: float = 0.95
+    lam: float = setting(0.95, FRACTION)
     """TD(lambda) mixing of the critic targets."""
-    actor_lr: float = 5e-3
+    actor_lr: float = setting(5e-3, POSITIVE)
     """Actor Adam learning rate at iteration 0, decaying linearly to `final_lr`."""
-    critic_lr: float = 2e-3
+    critic_lr: float = setting(2e-3, POSITIVE)
     """Critic Adam learning rate at iteration 0, decaying linearly to `final_lr`."""
-    final_lr: float = 1e-5
+    final_lr: float = setting(1e-5, POSITIVE)
     """Learning rate both reach at the last iteration."""
-    betas: Tuple[float, float] = (0.7, 0.95)
+    betas: Tuple[float, float] = setting((0.7, 0.95), between(0, 1, high_open=True))
     """Adam betas of actor and critic."""
-    actor_grad_clip: float = 1.0
+    actor_grad_clip: float = setting(1.0, POSITIVE)
     """Global gradient-norm clip of the actor."""
-    critic_grad_clip: float = 10.0
+    critic_grad_clip: float = setting(10.0, POSITIVE)
     """Global gradient-norm clip of the critic ensemble."""
-    critic_iterations: int = 16
+    critic_iterations: int = setting(16, POSITIVE)
     """Passes over a window's samples per critic update."""
-    critic_minibatches: int = 4
+    critic_minibatches: int = setting(4, POSITIVE)
     """Minibatches per pass."""
-    target_polyak: float = 0.995
+    target_polyak: float = setting(0.995, FRACTION)
     """Target critic <- polyak * target + (1 - polyak) * critic, once per iteration."""
-    actor_hidden: Tuple[int, ...] = (512, 256, 128)
+    actor_hidden: Tuple[int, ...] = setting((512, 256, 128), LAYERS)
     """Actor MLP hidden widths (Linear, ELU, LayerNorm each)."""
-    critic_hidden: Tuple[int, ...] = (256, 256)
+    critic_hidden: Tuple[int, ...] = setting((256, 256), LAYERS)
     """Critic MLP hidden widths, per ensemble member."""
-    critic_ensemble: int = 3
+    critic_ensemble: int = setting(3, POSITIVE)
     """Critics in the ensemble; bootstraps take their minimum."""
-    init_action_std: float = 1.0
+    init_action_std: float = setting(1.0, POSITIVE)
     """Initial standard deviation of the Gaussian policy (raw action units)."""
-    grad_stats_window: int = 10
+    grad_stats_window: int = setting(10, POSITIVE)
     """Actor updates over which the logged gradient statistics average ('grad/', see `gradient_stats`)."""
-    actor_warmup_iterations: int = 0
+    actor_warmup_iterations: int = setting(0, NON_NEGATIVE)
     """Iterations at the start in which the actor's learning rate is 0 while the critics and the ADD
     discriminator learn: for a run started from a policy file, whose critics and discriminator
     are new (`--init-from POLICY.onnx`); then the rate follows its schedule, as if never held."""
-    actor_ramp_iterations: int = 0
+    actor_ramp_iterations: int = setting(0, NON_NEGATIVE)
     """Iterations after the warm-up over which the actor's learning rate rises linearly from 0 to its
     schedule (0: at once). A fine-tuned actor meets critics that have only just learnt; its first full-rate
     updates can undo its balance (a dance fine-tune fell at 0.9 s 50 iterations after its warm-up)."""
 
-    def validate(self) -> None:
-        require_positive(self, "num_envs", "num_envs_without_bundle", "horizon", "iterations", "actor_lr",
-                         "critic_lr", "final_lr", "actor_grad_clip", "critic_grad_clip", "critic_iterations",
-                         "critic_minibatches", "critic_ensemble", "init_action_std", "grad_stats_window")
-        require_fraction(self, "gamma", "lam", "target_polyak")
-        require_non_negative(self, "actor_warmup_iterations", "actor_ramp_iterations")
-        check(self.actor_warmup_iterations < self.iterations, "actor_warmup_iterations",
-              f"{self.actor_warmup_iterations} leaves no actor update in {self.iterations} iterations")
-        require_layers(self, "actor_hidden", "critic_hidden")
-        check(len(self.betas) == 2 and all(0 <= b < 1 for b in self.betas), "betas",
-              f"must be two numbers in [0, 1), got {list(self.betas)!r}")
-        check(self.num_envs * self.horizon >= self.critic_minibatches, "critic_minibatches",
-              f"{self.critic_minibatches} minibatches exceed num_envs * horizon = {self.num_envs * self.horizon}")
+    def check_relations(self) -> None:
+        check(self.actor_warmup_iterations < self.iterations, "actor_warmup_iterations", self.actor_warmup_iterations,
+              f"leaves no actor update in {self.iterations} iterations", "fewer than iterations")
+        samples = self.num_envs * self.horizon
+        check(samples >= self.critic_minibatches, "critic_minibatches", self.critic_minibatches,
+              f"more minibatches than the window's num_envs * horizon = {samples} samples", f"at most {samples}")
 
 
 def linear_decay(start: float, end: float, iteration: int, iterations: int) -> float:

@@ -3,7 +3,20 @@ import math
 from dataclasses import dataclass, field, fields
 from typing import Dict, Mapping, Tuple
 
-from bcg.config_check import ConfigError, check, require_count, require_non_negative, require_positive, validate_section
+from bcg.config_check import (
+    FRACTION,
+    NON_NEGATIVE,
+    POSITIVE,
+    ConfigError,
+    Settings,
+    at_least,
+    between,
+    check,
+    check_value,
+    one_of,
+    setting,
+    validate_config,
+)
 
 PRECISIONS = ("float64", "float32")
 """The simulator's floating-point precisions (`precision`)."""
@@ -16,23 +29,27 @@ NOT_IN_CONTRACT = ("kappa", "bundle", "precision")
 """`SimConfig` settings a policy contract's `simulator` does not record (`SimConfig.contract_settings`)."""
 
 
+PRECISION_SETTING = one_of(*PRECISIONS)
+"""The rule of `SimConfig.precision`."""
+
+
 def check_precision(precision: str) -> None:
     """ConfigError unless `precision` is one of `PRECISIONS`."""
-    check(precision in PRECISIONS, "precision", f"must be one of {', '.join(PRECISIONS)}, got {precision!r}")
+    check_value("precision", precision, str, PRECISION_SETTING)
 
 
 @dataclass
-class BundleConfig:
+class BundleConfig(Settings):
     """Bundled Contact Gradients (docs/method.md, "Bundling"); units in brackets."""
 
     enabled: bool = False
     """Off by default in the simulator API (the training presets turn it on)."""
-    branches: int = 10
+    branches: int = setting(10, at_least(1))
     """B: perturbed copies of a triggered environment."""
-    span_steps: int = 2
+    span_steps: int = setting(2, at_least(1))
     """H: control steps a bundle lasts (H x substeps substeps, counted from the triggering substep); with
     `end_when_released`, the most it lasts."""
-    onset_fraction: float = 0.0
+    onset_fraction: float = setting(0.0, FRACTION)
     """0: the paper's trigger: a bundle opens wherever a foot sphere's force is above `threshold`, so
     also again each time one ends while a stance stays above it. f in (0, 1]: only at a contact's
     onset, where in the environment's previous substep every sphere of that leg was below f x
@@ -42,9 +59,9 @@ class BundleConfig:
     """A bundle also ends at the first substep after its opening in which no branch has a foot sphere
     above `threshold`: the branches re-run only the stiff part of the contact (the impact), not the rest
     of the H steps, and the environment goes on alone from their mean (off: the paper's fixed H)."""
-    sigma_p: float = 0.01
+    sigma_p: float = setting(0.01, NON_NEGATIVE)
     """Std of the Cartesian foot position perturbation [m] (without `auto_sigma`)."""
-    sigma_v: float = 0.02
+    sigma_v: float = setting(0.02, NON_NEGATIVE)
     """Std of the Cartesian foot velocity perturbation [m/s] (without `auto_sigma`)."""
     auto_sigma: bool = False
     """The perturbation's size follows the contact it bundles instead of `sigma_p`/`sigma_v`: the
@@ -52,19 +69,19 @@ class BundleConfig:
     2 ln 9 / kappa [m], so it shrinks as contact stiffens), and each event's velocity std is
     `sigma_v_per_speed` times the perturbed foot's approach speed towards the floor at that event
     (a hard landing is perturbed more than a foot already resting; `BundleConfig.perturbation_scales`)."""
-    sigma_p_widths: float = 0.68
+    sigma_p_widths: float = setting(0.68, NON_NEGATIVE)
     """With `auto_sigma`: position std in transition widths [-] (0.68: the paper's 1 cm at kappa 300)."""
-    sigma_v_per_speed: float = 0.025
+    sigma_v_per_speed: float = setting(0.025, NON_NEGATIVE)
     """With `auto_sigma`: velocity std as a fraction of the foot's approach speed at the event [-] (0.025:
     the paper's 2 cm/s at the mean approach speed measured in G1 training, 0.7-0.9 m/s on dance and jump,
     `env/approach_speed`)."""
-    threshold: float = 400.0
+    threshold: float = setting(400.0, POSITIVE)
     """Trigger: a foot sphere's normal contact force above this [N] (impulse / substep length)."""
-    damping: float = 1e-4
+    damping: float = setting(1e-4, POSITIVE)
     """lambda of the damped pseudo-inverse J^T (J J^T + lambda I)^-1 of the foot Jacobian [m^2]."""
-    max_dq: float = 0.1
+    max_dq: float = setting(0.1, NON_NEGATIVE)
     """Clamp of each joint position perturbation [rad]."""
-    max_dqd: float = 0.5
+    max_dqd: float = setting(0.5, NON_NEGATIVE)
     """Clamp of each joint velocity perturbation [rad/s]."""
     nominal_forward: bool = False
     """Ablation: the environment follows the unperturbed trajectory; only gradients come from the branches."""
@@ -75,11 +92,11 @@ class BundleConfig:
     error of its bundles' mean gradient (the spread of the branches' own gradients, see
     `Bundler.branch_rse`) and bundles opened later get the B that would bring it to
     `branch_rse_target`, within [min_branches, max_branches]; `branches` is the first B."""
-    branch_rse_target: float = 0.25
+    branch_rse_target: float = setting(0.25, POSITIVE)
     """Relative standard error of a bundle's mean gradient that `auto_branches` aims at [-]."""
-    min_branches: int = 2
+    min_branches: int = setting(2, at_least(1))
     """Smallest B `auto_branches` chooses (2 at least: one branch has no spread to measure)."""
-    max_branches: int = 32
+    max_branches: int = setting(32, at_least(1))
     """Largest B `auto_branches` chooses."""
     alpha_order: bool = False
     """Mix in the zero-order estimate (Suh et al.'s alpha-order gradient; off: the paper's first-order bundle). At each
@@ -94,11 +111,11 @@ class BundleConfig:
     perturbation (`clamped_perturbations`) the zero-order estimate is approximate. Measured to hurt
     (bench/results/bundling_auto_dance/): SHAC on dance learned far worse at kappa 300 (2 seeds) and at kappa
     1000 (one seed; the other diverged); an experiment, not a training setting."""
-    alpha_memory: float = 0.9
+    alpha_memory: float = setting(0.9, between(0, 1, high_open=True))
     """With `alpha_order`: weight of the running alpha when a segment's is averaged in (0: the last
     segment's alone; the ratio, not the variances, is averaged: their scale changes by orders of
     magnitude as training goes) [-]."""
-    max_branch_rows: int = 0
+    max_branch_rows: int = setting(0, at_least(0))
     """0: unbounded (the paper). R > 0: at most R branch rows (the B of every open bundle, summed) at
     once, so a substep runs the physics on at most R + N rows and re-runs at most R, however many
     environments touch down together (a checkpoint that holds more keeps them until those bundles end).
@@ -120,7 +137,7 @@ class BundleConfig:
     its rows, set the cost), and with gradients each substep of a window holds buffers for them. Counters
     (`BundleStats`) are read at the segment's cut. Without `auto_branches`, `alpha_order`, `branch_clip`
     or the spread measurement (`branch_rse` stays NaN)."""
-    branch_clip: float = 0.0
+    branch_clip: float = setting(0.0, NON_NEGATIVE)
     """0: off. c > 0: in the backward pass, each new bundle's branch whose entry-state adjoint is longer
     than c times the median of its bundle's is scaled down to that length, before they are summed: a
     robust mean where one branch's stiff contact would dominate the bundle's gradient (biased) [-]."""
@@ -133,71 +150,58 @@ class BundleConfig:
             return self.sigma_p, self.sigma_v, 0.0
         return self.sigma_p_widths * CONTACT_TRANSITION_WIDTH / kappa, 0.0, self.sigma_v_per_speed
 
-    def validate(self) -> None:
-        require_count(self, "branches", "span_steps", "min_branches", "max_branches")
-        require_positive(self, "threshold", "damping", "branch_rse_target")
-        require_non_negative(self, "sigma_p", "sigma_v", "sigma_p_widths", "sigma_v_per_speed", "max_dq", "max_dqd",
-                             "branch_clip")
-        require_count(self, "max_branch_rows", minimum=0)
+    def check_relations(self) -> None:
         rows = self.max_branch_rows
         largest = ("max_branches", self.max_branches) if self.auto_branches else ("branches", self.branches)
-        check(rows == 0 or rows >= largest[1], "max_branch_rows",
-              f"must be 0 (unbounded) or hold one bundle (>= {largest[0]}, {largest[1]}), got {rows}")
+        check(rows == 0 or rows >= largest[1], "max_branch_rows", rows,
+              f"cannot hold one bundle ({largest[0]} {largest[1]})", f"0 (unbounded) or >= {largest[0]}")
         if self.on_device:
-            check(rows > 0, "on_device", "needs max_branch_rows > 0: the fixed rows the device's slots hold")
+            check(rows > 0, "on_device", True, "max_branch_rows is 0",
+                  "max_branch_rows > 0 (the fixed rows the device's slots hold)")
             for name in ("auto_branches", "alpha_order", "branch_clip"):
-                check(not getattr(self, name), "on_device", f"bundling on the device has no {name} (the host's "
-                      f"bundler has)")
-        check(0.0 <= self.onset_fraction <= 1.0, "onset_fraction", f"must be in [0, 1], got {self.onset_fraction}")
-        check(0.0 <= self.alpha_memory < 1.0, "alpha_memory", f"must be in [0, 1), got {self.alpha_memory}")
+                check(not getattr(self, name), "on_device", True, f"{name} is set",
+                      f"no {name} (bundling on the device has none; the host's bundler has)")
         if self.alpha_order:
-            check(self.branches >= 2, "alpha_order", f"needs branches >= 2 (a spread to weigh), got {self.branches}")
+            check(self.branches >= 2, "alpha_order", True, f"branches is {self.branches}",
+                  "branches >= 2 (a spread to weigh)")
         if self.auto_branches:
-            check(2 <= self.min_branches <= self.branches <= self.max_branches, "auto_branches",
-                  f"needs 2 <= min_branches <= branches <= max_branches, got {self.min_branches}, {self.branches}, "
-                  f"{self.max_branches}")
+            check(2 <= self.min_branches <= self.branches <= self.max_branches, "auto_branches", True,
+                  f"min_branches, branches, max_branches are {self.min_branches}, {self.branches}, "
+                  f"{self.max_branches}", "2 <= min_branches <= branches <= max_branches")
 
 
 @dataclass
-class SimConfig:
+class SimConfig(Settings):
     """Contact and integration settings (units in brackets)."""
 
-    kappa: float = 300.0
+    kappa: float = setting(300.0, POSITIVE)
     """Contact stiffness k [1/m] of the smoothing s_k(c) = 1 / (1 + exp(k c)), c = sphere height above ground."""
-    contact_speculative: float = 1.0
+    contact_speculative: float = setting(1.0, NON_NEGATIVE)
     """w: a sphere well above the ground (c >> 1/kappa) may approach it at up to w c / h before its
     impulse acts (speculative contact; 1: it just reaches the surface within the substep h). 0: the
     impulse acts on its velocity at any height, weakened only by the smoothing s_k(c) [-]."""
-    contact_stabilization: float = 0.2
+    contact_stabilization: float = setting(0.2, NON_NEGATIVE)
     """beta: fraction of a sphere's penetration (c << -1/kappa) pushed out per substep (Baumgarte
     stabilisation); the smoothing blends w and beta around the surface (kernels.contact) [-]."""
-    contact_iterations: int = 10
+    contact_iterations: int = setting(10, at_least(1))
     """Projected Gauss-Seidel sweeps on the contact impulses per substep."""
-    substeps: int = 4
+    substeps: int = setting(4, at_least(1))
     """Substeps per `step` call (control 50 Hz, physics 200 Hz by default)."""
-    frictionloss_scale: float = 1.0
+    frictionloss_scale: float = setting(1.0, NON_NEGATIVE)
     """Multiplier on the model's joint friction loss (0 turns it off)."""
-    frictionloss_velocity: float = 0.02
+    frictionloss_velocity: float = setting(0.02, POSITIVE)
     """Velocity scale [rad/s] of the smooth Coulomb friction loss -F tanh(qd / v)."""
-    limit_stiffness: float = 5.0
+    limit_stiffness: float = setting(5.0, NON_NEGATIVE)
     """Joint-limit spring beyond the limit, in units of A_ii / h^2 (A_ii the dof's diagonal inertia) [-];
     integrated implicitly, so stable at any value (5: a joint pushed past its limit by its PD comes
     back in a few substeps, as MuJoCo's limit constraint; bench/sim_to_sim.py measured 0.2 -> 5)."""
-    limit_damping: float = 2.0
+    limit_damping: float = setting(2.0, NON_NEGATIVE)
     """Joint-limit damper beyond the limit, in units of A_ii / h [-]."""
-    precision: str = "float64"
+    precision: str = setting("float64", PRECISION_SETTING)
     """Floating point of the simulation: float64, or float32 for GPUs whose float64 is slow
     (`diffsim.flavour(precision)` is the package that simulates in it; `precision`)."""
     bundle: BundleConfig = field(default_factory=BundleConfig)
     """Bundled Contact Gradients."""
-
-    def validate(self) -> None:
-        check_precision(self.precision)
-        require_positive(self, "kappa", "frictionloss_velocity")
-        require_count(self, "contact_iterations", "substeps")
-        require_non_negative(self, "frictionloss_scale", "limit_stiffness", "limit_damping", "contact_speculative",
-                             "contact_stabilization")
-        validate_section("bundle", self.bundle)
 
     def contract_settings(self) -> Dict[str, float]:
         """What a policy contract records of this simulator (`PolicyContract.simulator`): every
@@ -218,9 +222,9 @@ class SimConfig:
                 raise ConfigError(f"simulator: the policy records setting {name!r}, which this simulator does not "
                                   f"have (known: {', '.join(known)})")
             if known[name] in (int, "int"):
-                check(value == int(value), f"simulator.{name}", f"must be a whole number, got {value!r}")
+                check(value == int(value), f"simulator.{name}", value, "not a whole number", "an integer")
                 value = int(value)
             values[name] = value
         cfg = cls(kappa=kappa, **values)
-        validate_section("simulator", cfg)
+        validate_config(cfg, "simulator.")
         return cfg

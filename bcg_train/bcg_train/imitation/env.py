@@ -26,7 +26,7 @@ from typing import Dict
 import numpy as np
 import torch
 
-from bcg.config_check import validate_section
+from bcg.config_check import validate_config
 from bcg.contract import ObservationInputs, PolicyContract, tracking_spec
 from bcg.rotations import quat_rotate_inverse, tilted_about_horizontal
 from bcg_train.diffsim import flavour
@@ -49,7 +49,7 @@ class G1ImitationEnv:
 
     def __init__(self, cfg: ImitationEnvConfig, motion: str, num_envs: int, device: str = "cpu", seed: int = 0,
                  model_path=None):
-        validate_section("env", cfg)
+        validate_config(cfg, "env.")
         self.cfg, self.motion_name, self.num_envs = cfg, str(motion), num_envs
         self.device = torch.device(device)
         wp_device = "cpu" if self.device.type == "cpu" else f"cuda:{self.device.index or 0}"

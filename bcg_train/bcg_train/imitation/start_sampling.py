@@ -13,29 +13,23 @@ from dataclasses import dataclass
 
 import torch
 
-from bcg.config_check import check, require_fraction, require_positive
+from bcg.config_check import FRACTION, NON_NEGATIVE, POSITIVE, Settings, setting
 
 
 @dataclass
-class AdaptiveStartConfig:
+class AdaptiveStartConfig(Settings):
     """Adaptive start sampling (`ImitationEnvConfig.adaptive_starts`)."""
 
     enabled: bool = False
     """Off: every start phase equally likely (the paper's reference state initialisation)."""
-    bin_s: float = 1.0
+    bin_s: float = setting(1.0, POSITIVE)
     """Width of a bin of start phases [s]."""
-    uniform_fraction: float = 0.3
+    uniform_fraction: float = setting(0.3, FRACTION)
     """Share of the starts drawn uniformly whatever the failures [-], so no phase is forgotten."""
-    lead_bins: int = 2
+    lead_bins: int = setting(2, NON_NEGATIVE)
     """Bins before a failing one that share its weight, halving per bin [bins]."""
-    decay: float = 0.95
+    decay: float = setting(0.95, FRACTION)
     """Per window, the weight the past keeps in the failure and step averages [-]."""
-
-    def validate(self) -> None:
-        require_positive(self, "bin_s")
-        require_fraction(self, "uniform_fraction", "decay")
-        check(int(self.lead_bins) == self.lead_bins and self.lead_bins >= 0, "lead_bins",
-              f"must be an integer >= 0, got {self.lead_bins!r}")
 
 
 class AdaptiveStarts:
