@@ -25,6 +25,18 @@ CONTACT_TRANSITION_WIDTH = 2.0 * math.log(9.0)
 """2 ln 9 = 4.39 [-]: the contact smoothing s_k(c) = 1 / (1 + exp(kappa c)) goes from 90 % to 10 % over a
 height span of this / kappa [m] (14.6 mm at kappa 300, 4.4 mm at kappa 1000)."""
 
+CONTACT_MODELS = ("speculative", "paper")
+"""The simulator's contact laws (`SimConfig.contact_model`; a policy contract records the index in this
+tuple, so its order is fixed):
+- "speculative" (the default): each foot sphere's normal contact velocity gets the bias
+  c / h (w - (w - beta) s_k(c)) (w `contact_speculative`, beta `contact_stabilization`): a sphere above the
+  floor may approach it by its height per substep before an impulse acts, a penetration is pushed out by
+  beta per substep; impulses by projected Gauss-Seidel (solvers.contact_pgs).
+- "paper": the paper's law (docs/method.md, "Contact model"): no bias, the impulses act on the contact
+  velocity at any height, scaled by the smoothing s_k(c); projected Jacobi iterations with the step
+  `contact_relaxation` / G_kk (solvers.contact_jacobi). w and beta are not used.
+bench/results/contact_models/ compares the two."""
+
 NOT_IN_CONTRACT = ("kappa", "bundle", "precision")
 """`SimConfig` settings a policy contract's `simulator` does not record (`SimConfig.contract_settings`)."""
 
@@ -184,7 +196,15 @@ class SimConfig(Settings):
     """beta: fraction of a sphere's penetration (c << -1/kappa) pushed out per substep (Baumgarte
     stabilisation); the smoothing blends w and beta around the surface (kernels.contact) [-]."""
     contact_iterations: int = setting(10, at_least(1))
-    """Projected Gauss-Seidel sweeps on the contact impulses per substep."""
+    """Projected iterations on the contact impulses per substep (Gauss-Seidel sweeps, or Jacobi iterations
+    in the "paper" contact model)."""
+    contact_model: str = setting(CONTACT_MODELS[0], one_of(*CONTACT_MODELS))
+    """The contact law, one of `CONTACT_MODELS`: "speculative" (speculative contact with stabilisation,
+    Gauss-Seidel) or "paper" (the paper's: no bias, Jacobi; kappa then sets how deep a foot sinks)."""
+    contact_relaxation: float = setting(0.25, POSITIVE)
+    """omega of the "paper" model's Jacobi step r_k = omega / G_kk [-] (unused by "speculative"). 1 (the
+    diagonal step) diverges on the G1 standing: a foot's four spheres are strongly coupled; 0.25 (one
+    over the spheres per foot) converges (solvers.contact_jacobi)."""
     substeps: int = setting(4, at_least(1))
     """Substeps per `step` call (control 50 Hz, physics 200 Hz by default)."""
     frictionloss_scale: float = setting(1.0, NON_NEGATIVE)
@@ -208,7 +228,9 @@ class SimConfig(Settings):
         setting but kappa (the contract's `contact_stiffness`), bundling (gradients only) and the
         precision (how the same physics was computed: a policy is evaluated in float64; the training
         run's configuration keeps it)."""
-        return {f.name: getattr(self, f.name) for f in fields(self) if f.name not in NOT_IN_CONTRACT}
+        settings = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in NOT_IN_CONTRACT}
+        settings["contact_model"] = CONTACT_MODELS.index(self.contact_model)   # a contract records numbers
+        return settings
 
     @classmethod
     def from_contract(cls, kappa: float, settings: Mapping[str, float]) -> "SimConfig":
@@ -221,7 +243,11 @@ class SimConfig(Settings):
             if name not in known:
                 raise ConfigError(f"simulator: the policy records setting {name!r}, which this simulator does not "
                                   f"have (known: {', '.join(known)})")
-            if known[name] in (int, "int"):
+            if name == "contact_model":     # recorded as its index in CONTACT_MODELS
+                check(value in range(len(CONTACT_MODELS)), f"simulator.{name}", value, "not a contact model's index",
+                      f"an index into {', '.join(CONTACT_MODELS)}")
+                value = CONTACT_MODELS[int(value)]
+            elif known[name] in (int, "int"):
                 check(value == int(value), f"simulator.{name}", value, "not a whole number", "an integer")
                 value = int(value)
             values[name] = value

@@ -5,10 +5,11 @@ nothing else of the simulator).
 Per substep h: kinematics -> composite inertias and subtree forces -> mass matrix
 A = M + armature + h (damping + friction slope + PD) and generalised force f -> sparse L^T D L factor
 -> free acceleration A^-1 f -> Delassus operator J A^-1 J^T on the foot chains -> projected
-Gauss-Seidel on the smoothed contact impulses -> A^-1 J^T (s p) -> velocity and position update.
+iterations on the smoothed contact impulses (Gauss-Seidel, or Jacobi in the "paper" contact model,
+`SimConfig.contact_model`) -> A^-1 J^T (s p) -> velocity and position update.
 """
 from dataclasses import dataclass
-from typing import Optional, Tuple
+from typing import Optional, Tuple, Union
 
 import warp as wp
 
@@ -21,6 +22,7 @@ from .kernels.device_model import DeviceModel, device_model, nominal_physics, wr
 from .kernels.launch import LaunchSites
 from .model import Model
 from .precision import scalar_types
+from .solvers.contact_jacobi import ContactJacobi
 from .solvers.contact_pgs import ContactPGS
 from .solvers.sparse_ldl import SparseLDL
 from .state import Control, State
@@ -28,6 +30,9 @@ from .variation import PhysicsVariation
 
 T = scalar_types(__name__)
 real, vec3, quat, mat33 = T.real, T.vec3, T.quat, T.mat33
+
+SOLVERS = {"speculative": ContactPGS, "paper": ContactJacobi}
+"""The impulse solve of each contact model (`SimConfig.contact_model`, config.CONTACT_MODELS)."""
 
 
 @dataclass
@@ -62,7 +67,8 @@ class Scratch:
     gen_impulse: wp.array
     dqd_contact: wp.array
     ldl: SparseLDL
-    pgs: ContactPGS
+    impulses: Union[ContactPGS, ContactJacobi]
+    """The contact model's impulse solve."""
     launches: LaunchSites
     rows: int
     zeroed_on_reuse: Tuple[wp.array, ...]
@@ -79,11 +85,11 @@ class Scratch:
         and start the launch sequences again."""
         if rows > self.capacity:
             raise ValueError(f"scratch for {self.capacity} rows asked for {rows}")
-        self.rows = self.ldl.rows = self.pgs.rows = rows
+        self.rows = self.ldl.rows = self.impulses.rows = rows
         if zero:
             for block in self.zeroed_on_reuse:
                 block.zero_()
-        for sites in (self.launches, self.ldl.launches, self.pgs.launches):
+        for sites in (self.launches, self.ldl.launches, self.impulses.launches):
             sites.begin()
 
 
@@ -106,7 +112,7 @@ class Substep:
         still to run may hold any (the simulator checks)."""
         config.validate()
         variation.validate(self._nominal["body_mass"])
-        for name in ("substeps", "contact_iterations", "bundle", "precision"):
+        for name in ("substeps", "contact_iterations", "contact_model", "bundle", "precision"):
             if getattr(config, name) != getattr(self.config, name):
                 raise ValueError(f"{name}: a varied simulator keeps {getattr(self.config, name)!r}, got "
                                  f"{getattr(config, name)!r}")
@@ -136,7 +142,7 @@ class Substep:
             zeroed.append(grad_block)
         return Scratch(**arrays, y=wp.zeros((n, m.ncd), dtype=v3, device=dev),
                        ldl=SparseLDL(self.kernel_model, dev, n, m.npair, requires_grad),
-                       pgs=ContactPGS(m.nc, it, n, dev), launches=LaunchSites(dev), rows=n,
+                       impulses=SOLVERS[self.config.contact_model](m.nc, it, n, dev), launches=LaunchSites(dev), rows=n,
                        zeroed_on_reuse=tuple(zeroed))
 
     def run(self, s_in: State, s_out: State, control: Control, h: float, sc: Scratch,
@@ -167,9 +173,10 @@ class Substep:
                                               sc.smooth, sc.jt], tape)
         sc.ldl.factor(sc.a, sc.diag, tape)
         sc.ldl.solve(sc.force, sc.qdd_free, tape)
-        launch(ck.free_contact_velocity, (n, nc), [mdl, real(h), sc.jt, s_in.qd, sc.qdd_free,
+        biased = int(self.config.contact_model == "speculative")
+        launch(ck.free_contact_velocity, (n, nc), [mdl, real(h), biased, sc.jt, s_in.qd, sc.qdd_free,
                                                    s_out.contact_height, sc.smooth, sc.v_free], tape)
         sc.ldl.delassus(sc.jt, sc.y, sc.g, tape)
-        sc.pgs.solve(mdl, sc.g, sc.v_free, sc.smooth, s_out.contact_impulse, tape)
+        sc.impulses.solve(mdl, sc.g, sc.v_free, sc.smooth, s_out.contact_impulse, tape)
         launch(ck.generalised_impulse, (n, nc), [mdl, sc.jt, s_out.contact_impulse, sc.gen_impulse], tape)
         sc.ldl.solve(sc.gen_impulse, sc.dqd_contact, tape)

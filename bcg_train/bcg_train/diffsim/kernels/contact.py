@@ -1,10 +1,12 @@
 """Warp kernels of the smoothed impulse contact geometry (docs/method.md, "Contact model"); the Delassus
-operator is in sparse_ldl, the impulse solve in contact_solver.
+operator is in sparse_ldl, the impulse solve in solvers/contact_pgs (the "speculative" contact model) or
+solvers/contact_jacobi (the "paper" model; `SimConfig.contact_model`).
 
 Each foot sphere against the plane z = 0: signed height c of its lowest point, smoothing
 s_k(c) = 1 / (1 + exp(k c)), contact Jacobian rows (normal z, tangents x, y) on the sphere's
 ancestor dofs, the impulse-free contact velocity (with the speculative / stabilisation bias of the
-normal row) and the generalised impulse J^T (s p).
+normal row in the "speculative" model, without any in the "paper" model) and the generalised impulse
+J^T (s p).
 Write-once / accumulate-before-read discipline as in dynamics_kernels.
 """
 import warp as wp
@@ -58,16 +60,18 @@ def normal_velocity_bias(c: real, smooth: real, h: real, speculative: real, stab
 
 @wp.kernel
 def free_contact_velocity(
-    mdl: DeviceModel, h: real, jt: wp.array2d(dtype=vec3), qd: wp.array2d(dtype=real),
+    mdl: DeviceModel, h: real, biased: int, jt: wp.array2d(dtype=vec3), qd: wp.array2d(dtype=real),
     qdd_free: wp.array2d(dtype=real), height: wp.array2d(dtype=real), smooth: wp.array2d(dtype=real),
     v_free: wp.array2d(dtype=real),
 ):
     """v_free[:, 3k + a] = J_(k,a) (qd + h qdd_free) [m/s], the contact velocity without contact
-    impulses, plus `normal_velocity_bias` of the sphere's height [m] on its normal row."""
+    impulses, plus (biased == 1, the "speculative" model) `normal_velocity_bias` of the sphere's height
+    [m] on its normal row; biased == 0 (the "paper" model): the velocity alone."""
     e, k = wp.tid()
-    bias = normal_velocity_bias(height[e, k], smooth[e, k], h, mdl.solver[CONTACT_SPECULATIVE],
-                                mdl.solver[CONTACT_STABILIZATION])
-    wp.atomic_add(v_free, e, 3 * k, bias)
+    if biased == 1:
+        bias = normal_velocity_bias(height[e, k], smooth[e, k], h, mdl.solver[CONTACT_SPECULATIVE],
+                                    mdl.solver[CONTACT_STABILIZATION])
+        wp.atomic_add(v_free, e, 3 * k, bias)
     for t in range(mdl.contact_dof_start[k], mdl.contact_dof_start[k + 1]):
         d = mdl.contact_dof_d[t]
         v = jt[e, t] * (qd[e, d] + h * qdd_free[e, d])

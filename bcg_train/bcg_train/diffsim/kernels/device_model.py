@@ -63,10 +63,10 @@ class DeviceModel:
 
 
 SOLVER_CONSTANTS = ("kappa", "contact_speculative", "contact_stabilization", "frictionloss_scale",
-                    "frictionloss_velocity", "limit_stiffness", "limit_damping")
+                    "frictionloss_velocity", "limit_stiffness", "limit_damping", "contact_relaxation")
 """The `SimConfig` fields in `DeviceModel.solver`, in this order."""
 (KAPPA, CONTACT_SPECULATIVE, CONTACT_STABILIZATION, FRICTIONLOSS_SCALE, FRICTIONLOSS_VELOCITY, LIMIT_STIFFNESS,
- LIMIT_DAMPING) = (wp.constant(i) for i in range(len(SOLVER_CONSTANTS)))
+ LIMIT_DAMPING, CONTACT_RELAXATION) = (wp.constant(i) for i in range(len(SOLVER_CONSTANTS)))
 
 VARIED_ARRAYS = ("body_mass", "body_com", "sphere_friction")
 """The Model arrays a `PhysicsVariation` changes: the struct holds copies of these."""

@@ -10,7 +10,8 @@ scales each impulse where it enters the residual, so a far sphere pushes back on
 Why Gauss-Seidel (a deviation from the paper's Jacobi step (docs/method.md)): measured on the G1 standing, the
 simultaneous (Jacobi) form with the diagonal step diverges (the four spheres of a foot are strongly
 coupled), and with a step bounded by the row sum it leaves the heavy whole-robot mode unconverged
-after 10 iterations, so the feet sink steadily (12 mm/s at kappa 300).
+after 10 iterations, so the feet sink steadily (12 mm/s at kappa 300). The paper's Jacobi iterations, with
+its law (no velocity bias), are the "paper" contact model (solvers.contact_jacobi, `SimConfig.contact_model`).
 
 The forward keeps p after every sweep, p_hist (N, iterations + 1, 3 nc), and the unprojected updates
 z_hist (N, iterations, 3 nc); the adjoint undoes the sweeps from them: for each sphere step,
