@@ -14,6 +14,7 @@ import signal
 import sys
 import threading
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, Optional, Protocol
 
@@ -234,64 +235,106 @@ class Runner:
         """Run the remaining iterations, or stop after iteration `stop_at` as a stop request there would;
         returns the last checkpoint written (None if nothing ran, and on ranks other than 0, which write
         nothing)."""
-        alg, total = self.algorithm, self.algorithm.iterations
+        total = self.algorithm.iterations
         end = total if stop_at is None else min(stop_at, total)
-        log = MetricsLog(self.run_dir, self.iteration) if self.writes else None
-        progress = Progress(alg.name, total, self.iteration)
-        drawing = curves.BackgroundCurves(self.run_dir, self.run_dir / CURVES_DIR)
-        every = self.cfg.runner.screen_every
-        screen = BackgroundScreen(self.run_dir, every, self.cfg.runner.screen_seeds) if every and self.writes else None
-        screened: Dict[str, float] = {}
+        out = _RunOutputs.open(self, total)
         last = None
         try:
             with StopRequest() as stop, collector_for_training():
                 stopping = False
                 while self.iteration < end and not stopping:
-                    t0 = time.monotonic()
-                    metrics = alg.iteration(self.iteration)
-                    self.wall_clock_s += time.monotonic() - t0
-                    self.iteration += 1
-                    row = {ITERATION: self.iteration, "env_steps": self.iteration * alg.env_steps_per_iteration,
-                           "wall_clock_s": self.wall_clock_s, **metrics}
-                    if screen is not None:
-                        fresh = screen.poll()
-                        if fresh:
-                            screened = fresh[-1]
-                            row.update(screened)
-                            if log is not None:
-                                log.write_screened(fresh)
-                    if log is not None:
-                        with phase("logging"):
-                            log.write(row)
-                            progress.update(self.iteration, summary(row, screened))
-                    stopping = self.ranks.any(stop.requested or self._patience_spent(screen))
+                    row = self._iterate()
+                    out.record(self.iteration, row)
+                    stopping = self.ranks.any(stop.requested or self._patience_spent(out.screen))
                     # (every rank stops after the same iteration)
                     finished = self.iteration == end or stopping
                     if finished or self.iteration % self.cfg.runner.checkpoint_every == 0:
                         with phase("checkpoint"):
                             last = self.save()
-                            if log is not None:
-                                log.flush()
-                    if not self.writes:
-                        continue
-                    if screen is not None and not finished and self.iteration % every == 0:
-                        screen.start()
-                    if finished:
-                        with phase("final curves"):
-                            drawing.finish()
-                    elif self.iteration % self.cfg.runner.curves_every == 0:
-                        with phase("curves"):
-                            drawing.draw()
-            if screen is not None and not stop.requested:      # (not after a Ctrl-C)
+                            out.flush()
+                    if self.writes:
+                        out.after_iteration(self.iteration, finished)
+            if out.screen is not None and not stop.requested:      # (not after a Ctrl-C)
                 with phase("screening"):
-                    fresh = screen.finish()
-                    if log is not None:
-                        log.write_screened(fresh)
-                    self.screened = fresh[-1] if fresh else screened
+                    self.screened = out.finish_screening()
         finally:
-            if log is not None:
-                log.close()
-            drawing.wait()
-            if screen is not None:
-                screen.wait()
+            out.close()
         return last
+
+    def _iterate(self) -> Dict[str, float]:
+        """One iteration of the algorithm; its row of the metrics log."""
+        t0 = time.monotonic()
+        metrics = self.algorithm.iteration(self.iteration)
+        self.wall_clock_s += time.monotonic() - t0
+        self.iteration += 1
+        return {ITERATION: self.iteration, "env_steps": self.iteration * self.algorithm.env_steps_per_iteration,
+                "wall_clock_s": self.wall_clock_s, **metrics}
+
+
+@dataclass
+class _RunOutputs:
+    """What a `Runner.train` call writes besides checkpoints: the metrics log and progress line, the
+    learning curves and the MuJoCo screening beside training (the log and screening on rank 0 only)."""
+
+    log: Optional[MetricsLog]
+    progress: Progress
+    drawing: curves.BackgroundCurves
+    screen: Optional[BackgroundScreen]
+    screen_every: int
+    curves_every: int
+    screened: Dict[str, float] = field(default_factory=dict)
+    """The newest screened checkpoint's row."""
+
+    @classmethod
+    def open(cls, runner: "Runner", total: int) -> "_RunOutputs":
+        every, writes = runner.cfg.runner.screen_every, runner.writes
+        return cls(log=MetricsLog(runner.run_dir, runner.iteration) if writes else None,
+                   progress=Progress(runner.algorithm.name, total, runner.iteration),
+                   drawing=curves.BackgroundCurves(runner.run_dir, runner.run_dir / CURVES_DIR),
+                   screen=BackgroundScreen(runner.run_dir, every, runner.cfg.runner.screen_seeds)
+                   if every and writes else None,
+                   screen_every=every, curves_every=runner.cfg.runner.curves_every)
+
+    def record(self, iteration: int, row: Dict[str, float]) -> None:
+        """Log iteration `iteration`'s `row`, with the screenings that finished since the last one."""
+        if self.screen is not None:
+            fresh = self.screen.poll()
+            if fresh:
+                self.screened = fresh[-1]
+                row.update(self.screened)
+                if self.log is not None:
+                    self.log.write_screened(fresh)
+        if self.log is not None:
+            with phase("logging"):
+                self.log.write(row)
+                self.progress.update(iteration, summary(row, self.screened))
+
+    def flush(self) -> None:
+        if self.log is not None:
+            self.log.flush()
+
+    def after_iteration(self, iteration: int, finished: bool) -> None:
+        """Start a screening of the checkpoint just written when one is due; draw the curves when due
+        (and at the end)."""
+        if self.screen is not None and not finished and iteration % self.screen_every == 0:
+            self.screen.start()
+        if finished:
+            with phase("final curves"):
+                self.drawing.finish()
+        elif iteration % self.curves_every == 0:
+            with phase("curves"):
+                self.drawing.draw()
+
+    def finish_screening(self) -> Dict[str, float]:
+        """Screen what is left to screen (`screen` must be set); the newest screened row."""
+        fresh = self.screen.finish()
+        if self.log is not None:
+            self.log.write_screened(fresh)
+        return fresh[-1] if fresh else self.screened
+
+    def close(self) -> None:
+        if self.log is not None:
+            self.log.close()
+        self.drawing.wait()
+        if self.screen is not None:
+            self.screen.wait()
