@@ -1,10 +1,9 @@
 """Checkpoint files: written atomically (temp file in the same folder, fsync, os.replace), so a crash
-or Ctrl-C while writing leaves the previous file intact; read onto the CPU."""
+or Ctrl-C while writing leaves the previous file intact; read onto the CPU. torch is imported where a
+file is written or read: naming and finding checkpoints (the command lines) does not load it."""
 import re
 from pathlib import Path
 from typing import Collection, List, Union
-
-import torch
 
 from bcg.atomic_file import write_atomic
 
@@ -42,6 +41,7 @@ def checkpoints_in(folder: PathLike) -> List[Path]:
 
 def save_atomic(state: dict, path: PathLike) -> Path:
     """torch.save `state`, stamped with CHECKPOINT_FORMAT, to `path` atomically (see `write_atomic`)."""
+    import torch
     return write_atomic(path, lambda f: torch.save({**state, "format": CHECKPOINT_FORMAT}, f))
 
 
@@ -60,6 +60,7 @@ def find_checkpoint(path: PathLike) -> Path:
 
 def load_checkpoint(path: PathLike) -> dict:
     """The checkpoint at `path` (see `find_checkpoint`), tensors on the CPU."""
+    import torch
     path = find_checkpoint(path)
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)

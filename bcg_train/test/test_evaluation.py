@@ -10,8 +10,9 @@ import pytest
 from bcg.contract import load_policy, stand_policy_path
 from bcg.robot import SDK_JOINT_NAMES, RobotDescription
 from bcg_train.diffsim import SimConfig
-from bcg_train.evaluation import MujocoPlant, WarpPlant, run_policy
 from bcg_train.evaluation.cli import main
+from bcg_train.evaluation.plants import MujocoPlant, WarpPlant
+from bcg_train.evaluation.rollout import run_policy
 from bcg_train.motion.kinematics import RobotKinematics
 from bcg_train.motion.library import load_clip
 from bcg_train.motion.resample import ResampleConfig

@@ -30,7 +30,7 @@ from pathlib import Path
 sys.path.insert(0, sys.argv[1])
 import torch
 from conftest import ToyTrackingEnv
-from bcg_train import checkpoint, cli
+from bcg_train import cli
 cli.build_env = lambda cfg, motion, device: ToyTrackingEnv(num_envs=cfg.num_envs(), seed=cfg.runner.seed, device=device)
 cli.checked_motion = lambda motion: f"motion {motion}: not checked (toy env)"
 paused_in, signal_file = int(sys.argv[2]), Path(sys.argv[3])
@@ -46,7 +46,7 @@ def half_then_pause(obj, f, *args, **kwargs):
     signal_file.touch()
     time.sleep(600)
 
-checkpoint.torch.save = half_then_pause
+torch.save = half_then_pause           # what checkpoint.save_atomic calls
 sys.exit(cli.main(sys.argv[4:]))
 """
 

@@ -3,22 +3,24 @@
 `mlp_model` writes a plain MLP (linear layers with ELU between them) as an ONNX graph; the
 built-in *stand* policy is its smallest case: one linear layer with zero weights, so it always
 outputs zero actions and the node holds the contract's default pose. It exists so the deploy path
-(node, bridge, mujoco_check) runs before any policy is trained; it is no controller.
+(node, bridge, mujoco_check) runs before any policy is trained; it is no controller. onnx is
+imported where a graph is built: importing the contract (as training does) does not load it.
 """
 import hashlib
 import os
 from pathlib import Path
-from typing import Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Optional, Sequence, Tuple
 
 import numpy as np
-import onnx
-from onnx import TensorProto, helper, numpy_helper
 
 from bcg.robot.pd_stability import PdPath, best_kd
 
 from .metadata import PolicyContract
 from .observation import robot_state_spec
 from .policy_file import write_policy
+
+if TYPE_CHECKING:
+    import onnx
 
 STAND_POLICY_NAME = "builtin_stand_zero_action"
 """File stem and `description` of the built-in zero-action test policy."""
@@ -42,11 +44,12 @@ CACHE_ENV_VAR = "BCG_CACHE_DIR"
 
 
 def mlp_model(layers: Sequence[Tuple[np.ndarray, np.ndarray]], input_name: str = "obs",
-              output_name: str = "actions") -> onnx.ModelProto:
+              output_name: str = "actions") -> "onnx.ModelProto":
     """An ONNX MLP: `layers` is [(W (in, out), b (out,)), ...]; ELU between layers, none after the last.
 
     Input [batch, in_0] float32, output [batch, out_last] float32.
     """
+    from onnx import TensorProto, helper, numpy_helper
     nodes, inits, x = [], [], input_name
     for k, (w, b) in enumerate(layers):
         inits += [numpy_helper.from_array(np.asarray(w, np.float32), f"w{k}"),
@@ -66,7 +69,8 @@ def mlp_model(layers: Sequence[Tuple[np.ndarray, np.ndarray]], input_name: str =
     return model
 
 
-def random_mlp(n_in: int, hidden: Sequence[int], n_out: int, seed: int = 0, out_gain: float = 0.01) -> onnx.ModelProto:
+def random_mlp(n_in: int, hidden: Sequence[int], n_out: int, seed: int = 0,
+               out_gain: float = 0.01) -> "onnx.ModelProto":
     """An MLP with random weights (He init; last layer scaled by `out_gain`), e.g. for benchmarks."""
     rng = np.random.default_rng(seed)
     sizes = [n_in, *hidden, n_out]

@@ -3,17 +3,20 @@
 `write_policy` stamps a contract into an ONNX model and saves it atomically (training uses it);
 `load_policy` reads one back, checks the graph against its contract and opens an onnxruntime
 session (the node uses it). Every refusal is a `PolicyFileError` naming the file and the problem.
+onnx is imported where a file is read or written: importing the contract does not load it.
 """
 from dataclasses import dataclass
 from pathlib import Path
-from typing import List, Optional, Union
+from typing import TYPE_CHECKING, List, Optional, Union
 
 import numpy as np
-import onnx
 
 from bcg.atomic_file import write_atomic
 
 from .metadata import ContractError, PolicyContract
+
+if TYPE_CHECKING:
+    import onnx
 
 PathLike = Union[str, Path]
 
@@ -27,12 +30,13 @@ def _dims(value_info) -> List[Optional[int]]:
     return [d.dim_value if d.HasField("dim_value") else None for d in value_info.type.tensor_type.shape.dim]
 
 
-def check_graph(model: onnx.ModelProto, contract: PolicyContract) -> None:
+def check_graph(model: "onnx.ModelProto", contract: PolicyContract) -> None:
     """One float input [batch, obs] and one float output [batch, n] matching the contract, the batch
     symbolic or 1 (the node runs one observation at a time).
 
     Raises ContractError naming the size that disagrees.
     """
+    from onnx import TensorProto
     inits = {i.name for i in model.graph.initializer}
     inputs = [i for i in model.graph.input if i.name not in inits]
     outputs = list(model.graph.output)
@@ -41,7 +45,7 @@ def check_graph(model: onnx.ModelProto, contract: PolicyContract) -> None:
                             f"{len(outputs)} outputs")
     for role, vi, want, key in (("input", inputs[0], contract.observation.size, "observation"),
                                 ("output", outputs[0], contract.num_joints, "joint_names")):
-        if vi.type.tensor_type.elem_type != onnx.TensorProto.FLOAT:
+        if vi.type.tensor_type.elem_type != TensorProto.FLOAT:
             raise ContractError(f"graph {role} {vi.name!r}: expected float32")
         dims = _dims(vi)
         if len(dims) != 2 or dims[1] != want:
@@ -52,8 +56,9 @@ def check_graph(model: onnx.ModelProto, contract: PolicyContract) -> None:
                                 "dimension must be symbolic or 1 (one observation at a time)")
 
 
-def write_policy(path: PathLike, model: onnx.ModelProto, contract: PolicyContract) -> Path:
+def write_policy(path: PathLike, model: "onnx.ModelProto", contract: PolicyContract) -> Path:
     """Stamp `contract` into `model`'s metadata (replacing any old contract keys) and save it atomically."""
+    import onnx
     check_graph(model, contract)
     meta = contract.to_metadata()
     kept = [p for p in model.metadata_props if p.key not in meta]
@@ -65,8 +70,9 @@ def write_policy(path: PathLike, model: onnx.ModelProto, contract: PolicyContrac
     return write_atomic(path, lambda f: f.write(model.SerializeToString()))
 
 
-def read_model(path: PathLike) -> onnx.ModelProto:
+def read_model(path: PathLike) -> "onnx.ModelProto":
     """Parse the ONNX file; PolicyFileError when it is missing or not a valid ONNX model."""
+    import onnx
     path = Path(path)
     if not path.is_file():
         raise PolicyFileError(f"policy file {path}: does not exist")

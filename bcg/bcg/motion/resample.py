@@ -4,7 +4,6 @@ node's `Controller`), so that the node's reference observations are the training
 from typing import Optional, Sequence, Tuple
 
 import numpy as np
-from scipy.interpolate import CubicSpline
 
 from .reference import ReferenceMotion, finite_difference, quat_slerp
 
@@ -23,6 +22,7 @@ def resample(motion: ReferenceMotion, rate_hz: float,
     times = np.arange(count) / rate_hz
     source = np.arange(motion.num_frames) / motion.fps
     if interpolation == "cubic":
+        from scipy.interpolate import CubicSpline  # here: a policy node without a motion never loads scipy
         root_pos = CubicSpline(source, motion.root_pos, axis=0)(times)
         joint_pos = CubicSpline(source, motion.joint_pos, axis=0)(times)
     else:

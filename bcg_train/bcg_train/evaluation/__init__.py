@@ -1,5 +1,6 @@
-"""Evaluation of exported policies in MuJoCo and in the training simulator (`bcg-eval`)."""
-from .plants import MujocoPlant, PlantState, WarpPlant
-from .rollout import RunResult, run_policy
+"""Evaluation of exported policies in MuJoCo and in the training simulator (`bcg-eval`).
 
-__all__ = ["MujocoPlant", "PlantState", "RunResult", "WarpPlant", "run_policy"]
+Modules: `plants` (MujocoPlant, WarpPlant), `rollout` (run_policy), `cli` (`bcg-eval`), `table`
+(`bcg-table`), `screen` (`bcg-screen`), `ship` (`bcg-ship`). It imports nothing here, so that each
+command line's `--help` loads no simulator.
+"""

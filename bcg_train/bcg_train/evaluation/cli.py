@@ -21,24 +21,20 @@ import subprocess
 import sys
 from dataclasses import asdict
 from pathlib import Path
-from typing import List, Optional
+from typing import TYPE_CHECKING, List, Optional
 
 import numpy as np
 
 from bcg.atomic_file import write_text_atomic
-from bcg.contract import PolicyFileError, load_policy
+from bcg.contract import PolicyFileError
 from bcg.motion import MotionFileError
-from bcg.robot import RobotDescription
-from bcg_train.diffsim import SimConfig
-from bcg_train.motion.kinematics import RobotKinematics
-from bcg_train.motion.library import load_clip, motion_file_for_nodes, motion_help
-from bcg_train.motion.resample import ResampleConfig
+from bcg_train.motion.library import motion_help
 
-from .plants import MujocoPlant, WarpPlant
-from .rollout import RunResult, run_policy
+if TYPE_CHECKING:         # the simulators (MuJoCo, Warp, torch) load where a policy is evaluated
+    from .rollout import RunResult
 
 
-def summarise(mujoco_runs: List[RunResult], warp_runs: List[RunResult]) -> dict:
+def summarise(mujoco_runs: List["RunResult"], warp_runs: List["RunResult"]) -> dict:
     """The paper's row: falls, penetration difference Warp - MuJoCo [mm], tracking error [cm]; and the
     mean time with the robot's bodies touching each other in MuJoCo [s] and the mean horizontal distance
     of the root from the reference's at the end of the runs [m]. The
@@ -107,6 +103,15 @@ def evaluate(policy_path: Path, motion: Optional[str] = None, seeds: int = 5, du
     policy node starts the robot, after `hold_s` [s] standing in the default pose under the policy's
     gains: {"policy", "motion", "start_s", "from_rest", "hold_s", "kappa", "simulator", "summary", "runs"}
     (the eval.json layout, without "dds"). Raises PolicyFileError, MotionFileError or ValueError."""
+    from bcg.contract import load_policy
+    from bcg.robot import RobotDescription
+    from bcg_train.diffsim import SimConfig
+    from bcg_train.motion.kinematics import RobotKinematics
+    from bcg_train.motion.library import load_clip
+    from bcg_train.motion.resample import ResampleConfig
+
+    from .plants import MujocoPlant, WarpPlant
+    from .rollout import run_policy
     policy = load_policy(policy_path)
     contract = policy.contract
     motion = motion or contract.motion
@@ -138,7 +143,7 @@ def evaluate(policy_path: Path, motion: Optional[str] = None, seeds: int = 5, du
             "runs": {k: [asdict(r) for r in v] for k, v in runs.items()}}
 
 
-def main(argv: Optional[List[str]] = None) -> int:
+def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="bcg-eval", description=__doc__.split("\n\n")[0])
     p.add_argument("policy", type=Path, help="exported policy (.onnx with its contract)")
     p.add_argument("--motion", help=motion_help() + " (default: the contract's)")
@@ -158,15 +163,35 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--dds", action="store_true", help="also run mujoco_check over loopback DDS per seed")
     p.add_argument("--out", type=Path, default=Path("out/eval"), help="folder for eval.json (and DDS verdicts)")
     p.add_argument("--model", help="G1 MuJoCo XML (default: $BCG_G1_MODEL)")
-    args = p.parse_args(argv)
+    return p
+
+
+def usage_error(args: argparse.Namespace) -> Optional[str]:
+    """What is wrong with a combination of `bcg-eval`'s options, or None."""
     if args.seeds < 1 or args.duration <= 0:
-        print("bcg-eval: --seeds must be >= 1 and --duration > 0", file=sys.stderr)
-        return 2
+        return "--seeds must be >= 1 and --duration > 0"
     if args.hold < 0 or (args.hold and not args.from_rest):
-        print("bcg-eval: --hold: seconds >= 0, with --from-rest only", file=sys.stderr)
-        return 2
+        return "--hold: seconds >= 0, with --from-rest only"
     if args.start and args.dds:
-        print("bcg-eval: --start: mujoco_check over DDS plays the motion from its start; drop --dds", file=sys.stderr)
+        return "--start: mujoco_check over DDS plays the motion from its start; drop --dds"
+    return None
+
+
+def dds_runs(args: argparse.Namespace, motion: str) -> dict:
+    """`run_dds` of `--dds` for `motion` (a built-in motion written to OUT/motions for the nodes)."""
+    from bcg.robot import RobotDescription
+    from bcg_train.motion.kinematics import RobotKinematics
+    from bcg_train.motion.library import motion_file_for_nodes
+    kinematics = RobotKinematics(RobotDescription.load(args.model))
+    motion_file = motion_file_for_nodes(motion, kinematics, args.out / "motions", args.duration, args.motion_dir)
+    return run_dds(args.policy, motion_file, args.seeds, args.duration, args.out)
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    args = parser().parse_args(argv)
+    error = usage_error(args)
+    if error:
+        print(f"bcg-eval: {error}", file=sys.stderr)
         return 2
     try:
         result = evaluate(args.policy, args.motion, args.seeds, args.duration, args.noise, args.model,
@@ -177,13 +202,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         print(f"bcg-eval: {e}", file=sys.stderr)
         return 2
     args.out.mkdir(parents=True, exist_ok=True)
-    dds = None
     motion = result["motion"]
-    if args.dds:
-        kinematics = RobotKinematics(RobotDescription.load(args.model))
-        motion_file = motion_file_for_nodes(motion, kinematics, args.out / "motions", args.duration, args.motion_dir)
-        dds = run_dds(args.policy, motion_file, args.seeds, args.duration, args.out)
-    result["dds"] = dds
+    dds = result["dds"] = dds_runs(args, motion) if args.dds else None
     write_text_atomic(args.out / "eval.json", json.dumps(result, indent=2))
     print(table(Path(motion).stem, result["kappa"], result["summary"], dds))
     return 0

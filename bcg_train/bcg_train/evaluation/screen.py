@@ -30,7 +30,6 @@ from bcg.contract import PolicyFileError
 from bcg.motion import MotionFileError
 
 from ..checkpoint import CHECKPOINT_DIR, CheckpointError, checkpoint_iteration, checkpoint_name, checkpoints_in
-from ..export import ExportError, export_checkpoint
 from .cli import evaluate
 from .table import HOLD_S
 
@@ -128,6 +127,7 @@ def screen(run_dir: Path, settings: ScreenSettings, out: Path, every: int = 1, m
            model: Optional[str] = None, log=None) -> dict:
     """Screen the run's checkpoints (see the module docstring); returns what OUT/screen.json holds.
     Raises CheckpointError, ExportError, PolicyFileError, MotionFileError or ValueError."""
+    from ..export import export_checkpoint  # torch and onnx: loaded once there is something to screen
     out.mkdir(parents=True, exist_ok=True)
     saved = out / "screen.json"
     known: Dict[int, dict] = {}
@@ -169,6 +169,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--out", type=Path, help="folder for the exports and screen.json/md (default RUN/screen)")
     p.add_argument("--model", help="G1 MuJoCo XML (default: $BCG_G1_MODEL)")
     args = p.parse_args(argv)
+    from ..export import ExportError
     if args.seeds < 1 or args.duration <= 0 or args.every < 1:
         print("bcg-screen: --seeds and --every must be >= 1 and --duration > 0", file=sys.stderr)
         return 2

@@ -16,18 +16,19 @@ import json
 import shlex
 import sys
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import yaml
 
 from bcg.atomic_file import write_text_atomic
-from bcg.config_check import dotted_leaves
+from bcg.config_check import ConfigError, dotted_leaves
 
 from ..checkpoint import CheckpointError, find_checkpoint, load_checkpoint
-from ..export import ExportError, export_state
 from ..motion.library import motion_label
-from ..train_config import ConfigError, TrainConfig, config_from_dict, load_preset, recorded_schedule
 from .table import policy_name
+
+if TYPE_CHECKING:         # the config's algorithms and the exporter load torch: imported where they are used
+    from ..train_config import TrainConfig
 
 SIDECAR_FORMAT = 1
 EVAL_SEEDS, EVAL_DURATION_S = 5, 15.0
@@ -45,6 +46,7 @@ def train_command(run_info: Mapping[str, Any], config: Mapping[str, Any]) -> str
     A setting the config predates counts at its default, so the command names it where the preset
     now differs from that default. A run started from another's networks names that checkpoint
     (`--init-from '<its run folder>/checkpoints/...'`)."""
+    from ..train_config import config_from_dict, load_preset
     preset = run_info.get("preset") or "paper"
     base = dict(dotted_leaves(load_preset(preset).to_dict()))
     full = config_from_dict(config).to_dict()
@@ -68,6 +70,7 @@ def train_commands(run_info: Mapping[str, Any], config: Mapping[str, Any], itera
     (`recorded_schedule`): `train_command` planned for the first part's iterations,
     then `bcg-train --resume <run> --iterations N` per extension, each with `--stop-at K` where the
     part ended (Ctrl-C) before its plan."""
+    from ..train_config import config_from_dict, recorded_schedule
     full = config_from_dict(config)
     schedule = recorded_schedule(run_info, full)
     ends = [start for start, _ in schedule[1:]] + [int(iteration)]
@@ -82,7 +85,7 @@ def train_commands(run_info: Mapping[str, Any], config: Mapping[str, Any], itera
     return commands
 
 
-def sidecar(state: Mapping[str, Any], cfg: TrainConfig, onnx_path: Path, checkpoint: Path) -> Dict[str, Any]:
+def sidecar(state: Mapping[str, Any], cfg: "TrainConfig", onnx_path: Path, checkpoint: Path) -> Dict[str, Any]:
     """The provenance record of a policy exported from checkpoint `state` (its config `cfg`)."""
     config = cfg.to_dict()
     run_info = dict(state["run_info"])
@@ -115,6 +118,8 @@ def sidecar(state: Mapping[str, Any], cfg: TrainConfig, onnx_path: Path, checkpo
 def ship(checkpoint: Path, out: Path, name: Optional[str] = None) -> Tuple[Path, Path]:
     """Export `checkpoint` (a file or a run folder: its newest) to OUT/NAME.onnx and write its
     sidecar OUT/NAME.json; (onnx path, sidecar path). Raises CheckpointError, ExportError, ConfigError."""
+    from ..export import export_state
+    from ..train_config import config_from_dict
     path = find_checkpoint(checkpoint)
     state = load_checkpoint(path)
     cfg = config_from_dict(state["config"])
@@ -133,6 +138,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     p.add_argument("--out", type=Path, default=Path("policies"), help="folder of shipped policies")
     p.add_argument("--name", help="file stem (default: <algorithm>_<motion>_k<kappa>)")
     args = p.parse_args(argv)
+    from ..export import ExportError
     try:
         onnx_path, side = ship(args.checkpoint, args.out, args.name)
     except (CheckpointError, ExportError, ConfigError) as e:

@@ -1,8 +1,9 @@
 """What `--motion NAME|FILE` means: a named segment of real motion capture, a built-in synthetic
-motion, or a motion file (with its options: `bcg.motion.source`)."""
+motion, or a motion file (with its options: `bcg.motion.source`). Naming and finding motions loads
+neither MuJoCo nor scipy (the command lines' help lists them): clips are built where they are loaded."""
 import dataclasses
 from pathlib import Path
-from typing import List, Optional, Sequence, Union
+from typing import TYPE_CHECKING, List, Optional, Sequence, Union
 
 from bcg.atomic_file import write_text_atomic
 from bcg.motion import LAFAN1_FPS, JointLimits, MotionDirNotFoundError, MotionSource, load_motion, save_motion_csv
@@ -10,10 +11,12 @@ from bcg.motion.segments import ENV_VAR as MOTION_DIR_ENV_VAR
 from bcg.motion.segments import named_segments, resolve_motion_dir, segment_source
 from bcg.motion.source import SYNTAX
 
-from .clip import MotionClip
-from .kinematics import RobotKinematics
-from .resample import ResampleConfig, build_clip
 from .synthetic import SEED, SYNTHETIC_MOTIONS, synthesize_builtin
+
+if TYPE_CHECKING:
+    from .clip import MotionClip
+    from .kinematics import RobotKinematics
+    from .resample import ResampleConfig
 
 BUILTIN_MOTIONS = tuple(SYNTHETIC_MOTIONS)
 """Names that `load_clip` synthesises instead of reading a file (synthetic_run, ...)."""
@@ -58,14 +61,16 @@ def motion_label(spec: Union[str, Path]) -> str:
     return MotionSource.parse(spec).label
 
 
-def load_clip(spec: Union[str, Path], kinematics: RobotKinematics, config: ResampleConfig = ResampleConfig(),
+def load_clip(spec: Union[str, Path], kinematics: "RobotKinematics", config: Optional["ResampleConfig"] = None,
               clip_to_limits: bool = False, builtin_duration_s: float = 15.0,
-              motion_dir: Optional[Union[str, Path]] = None) -> MotionClip:
-    """The clip for `spec` at `config.rate_hz`: a built-in name (`BUILTIN_MOTIONS`) is synthesised
-    directly at that rate, `builtin_duration_s` long (nothing to interpolate, no file needed);
-    anything else (a named segment, a file) is loaded through `motion_source`, checked against the
-    robot's joint limits (`clip_to_limits`: clip with a warning instead of failing), then resampled.
-    The clip is named `spec`."""
+              motion_dir: Optional[Union[str, Path]] = None) -> "MotionClip":
+    """The clip for `spec` at `config.rate_hz` (default `ResampleConfig()`): a built-in name
+    (`BUILTIN_MOTIONS`) is synthesised directly at that rate, `builtin_duration_s` long (nothing to
+    interpolate, no file needed); anything else (a named segment, a file) is loaded through
+    `motion_source`, checked against the robot's joint limits (`clip_to_limits`: clip with a warning
+    instead of failing), then resampled. The clip is named `spec`."""
+    from .resample import ResampleConfig, build_clip
+    config = config or ResampleConfig()
     if str(spec) in BUILTIN_MOTIONS:
         motion = synthesize_builtin(str(spec), kinematics, config.rate_hz, builtin_duration_s).motion
     else:
@@ -74,7 +79,7 @@ def load_clip(spec: Union[str, Path], kinematics: RobotKinematics, config: Resam
     return build_clip(motion, kinematics, config, name=str(spec))
 
 
-def motion_file_for_nodes(spec: Union[str, Path], kinematics: RobotKinematics, folder: Union[str, Path],
+def motion_file_for_nodes(spec: Union[str, Path], kinematics: "RobotKinematics", folder: Union[str, Path],
                           builtin_duration_s: float = 15.0, motion_dir: Optional[Union[str, Path]] = None) -> str:
     """What the nodes' `motion` argument should be for `spec`: a built-in motion written as a LAFAN1
     CSV into `folder` (`write_builtin_motions`), else the string form of `motion_source(spec)`."""
@@ -83,7 +88,7 @@ def motion_file_for_nodes(spec: Union[str, Path], kinematics: RobotKinematics, f
     return str(motion_source(spec, motion_dir))
 
 
-def write_builtin_motions(folder: Union[str, Path], kinematics: RobotKinematics,
+def write_builtin_motions(folder: Union[str, Path], kinematics: "RobotKinematics",
                           names: Sequence[str] = BUILTIN_MOTIONS, duration_s: float = 15.0) -> List[Path]:
     """Write the built-in motions as LAFAN1 CSV files `<name>.csv` (30 frames/s) and a README.md
     saying they are synthetic; each file written atomically. Returns the CSV paths."""

@@ -12,15 +12,17 @@ memory and on disk (`write_builtin_motions` writes Unitree LAFAN1 CSV files `syn
 beside a README.md saying how they were made). The bare names (`run`, ...) are the named segments of
 real motion capture (config/motions.yaml, `bcg.motion.segments`).
 """
-from typing import Callable, Dict, Tuple
+from typing import TYPE_CHECKING, Callable, Dict, Tuple
 
 import numpy as np
 
 from bcg.motion import LAFAN1_FPS
 
-from ..kinematics import RobotKinematics
 from . import dance, fight, jump, run
-from .generator import SyntheticMotion, synthesize
+
+if TYPE_CHECKING:        # the generator (MuJoCo, scipy) is imported where a motion is made
+    from ..kinematics import RobotKinematics
+    from .generator import SyntheticMotion
 
 SEED = 0
 """Seed of the random choices of every built-in motion."""
@@ -34,9 +36,10 @@ SYNTHETIC_MOTIONS: Dict[str, Tuple[type, Callable]] = {
 """name -> (config dataclass, choreography(config, rng))."""
 
 
-def synthesize_builtin(name: str, kinematics: RobotKinematics, fps: float = LAFAN1_FPS, duration_s: float = 15.0,
-                       seed: int = SEED) -> SyntheticMotion:
+def synthesize_builtin(name: str, kinematics: "RobotKinematics", fps: float = LAFAN1_FPS, duration_s: float = 15.0,
+                       seed: int = SEED) -> "SyntheticMotion":
     """The built-in motion `name` (see SYNTHETIC_MOTIONS), `duration_s` long, sampled at `fps`."""
+    from .generator import synthesize
     if name not in SYNTHETIC_MOTIONS:
         raise ValueError(f"no built-in motion {name!r}; built-in: {list(SYNTHETIC_MOTIONS)}")
     config_type, make = SYNTHETIC_MOTIONS[name]

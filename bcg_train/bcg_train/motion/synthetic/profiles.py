@@ -2,7 +2,6 @@
 from typing import Callable, Dict, List, Sequence, Tuple
 
 import numpy as np
-from scipy.interpolate import CubicHermiteSpline, PchipInterpolator
 
 Signal = Callable[[np.ndarray], np.ndarray]
 """A function of times (T,) s returning values (T,) or (T, k)."""
@@ -26,6 +25,7 @@ def bump(s: np.ndarray) -> np.ndarray:
 def keyframes(times: Sequence[float], values: Sequence) -> Signal:
     """Shape-preserving cubic (PCHIP) through (times, values): C1, never overshoots the keyframe values
     (so keyframes inside the joint limits stay inside); held constant before the first and after the last."""
+    from scipy.interpolate import PchipInterpolator  # here: naming the built-in motions loads no scipy
     times = np.asarray(times, float)
     spline = PchipInterpolator(times, np.asarray(values, float), axis=0)
     return lambda t: spline(np.clip(t, times[0], times[-1]))
@@ -36,6 +36,7 @@ def hermite_path(knots: Sequence[Tuple[float, float, float]]) -> Signal:
     velocity) before the first and after the last. A segment whose end knots lie on one parabola
     is that parabola: two knots (t0, h, v) and (t0 + 2 v / g, h, -v) give the ballistic flight
     under gravity g, and a stance between two such flights gets a constant upward acceleration."""
+    from scipy.interpolate import CubicHermiteSpline
     t, p, v = (np.array(column, float) for column in zip(*sorted(knots)))
     spline = CubicHermiteSpline(t, p, v)
 
