@@ -25,8 +25,8 @@ from bcg.ros_params import without_ros_arguments
 from bcg.transport.endpoint import Endpoint, NodeStart, begin_node, node_settings
 
 from .config import LOGGER_NAME, NODE_NAME, ROS_EXECUTABLE, SIMULATOR_DOMAIN, BridgeConfig, load_config
+from .run_node import EXIT_BAD_CONFIG, run
 
-EXIT_BAD_CONFIG = 2
 log = logging.getLogger(LOGGER_NAME)
 
 _FLAGS = (
@@ -98,23 +98,6 @@ def install_stop_handlers(stop: threading.Event) -> None:
         stop.set()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, handler)
-
-
-def run(config: BridgeConfig, endpoint: Endpoint, stop: threading.Event, ros_node=None) -> int:
-    """Open the transport (on `ros_node` in a ROS 2 node), build the bridge and run it until `stop`."""
-    from bcg.transport import make_transport
-
-    from .runner import SETUP_ERRORS, build_bridge, run_bridge  # imports mujoco
-    for note in endpoint.notes:
-        log.info("%s", note)
-    with make_transport(endpoint.transport, ros_node=ros_node) as transport:
-        try:
-            bridge = build_bridge(config, transport)
-        except SETUP_ERRORS as e:
-            log.error("%s", e)
-            return EXIT_BAD_CONFIG
-        run_bridge(bridge, stop)
-    return 0
 
 
 def main(argv: Optional[List[str]] = None) -> int:

@@ -14,7 +14,7 @@ from bcg.ros_node_shell import RclpyApi, ros_node_session
 from bcg.transport.endpoint import Endpoint, NodeStart
 
 from .config import LOGGER_NAME, NODE_NAME, BridgeConfig
-from .main import run
+from .run_node import run
 
 
 def ros_main(config: BridgeConfig, endpoint: Endpoint, start: NodeStart, stop: threading.Event) -> int:

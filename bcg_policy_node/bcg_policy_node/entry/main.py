@@ -21,9 +21,7 @@ from bcg.ros_params import without_ros_arguments
 from bcg.transport.endpoint import Endpoint, NodeStart, begin_node, node_settings
 
 from ..config import LOGGER_NAME, NODE_NAME, ROBOT_DOMAIN, ROS_EXECUTABLE, PolicyNodeConfig
-
-EXIT_REFUSED = 2
-"""Exit code when the node refuses to start (bad policy, motion, parameters, robot)."""
+from .exit_codes import EXIT_REFUSED
 
 log = logging.getLogger(LOGGER_NAME)
 

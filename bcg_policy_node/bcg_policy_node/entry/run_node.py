@@ -16,7 +16,7 @@ from ..config import LOGGER_NAME
 from ..core.joint_map import JointMapError
 from ..realtime.command_writer import WriterSettings
 from ..realtime.runtime import EventLog, NodeRuntime
-from .main import EXIT_REFUSED
+from .exit_codes import EXIT_REFUSED
 from .setup_node import WRITER_NODE_NAME, StartupError, build_controller
 
 log = logging.getLogger(LOGGER_NAME)
