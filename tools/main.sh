@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The suite's main job, each step printing its progress:
+# The suite's main job, each step printing its progress as "k/N" (N: one step per shipped policy, then 3):
 #   1. check a shipped trained policy in MuJoCo over loopback Cyclone DDS (sim bridge + policy node
 #      + evaluator, the robot's wire protocol): BCG_SHIPPED (default policies/shac_synthetic_dance_k300.onnx,
 #      trained on a built-in motion, so no data is needed) on its contract's motion, verdict
@@ -28,7 +28,12 @@ export BCG_MOTION_DIR="${BCG_MOTION_DIR:-$ROOT/../shared/motions/lafan1_g1}"
 MOTION="${BCG_MOTION:-synthetic_run}"
 SHIPPED="${BCG_SHIPPED:-policies/shac_synthetic_dance_k300.onnx}"
 OUT=out/main
+read -r -a SHIPPED_REAL <<< "${BCG_SHIPPED_REAL-policies/shac_walk_k300.onnx policies/shac_run_k300.onnx \
+policies/shac_fight_k300.onnx policies/shac_jump_k300.onnx policies/shac_dance_k300.onnx}"
+STEPS=$((1 + ${#SHIPPED_REAL[@]} + 3))
+done_steps=0
 step() { printf '\n[main] %s\n' "$*" >&2; }
+next_step() { done_steps=$((done_steps + 1)); step "$done_steps/$STEPS $*"; }
 
 # mujoco_check POLICY MOTION_NAME FOLDER VERDICT [name:=value ...]: the check over DDS; 0 PASS, 1 FAIL
 mujoco_check() {
@@ -54,22 +59,22 @@ if [ ! -f "$SHIPPED" ]; then
   exit 1
 fi
 SHIPPED_MOTION="$(python -c 'import sys; from bcg.contract import load_policy; print(load_policy(sys.argv[1]).contract.motion)' "$SHIPPED")"
-step "1/4 shipped policy $SHIPPED ($SHIPPED_MOTION) in MuJoCo over DDS (GIF: out/shipped/run.gif)"
+next_step "shipped policy $SHIPPED ($SHIPPED_MOTION) in MuJoCo over DDS (GIF: out/shipped/run.gif)"
 mujoco_check "$SHIPPED" "$SHIPPED_MOTION" out/shipped out/shipped/verdict.json record:=out/shipped/run.gif "$@"
 # the shipped LAFAN1 policies that stay up, when their motion data is found (the repository carries none)
-for real in ${BCG_SHIPPED_REAL-policies/shac_walk_k300.onnx policies/shac_run_k300.onnx policies/shac_fight_k300.onnx policies/shac_jump_k300.onnx policies/shac_dance_k300.onnx}; do
+for real in "${SHIPPED_REAL[@]}"; do
   name="$(basename "$real" .onnx)"
   real_motion="$(python -c 'import sys; from bcg.contract import load_policy; print(load_policy(sys.argv[1]).contract.motion)' "$real")"
   if ! python -m bcg_train.motion node-motion "$real_motion" --out "out/shipped/$name/motions" >/dev/null 2>&1; then
-    step "1/4 $real: no data for its motion $real_motion under \$BCG_MOTION_DIR ($BCG_MOTION_DIR), not checked"
+    next_step "$real: no data for its motion $real_motion under \$BCG_MOTION_DIR ($BCG_MOTION_DIR), not checked"
     continue
   fi
-  step "1/4 shipped policy $real ($real_motion, LAFAN1) in MuJoCo over DDS"
+  next_step "shipped policy $real ($real_motion, LAFAN1) in MuJoCo over DDS"
   mujoco_check "$real" "$real_motion" "out/shipped/$name" "out/shipped/$name/verdict.json" "$@"
 done
-step "2/4 train: bcg-train --preset cpu-smoke --motion $MOTION (SHAC + bundled contact gradients)"
+next_step "train: bcg-train --preset cpu-smoke --motion $MOTION (SHAC + bundled contact gradients)"
 bcg-train --preset cpu-smoke --motion "$MOTION" --run-dir "$OUT/train"
-step "3/4 export: $OUT/policy.onnx"
+next_step "export: $OUT/policy.onnx"
 bcg-export "$OUT/train" -o "$OUT/policy.onnx"
-step "4/4 the smoke policy in MuJoCo over DDS"
+next_step "the smoke policy in MuJoCo over DDS"
 mujoco_check "$OUT/policy.onnx" "$MOTION" "$OUT" out/verdict.json "$@"

@@ -106,6 +106,19 @@ def test_node_motion_writes_builtin_and_names_file_windows(kinematics, tmp_path)
     assert motion_file_for_nodes(f"{csv}@0.5:1", kinematics, tmp_path) == f"{csv}@0.5:1"
 
 
+def test_node_motion_writes_only_where_told(kinematics, tmp_path, monkeypatch, capsys):
+    """`node-motion` prints the nodes' motion argument; a built-in motion, which has no file until
+    written, is written only into the folder `--out` names, never into the current directory."""
+    model = ["--model", str(kinematics.robot.model_path.resolve())]
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as refused:
+        motion_main([*model, "node-motion", "synthetic_jump"])
+    assert refused.value.code == 2 and "--out DIR" in capsys.readouterr().err and not any(tmp_path.iterdir())
+    assert motion_main([*model, "node-motion", "synthetic_jump", "--out", "there", "--duration", "4"]) == 0
+    assert capsys.readouterr().out.strip() == str(Path("there") / "synthetic_jump.csv")
+    assert [p.name for p in tmp_path.iterdir()] == ["there"]
+
+
 @needs_data
 def test_real_segment_becomes_a_training_clip(kinematics):
     clip = load_clip("jump", kinematics, ResampleConfig(rate_hz=50.0))

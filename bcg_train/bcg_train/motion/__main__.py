@@ -3,19 +3,21 @@
     python -m bcg_train.motion write [--out DIR] [--duration S] [NAME ...]        (built-in synthetic motions)
     python -m bcg_train.motion check [--rate HZ] [--spike-speed RAD_S] [NAME|FILE ...]   (exit 1 when one fails)
     python -m bcg_train.motion preview NAME|FILE -o OUT.png|OUT.gif [--fps 10] [--rate HZ]
-    python -m bcg_train.motion node-motion NAME|FILE [--out DIR] [--duration S]
+    python -m bcg_train.motion node-motion NAME|FILE [--out DIR] [--duration S]     (--out for a built-in NAME)
 
 NAME: a built-in synthetic motion (synthetic_run, ...) or a named segment of real motion capture
 (run, jump, ...; config/motions.yaml, files from --motion-dir or $BCG_MOTION_DIR). FILE: a motion
 file, `FILE.csv|FILE.npz[@START:END][,fps=HZ][,joint_order=sdk|isaaclab][,despike=RAD_S]`.
 `check` without names checks every built-in motion and, when the motion folder is found, every
 named segment. `node-motion` prints what the nodes' `motion` argument (mujoco_check's `motion:=`)
-should be: a built-in motion written as DIR/NAME.csv, else the file with its window
-(FILE.csv@START:END). The G1 model comes from --model or $BCG_G1_MODEL.
+should be: the file with its window (FILE.csv@START:END), or for a built-in motion, which has no
+file, the one it writes to the folder `--out DIR` (DIR/NAME.csv; without --out it refuses: it
+writes nowhere it was not told). The G1 model comes from --model or $BCG_G1_MODEL.
 """
 import argparse
 import os
 import sys
+from typing import Optional
 
 os.environ.setdefault("MUJOCO_GL", "egl")   # offscreen rendering backend, before mujoco is imported
 
@@ -55,13 +57,13 @@ def main(argv=None) -> int:
     preview.add_argument("--rate", type=float, default=50.0, help="control rate, frames/s (default 50)")
     node = sub.add_parser("node-motion", help="print the nodes' motion argument for a motion")
     node.add_argument("motion", help="NAME or FILE")
-    node.add_argument("--out", default="motions", help="folder a built-in motion is written to (default ./motions)")
+    node.add_argument("--out", help="folder a built-in motion is written to (it needs one; a named segment or a file "
+                                    "is printed, nothing written)")
     node.add_argument("--duration", type=float, default=15.0, help="seconds of a built-in motion (default 15)")
     args = p.parse_args(argv)
-    if args.command == "write":
-        unknown = [n for n in args.names if n not in BUILTIN_MOTIONS]
-        if unknown:
-            p.error(f"unknown motion(s) {unknown}; built-in: {', '.join(BUILTIN_MOTIONS)}")
+    error = usage_error(args)
+    if error:
+        p.error(error)
     kinematics = RobotKinematics(RobotDescription.load(args.model))
     try:
         if args.command == "write":
@@ -85,6 +87,18 @@ def main(argv=None) -> int:
         print(f"python -m bcg_train.motion: {e}", file=sys.stderr)
         return 2
     return 1 if failed else 0
+
+
+def usage_error(args: argparse.Namespace) -> Optional[str]:
+    """What is wrong with the command line beyond what argparse checks, or None."""
+    if args.command == "write":
+        unknown = [n for n in args.names if n not in BUILTIN_MOTIONS]
+        if unknown:
+            return f"unknown motion(s) {unknown}; built-in: {', '.join(BUILTIN_MOTIONS)}"
+    if args.command == "node-motion" and args.motion in BUILTIN_MOTIONS and args.out is None:
+        return (f"node-motion: {args.motion} is built in and has no file: --out DIR writes it there "
+                f"(the nodes' motion is then DIR/{args.motion}.csv)")
+    return None
 
 
 def default_check_names(motion_dir):
