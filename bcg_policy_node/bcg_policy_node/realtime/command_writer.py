@@ -81,6 +81,8 @@ class WriterLoop:
         every LowState) rather than on the schedule."""
         self.latched: str = ""
         """Why the writer damps on its own ('' while it does not)."""
+        self._targets_seq = 0
+        """`targets_seq` of the newest targets written (their latency is measured once)."""
 
     def _latch(self, reason: str) -> None:
         """Damp from now on; tell the policy process why. A report that cannot be delivered (the
@@ -99,7 +101,7 @@ class WriterLoop:
         records = np.zeros(1, PLAN_DTYPE)
         plan = records[0]
         plan["stop_at"] = np.inf
-        stop_at, last_seq = np.inf, 0
+        stop_at = np.inf
         deadline = clock()
         while True:
             woken = wait_until(deadline, s.spin_s, clock, block=self.shared.wait_for_wake, poll=self.shared.poll_wake)
@@ -108,9 +110,7 @@ class WriterLoop:
                 self.lateness.add(now - deadline)
                 deadline = advance(deadline, period, now)
             self.shared.read(records, read_timeout)        # not free in time: the last copy stands
-            if os.getppid() != s.parent_pid and stop_at == np.inf:
-                self._latch(PARENT_GONE_REASON)
-                stop_at = now + s.shutdown_damping_s
+            stop_at = self._watch_parent(now, stop_at)
             if now >= min(stop_at, float(plan["stop_at"])):
                 break
             lockstep = bool(plan["lockstep"])
@@ -120,25 +120,39 @@ class WriterLoop:
                 reason = check_stale(now - float(plan["state_time"]), float(plan["stale_after_s"]))
                 if reason is not None:
                     self._latch(reason)
-            at = float(plan["state_time"]) if lockstep else float(plan["clock_time"]) if plan["state_clock"] else now
-            if not self.composer.compose(plan, at, damping=bool(self.latched)):
-                self._latch(NON_FINITE_REASON)
-                if not self.composer.compose(plan, at, damping=True):
-                    continue
-            try:
-                self.writer.write(self.composer.cmd)
-            except Exception as e:      # the middleware refused it: damp from now on, keep writing
-                self._latch(f"{WRITE_FAILED_REASON} ({type(e).__name__}: {e})")
-                continue
-            self.commands_written += 1
-            self.commands_woken += woken
-            seq = int(plan["targets_seq"])
-            if seq != last_seq:
-                last_seq = seq
-                self.latency.add(clock() - float(plan["targets_state_time"]))
+            self._write(plan, now, woken)
         return {"commands_written": self.commands_written, "commands_woken": self.commands_woken,
                 "latency": self.latency.summary(),
                 "writer_lateness": self.lateness.summary(), "writer_fault": self.latched or None}
+
+    def _watch_parent(self, now: float, stop_at: float) -> float:
+        """The time to stop at: once the policy process is gone, damp for `shutdown_damping_s`, then stop."""
+        if os.getppid() != self.settings.parent_pid and stop_at == np.inf:
+            self._latch(PARENT_GONE_REASON)
+            return now + self.settings.shutdown_damping_s
+        return stop_at
+
+    def _write(self, plan, now: float, woken: bool) -> None:
+        """Write the plan's command at its time (in lockstep the LowState's, with the LowState clock
+        the plan's clock, else now): damping once latched, or when the policy's command is not finite.
+        Counts it and, the first time targets are written, their latency from their LowState."""
+        lockstep = bool(plan["lockstep"])
+        at = float(plan["state_time"]) if lockstep else float(plan["clock_time"]) if plan["state_clock"] else now
+        if not self.composer.compose(plan, at, damping=bool(self.latched)):
+            self._latch(NON_FINITE_REASON)
+            if not self.composer.compose(plan, at, damping=True):
+                return
+        try:
+            self.writer.write(self.composer.cmd)
+        except Exception as e:      # the middleware refused it: damp from now on, keep writing
+            self._latch(f"{WRITE_FAILED_REASON} ({type(e).__name__}: {e})")
+            return
+        self.commands_written += 1
+        self.commands_woken += woken
+        seq = int(plan["targets_seq"])
+        if seq != self._targets_seq:
+            self._targets_seq = seq
+            self.latency.add(self.clock() - float(plan["targets_state_time"]))
 
 
 def writer_main(settings: WriterSettings, handles: tuple, conn) -> None:

@@ -300,33 +300,9 @@ class NodeRuntime:
             with self.lock:
                 new_targets, version = False, c.plan_version
                 if state is None:
-                    if self.state_clock is not None:
-                        self._check_stale_on_the_wall(wall)
-                    elif not self.lockstep:          # simulated time stands still between two LowStates
-                        c.tick(wall)
-                    elif self._state_wall is not None and self.plan["lockstep"]:
-                        self._check_lockstep_silence(wall - self._state_wall)
+                    self._on_silence(wall)
                 else:
-                    self._state_wall = wall
-                    if self.state_clock is not None:
-                        now = self.state_clock.on_state(state)
-                    else:
-                        now = tick_seconds(state) if self.lockstep else wall
-                    c.on_state(state, now)
-                    self.states_received += 1
-                    self.plan["state_tick"] = state["tick"]
-                    if schedule.arrival(now) and self.stop_at is None:
-                        t0 = time.perf_counter()
-                        new_targets = c.policy_step(now)
-                        if new_targets:
-                            self.policy_step_time.add(time.perf_counter() - t0)
-                            if self._last_step is not None:
-                                self.policy_period_error.add(abs(now - self._last_step - schedule.period_s))
-                            self._last_step = now
-                            self.plan["targets_seq"] += 1
-                            self.plan["targets_state_time"] = wall
-                        schedule.stepped(now)
-                    self._check_step(schedule.state_interval_s)
+                    new_targets = self._on_state(state, wall, schedule)
                 self._publish()
                 if new_targets or (self.lockstep and state is not None):
                     self.shared.wake_writer()
@@ -334,6 +310,48 @@ class NodeRuntime:
                     c.prepare_next_step()
             self._report_silence(wall, state is not None)
             self._report_drops(wall, flush=c.plan_version != version)
+
+    def _on_silence(self, wall: float) -> None:
+        """Lock held, no LowState for `IDLE_CHECK_S`: the staleness check on the wall clock (LowState
+        clock), the controller's tick (wall clock), or the lockstep silence check."""
+        if self.state_clock is not None:
+            self._check_stale_on_the_wall(wall)
+        elif not self.lockstep:          # simulated time stands still between two LowStates
+            self.controller.tick(wall)
+        elif self._state_wall is not None and self.plan["lockstep"]:
+            self._check_lockstep_silence(wall - self._state_wall)
+
+    def _on_state(self, state, wall: float, schedule: PolicySchedule) -> bool:
+        """Lock held: a LowState arrived at wall time `wall`; the controller takes it at the node's clock
+        and the policy steps when the schedule says. Whether it computed new targets."""
+        self._state_wall = wall
+        if self.state_clock is not None:
+            now = self.state_clock.on_state(state)
+        else:
+            now = tick_seconds(state) if self.lockstep else wall
+        self.controller.on_state(state, now)
+        self.states_received += 1
+        self.plan["state_tick"] = state["tick"]
+        new_targets = False
+        if schedule.arrival(now) and self.stop_at is None:
+            new_targets = self._policy_step(now, wall, schedule)
+        self._check_step(schedule.state_interval_s)
+        return new_targets
+
+    def _policy_step(self, now: float, wall: float, schedule: PolicySchedule) -> bool:
+        """The policy's step at the node's time `now` (its LowState arrived at wall time `wall`), timed;
+        whether it computed new targets."""
+        t0 = time.perf_counter()
+        new_targets = self.controller.policy_step(now)
+        if new_targets:
+            self.policy_step_time.add(time.perf_counter() - t0)
+            if self._last_step is not None:
+                self.policy_period_error.add(abs(now - self._last_step - schedule.period_s))
+            self._last_step = now
+            self.plan["targets_seq"] += 1
+            self.plan["targets_state_time"] = wall
+        schedule.stepped(now)
+        return new_targets
 
     def _check_stale_on_the_wall(self, wall: float) -> None:
         """LowState clock, lock held, no LowState: that clock stands still, so staleness is judged on
