@@ -145,17 +145,7 @@ class PolicyContract:
         if "bcg_contract" not in props:
             raise ContractError("bcg_contract: metadata key missing: this file carries no BCG policy contract "
                                 "(export it with bcg.contract.write_policy)")
-        values = {}
-        for key in KEYS:
-            if key not in props:
-                if key in OPTIONAL_KEYS:
-                    values[key] = OPTIONAL_KEYS[key]
-                    continue
-                raise ContractError(f"{key}: metadata key missing")
-            try:
-                values[key] = json.loads(props[key])
-            except (TypeError, ValueError) as e:
-                raise ContractError(f"{key}: not valid JSON ({e})") from None
+        values = {key: _json_value(props, key) for key in KEYS}
         if values["bcg_contract"] != CONTRACT_VERSION:
             raise ContractError(f"bcg_contract: version {values['bcg_contract']!r}, "
                                 f"this reader knows {CONTRACT_VERSION}")
@@ -175,3 +165,15 @@ class PolicyContract:
                    contact_stiffness=float(values["contact_stiffness"]), motion=values["motion"],
                    description=str(values["description"]), simulator=values["simulator"],
                    randomization=values["randomization"])
+
+
+def _json_value(props: Mapping[str, str], key: str) -> Any:
+    """Metadata `key`'s JSON value (its default when an optional key is missing); ContractError naming it."""
+    if key not in props:
+        if key in OPTIONAL_KEYS:
+            return OPTIONAL_KEYS[key]
+        raise ContractError(f"{key}: metadata key missing")
+    try:
+        return json.loads(props[key])
+    except (TypeError, ValueError) as e:
+        raise ContractError(f"{key}: not valid JSON ({e})") from None

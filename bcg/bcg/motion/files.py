@@ -27,7 +27,7 @@ import warnings
 import zipfile
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Callable, List, Optional, Tuple, Union
+from typing import Callable, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -160,6 +160,17 @@ def _read_lafan1_csv(path: Path, source: MotionSource) -> _Raw:
         raise MotionFileError(f"motion file {path}: joint_order={source.joint_order}: a LAFAN1 CSV is always in "
                               "SDK order (joint_order is for npz files without joint_names)")
     columns = LAFAN1_ROOT_COLUMNS + SDK_JOINT_NAMES
+    rows, lines = _csv_rows(path, columns)
+    data = _csv_numbers(path, rows, lines, columns)
+
+    def where(frame: int) -> str:
+        return f"line {lines[frame]}"
+    return _Raw(source.fps or LAFAN1_FPS, SDK_JOINT_NAMES, data[:, 7:], None, data[:, :3], data[:, [6, 3, 4, 5]],
+                where, ("joint columns", "joint velocities", "root x y z", "root quaternion"), "columns 4-7 (x y z w)")
+
+
+def _csv_rows(path: Path, columns: Tuple[str, ...]) -> Tuple[List[List[str]], List[int]]:
+    """(the fields of each non-blank line, its line number); MotionFileError for a line of another width."""
     rows, lines = [], []
     for number, line in enumerate(path.read_text().splitlines(), start=1):
         if not line.strip():
@@ -171,6 +182,11 @@ def _read_lafan1_csv(path: Path, source: MotionSource) -> _Raw:
                                   "in SDK order)")
         rows.append(fields)
         lines.append(number)
+    return rows, lines
+
+
+def _csv_numbers(path: Path, rows: List[List[str]], lines: List[int], columns: Tuple[str, ...]) -> np.ndarray:
+    """(T, columns) the rows as finite numbers; MotionFileError naming the line and column of one that is not."""
     try:
         data = np.array(rows, dtype=float).reshape(len(rows), len(columns))
     except ValueError:
@@ -187,11 +203,7 @@ def _read_lafan1_csv(path: Path, source: MotionSource) -> _Raw:
         row, col = bad[0]
         raise MotionFileError(f"motion file {path}: line {lines[row]}, column {col + 1} ({columns[col]}): "
                               f"{data[row, col]} is not finite")
-
-    def where(frame: int) -> str:
-        return f"line {lines[frame]}"
-    return _Raw(source.fps or LAFAN1_FPS, SDK_JOINT_NAMES, data[:, 7:], None, data[:, :3], data[:, [6, 3, 4, 5]],
-                where, ("joint columns", "joint velocities", "root x y z", "root quaternion"), "columns 4-7 (x y z w)")
+    return data
 
 
 def _read_npz(path: Path, source: MotionSource) -> _Raw:
@@ -258,20 +270,9 @@ def _time_window(name: str, raw: _Raw, source: MotionSource) -> _Raw:
 def _checked(name: str, raw: _Raw, source: MotionSource, limits: Optional[JointLimits], clip: bool,
              quat_tolerance: float, limit_tolerance: float, min_frames: int) -> ReferenceMotion:
     names = raw.joint_names
-    known = limits.names if limits is not None else SDK_JOINT_NAMES
-    unknown = [n for n in names if n not in known]
-    if unknown:
-        raise MotionFileError(f"{name}: unknown joint name(s) {unknown}; known: {list(known)}")
-    duplicated = sorted({n for n in names if names.count(n) > 1})
-    if duplicated:
-        raise MotionFileError(f"{name}: joint name(s) {duplicated} appear more than once")
+    _check_joint_names(name, names, limits.names if limits is not None else SDK_JOINT_NAMES)
     t = len(raw.joint_pos)
-    jp_label, jv_label, rp_label, rq_label = raw.labels
-    for label, arr, cols in ((jp_label, raw.joint_pos, len(names)), (jv_label, raw.joint_vel, len(names)),
-                             (rp_label, raw.root_pos, 3), (rq_label, raw.root_quat, 4)):
-        if arr is not None and np.shape(arr) != (t, cols):
-            raise MotionFileError(f"{name}: {label} has shape {np.shape(arr)}, expected ({t}, {cols})"
-                                  + (f" ({cols} joint names)" if cols == len(names) else ""))
+    _check_shapes(name, raw, t)
     if t < min_frames:
         raise MotionFileError(f"{name}: {t} frame(s), at least {min_frames} needed")
     _check_finite(name, raw)
@@ -280,20 +281,48 @@ def _checked(name: str, raw: _Raw, source: MotionSource, limits: Optional[JointL
     if bad.size:
         raise MotionFileError(f"{name}: {raw.where(bad[0])}: root quaternion {raw.quat_columns} has norm "
                               f"{norm[bad[0]]:.6g}, not within {quat_tolerance:g} of 1 ({bad.size} frame(s) like it)")
-    joint_pos, joint_vel = raw.joint_pos, raw.joint_vel
-    if source.despike_rad_s is not None:
-        try:
-            joint_pos, replaced = remove_spikes(joint_pos, raw.fps, names, source.despike_rad_s)
-        except MotionFileError as e:
-            raise MotionFileError(f"{name}: despike: {e}") from None
-        if joint_vel is not None:
-            joint_vel = np.where(replaced, np.gradient(joint_pos, 1.0 / raw.fps, axis=0), joint_vel)
+    joint_pos, joint_vel = _despiked(name, raw, source.despike_rad_s)
     if limits is not None:
         joint_pos = _limit_checked(name, raw, joint_pos, limits, clip, limit_tolerance)
     if joint_vel is None:
         joint_vel = np.gradient(joint_pos, 1.0 / raw.fps, axis=0)
     quat = align_quat_signs(raw.root_quat / norm[:, None])
     return ReferenceMotion(raw.fps, names, joint_pos, np.asarray(joint_vel, float), raw.root_pos, quat)
+
+
+def _check_joint_names(name: str, names: Sequence[str], known: Sequence[str]) -> None:
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise MotionFileError(f"{name}: unknown joint name(s) {unknown}; known: {list(known)}")
+    duplicated = sorted({n for n in names if names.count(n) > 1})
+    if duplicated:
+        raise MotionFileError(f"{name}: joint name(s) {duplicated} appear more than once")
+
+
+def _check_shapes(name: str, raw: _Raw, t: int) -> None:
+    """Every array of `raw` has `t` frames of its width."""
+    n = len(raw.joint_names)
+    jp_label, jv_label, rp_label, rq_label = raw.labels
+    for label, arr, cols in ((jp_label, raw.joint_pos, n), (jv_label, raw.joint_vel, n),
+                             (rp_label, raw.root_pos, 3), (rq_label, raw.root_quat, 4)):
+        if arr is not None and np.shape(arr) != (t, cols):
+            raise MotionFileError(f"{name}: {label} has shape {np.shape(arr)}, expected ({t}, {cols})"
+                                  + (f" ({cols} joint names)" if cols == n else ""))
+
+
+def _despiked(name: str, raw: _Raw, despike_rad_s: Optional[float]) -> Tuple[np.ndarray, Optional[np.ndarray]]:
+    """(joint positions, joint velocities or None) with `remove_spikes` applied when `despike_rad_s` is
+    set (the velocities of the replaced frames recomputed)."""
+    joint_pos, joint_vel = raw.joint_pos, raw.joint_vel
+    if despike_rad_s is None:
+        return joint_pos, joint_vel
+    try:
+        joint_pos, replaced = remove_spikes(joint_pos, raw.fps, raw.joint_names, despike_rad_s)
+    except MotionFileError as e:
+        raise MotionFileError(f"{name}: despike: {e}") from None
+    if joint_vel is not None:
+        joint_vel = np.where(replaced, np.gradient(joint_pos, 1.0 / raw.fps, axis=0), joint_vel)
+    return joint_pos, joint_vel
 
 
 def _check_finite(name: str, raw: _Raw) -> None:
