@@ -55,10 +55,15 @@ def _standing(plant):
 
 
 @pytest.mark.parametrize("changes, message", [
-    ({"friction": 0.0}, r"^friction: out of range"), ({"solref": -0.01}, r"^solref: out of range"),
-    ({"torsion": -1}, r"^torsion: out of range"), ({"friction": "high"}, r"^friction: expected a number"),
-    ({"cone": "round"}, r"^cone: expected one of"), ({"self_collision": 2}, r"^self_collision: expected 0 or 1"),
-    ({"stiffness": 3}, r"^unknown contact key 'stiffness'")])
+    ({"friction": 0.0}, r"^friction=0.0: too small; expected a number > 0$"),
+    ({"solref": -0.01}, r"^solref=-0.01: too small; expected a number > 0$"),
+    ({"torsion": -1}, r"^torsion=-1: too small; expected a number >= 0$"),
+    ({"friction": "high"}, r"^friction='high': a string; expected a number$"),
+    ({"cone": "round"}, r"^cone='round': not one of the choices; expected one of 'pyramidal', 'elliptic'$"),
+    ({"self_collision": 2}, r"^self_collision=2: too large; expected an integer in \[0, 1\]$"),
+    ({"self_collision": True}, r"^self_collision=true: a boolean; expected an integer$"),
+    ({"stiffness": 3}, r"^stiffness=3: unknown contact key; expected one of friction, torsion, solref, cone, "
+                       r"self_collision$")])
 def test_a_bad_key_or_value_is_named(changes, message):
     with pytest.raises(ValueError, match=message):
         apply_contact(mujoco.MjModel.from_xml_string("<mujoco/>"), changes)

@@ -9,43 +9,56 @@ sets the feet against the floor) [-]; `torsion`, condim 4 with that torsional co
 the robot's bodies colliding with each other (they still collide with the world), as in the training
 simulator, which has no self-collision (1: as the model says).
 """
-from typing import Dict
+from typing import Any, Callable, Dict, Tuple
 
 import mujoco
 import numpy as np
 
+from bcg.config_check import NON_NEGATIVE, POSITIVE, Rule, between, check_value, config_error, one_of
+
 CONES = {"pyramidal": mujoco.mjtCone.mjCONE_PYRAMIDAL, "elliptic": mujoco.mjtCone.mjCONE_ELLIPTIC}
 
 
+def _friction(model: mujoco.MjModel, value: float) -> None:
+    model.geom_friction[:, 0] = value
+
+
+def _torsion(model: mujoco.MjModel, value: float) -> None:
+    model.geom_condim[:] = 4
+    model.geom_friction[:, 1] = value
+
+
+def _solref(model: mujoco.MjModel, value: float) -> None:
+    model.geom_solref[:, 0] = value
+
+
+def _cone(model: mujoco.MjModel, value: str) -> None:
+    model.opt.cone = CONES[value]
+
+
+def _self_collision(model: mujoco.MjModel, value: int) -> None:
+    if value == 0:
+        _world_only(model)
+
+
+CHANGES: Dict[str, Tuple[type, Rule, Callable[[mujoco.MjModel, Any], None]]] = {
+    "friction": (float, POSITIVE, _friction),
+    "torsion": (float, NON_NEGATIVE, _torsion),
+    "solref": (float, POSITIVE, _solref),
+    "cone": (str, one_of(*CONES), _cone),
+    "self_collision": (int, between(0, 1), _self_collision),
+}
+"""key -> (its type, its rule, how it changes a model)."""
+
+
 def apply_contact(model: mujoco.MjModel, changes: Dict[str, object]) -> None:
-    """Change `model`'s contact in place: friction (sliding coefficient of every geom, > 0), torsion
-    (condim 4 and that torsional coefficient [m], >= 0), solref (time constant of every geom [s], > 0),
-    cone (pyramidal or elliptic), self_collision (0 or 1). ValueError naming the key on anything else."""
+    """Change `model`'s contact in place, key by key (`CHANGES`); a key or value that is not one of
+    them is a ConfigError (a ValueError) naming it (`bcg.config_check`)."""
     for key, value in changes.items():
-        if key == "self_collision":
-            if value not in (0, 1) or isinstance(value, bool):
-                raise ValueError(f"self_collision: expected 0 or 1, got {value!r}")
-            if value == 0:
-                _world_only(model)
-            continue
-        if key == "cone":
-            if value not in CONES:
-                raise ValueError(f"cone: expected one of {sorted(CONES)}, got {value!r}")
-            model.opt.cone = CONES[value]
-            continue
-        if not isinstance(value, (int, float)) or isinstance(value, bool):
-            raise ValueError(f"{key}: expected a number, got {value!r}")
-        if key == "friction" and value > 0:
-            model.geom_friction[:, 0] = value
-        elif key == "torsion" and value >= 0:
-            model.geom_condim[:] = 4
-            model.geom_friction[:, 1] = value
-        elif key == "solref" and value > 0:
-            model.geom_solref[:, 0] = value
-        elif key in ("friction", "torsion", "solref"):
-            raise ValueError(f"{key}: out of range, got {value!r}")
-        else:
-            raise ValueError(f"unknown contact key {key!r} (friction, torsion, solref, cone, self_collision)")
+        if key not in CHANGES:
+            raise config_error(key, value, "unknown contact key", f"one of {', '.join(CHANGES)}")
+        hint, rule, change = CHANGES[key]
+        change(model, check_value(key, value, hint, rule))
 
 
 def _world_only(model: mujoco.MjModel) -> None:
