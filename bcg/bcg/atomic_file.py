@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import BinaryIO, Callable, Union
 
 
-def write_atomic(path: Union[str, Path], write: Callable[[BinaryIO], None]) -> Path:
+def write_atomic(path: Union[str, Path], write: Callable[[BinaryIO], object]) -> Path:
     """Call `write(binary_file)` on a temporary file beside `path`, fsync it, make it readable like a
     normally created file (mode 0644) and rename it onto `path`; the temporary file is removed on error."""
     path = Path(path)

@@ -43,6 +43,8 @@ def find_launch_file(name: str) -> Path:
 def load_graph(path: Path) -> LaunchGraph:
     """The `GRAPH` a launch file declares (the file is imported; launch_ros is not needed for that)."""
     spec = importlib.util.spec_from_file_location(f"bcg_launch_{path.stem.replace('.', '_')}", path)
+    if spec is None or spec.loader is None:
+        raise LaunchArgumentError(f"launch file {path}: not a Python file")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     graph = getattr(module, "GRAPH", None)

@@ -213,8 +213,8 @@ class ObservationSpec:
 
         They depend on the reference samples and the default pose (n,) alone, so the node computes
         them before the LowState of its next policy step arrives."""
-        return tuple(TERMS[t.name].prepare(reference, default_joint_pos) if TERMS[t.name].reference else None
-                     for t in self.terms)
+        parts = (TERMS[t.name].prepare for t in self.terms)
+        return tuple(None if prepare is None else prepare(reference, default_joint_pos) for prepare in parts)
 
     def build(self, inputs: ObservationInputs, prepared: Optional[Tuple[Any, ...]] = None):
         """The observation (..., size) as float32 (numpy) or the inputs' dtype (torch).

@@ -7,7 +7,7 @@ onnx is imported where a file is read or written: importing the contract does no
 """
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, List, Optional, Union
+from typing import TYPE_CHECKING, Any, List, Optional, Union
 
 import numpy as np
 
@@ -101,7 +101,8 @@ class Policy:
 
     path: Path
     contract: PolicyContract
-    session: "object"
+    session: Any
+    """The onnxruntime InferenceSession."""
     input_name: str
     output_name: str
 

@@ -328,7 +328,9 @@ def _despiked(name: str, raw: _Raw, despike_rad_s: Optional[float]) -> Tuple[np.
 def _check_finite(name: str, raw: _Raw) -> None:
     for label, arr, columns in zip(raw.labels, (raw.joint_pos, raw.joint_vel, raw.root_pos, raw.root_quat),
                                    (raw.joint_names, raw.joint_names, "xyz", "wxyz")):
-        bad = np.argwhere(~np.isfinite(arr)) if arr is not None else ()
+        if arr is None:
+            continue
+        bad = np.argwhere(~np.isfinite(arr))
         if len(bad):
             frame, col = bad[0]
             raise MotionFileError(f"{name}: {raw.where(frame)}, {label} column {col} ({columns[col]}): "

@@ -21,7 +21,7 @@ import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional, Union
+from typing import Any, Dict, Optional, Union
 
 from .errors import MotionFileError
 
@@ -84,7 +84,8 @@ class MotionSource:
         match = _SPEC.match(str(spec))
         if match is None:
             return cls(Path(spec))   # no suffix the loader knows: load_motion says so, naming the file
-        fields = {"start_s": _number(spec, "start", match["start"]), "end_s": _number(spec, "end", match["end"])}
+        fields: Dict[str, Any] = {"start_s": _number(spec, "start", match["start"]),
+                                  "end_s": _number(spec, "end", match["end"])}
         for option in filter(None, match["options"].split(",")):
             key, sep, value = option.partition("=")
             if not sep or key not in _OPTIONS:

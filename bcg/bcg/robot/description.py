@@ -89,8 +89,8 @@ class RobotDescription:
             raise RobotDescriptionError(f"{path}: {len(names)} actuated robot joints; "
                                         f"supported: {sorted(MODE_MACHINE)}")
         jids = np.array([m.actuator_trnid[a, 0] for a in acts])
-        acts = np.array(acts)
-        tau = np.where(m.actuator_ctrllimited[acts].astype(bool), m.actuator_ctrlrange[acts, 1],
+        act_ids = np.array(acts)
+        tau = np.where(m.actuator_ctrllimited[act_ids].astype(bool), m.actuator_ctrlrange[act_ids, 1],
                        m.jnt_actfrcrange[jids, 1])
         if np.any(tau <= 0):
             raise RobotDescriptionError(f"{path}: every actuator needs a torque limit (ctrlrange or actuatorfrcrange)")
@@ -111,7 +111,7 @@ class RobotDescription:
                    joint_inertia=_joint_inertia(m, jids, default_q),
                    standing_height=_standing_height(m, jids, default_q, root_body, feet),
                    joint_qpos_adr=m.jnt_qposadr[jids].copy(), joint_dof_adr=m.jnt_dofadr[jids].copy(),
-                   actuator_ids=acts, q_lower=m.jnt_range[jids, 0].copy(), q_upper=m.jnt_range[jids, 1].copy(),
+                   actuator_ids=act_ids, q_lower=m.jnt_range[jids, 0].copy(), q_upper=m.jnt_range[jids, 1].copy(),
                    tau_limit=tau.astype(float), default_q=default_q, kp=kp, kd=kd, damping_kd=damping_kd,
                    foot_geoms=feet, root_body=root_body, valid_slots=valid)
 

@@ -14,7 +14,7 @@ most 100 ms), keep last 1, volatile; readers best effort, keep last 1 (or `depth
 matches every writer and a reliable writer matches every reader.
 """
 import threading
-from typing import Dict, List
+from typing import Dict, List, Optional
 
 import numpy as np
 from cyclonedds._clayer import ddspy_take, ddspy_write
@@ -155,27 +155,30 @@ class DdsTransport(Transport):
     def __init__(self, config: TransportConfig):
         self.config = config
         self._domain = _open_domain(int(config.domain_id), cyclone_config_xml(config))
-        self._participant = DomainParticipant(int(config.domain_id))
+        self._participant: Optional[DomainParticipant] = DomainParticipant(int(config.domain_id))
         self._topics: Dict[str, Topic] = {}
 
-    def _topic(self, name: str, codec: MessageCodec) -> Topic:
+    def _open(self) -> DomainParticipant:
         if self._participant is None:
             raise RuntimeError("transport is closed")
+        return self._participant
+
+    def _topic(self, name: str, codec: MessageCodec) -> Topic:
         if name not in self._topics:
-            self._topics[name] = Topic(self._participant, name, codec.idl_type)
+            self._topics[name] = Topic(self._open(), name, codec.idl_type)
         return self._topics[name]
 
     def lowcmd_writer(self) -> DdsWriter:
-        return DdsWriter(self._participant, self._topic(LOWCMD_TOPIC, LOWCMD), LOWCMD)
+        return DdsWriter(self._open(), self._topic(LOWCMD_TOPIC, LOWCMD), LOWCMD)
 
     def lowstate_writer(self, crc: bool = True) -> DdsWriter:
-        return DdsWriter(self._participant, self._topic(LOWSTATE_TOPIC, LOWSTATE), LOWSTATE, crc)
+        return DdsWriter(self._open(), self._topic(LOWSTATE_TOPIC, LOWSTATE), LOWSTATE, crc)
 
     def lowcmd_reader(self, check_crc: bool = True, depth: int = 1) -> DdsReader:
-        return DdsReader(self._participant, self._topic(LOWCMD_TOPIC, LOWCMD), LOWCMD, check_crc, depth)
+        return DdsReader(self._open(), self._topic(LOWCMD_TOPIC, LOWCMD), LOWCMD, check_crc, depth)
 
     def lowstate_reader(self, check_crc: bool = True) -> DdsReader:
-        return DdsReader(self._participant, self._topic(LOWSTATE_TOPIC, LOWSTATE), LOWSTATE,
+        return DdsReader(self._open(), self._topic(LOWSTATE_TOPIC, LOWSTATE), LOWSTATE,
                          check_crc)
 
     def close(self) -> None:

@@ -41,10 +41,10 @@ class DropLog:
             self._reported_at = now
             return (f"{self.what} {self.verb}: " + "; ".join(self.reasons[r] for r in first)
                     + f"; further ones are summarised every {self.interval_s:g} s")
-        due = flush or (self._reported_at is not None and now - self._reported_at >= self.interval_s)
-        if not due or not any(self._pending.values()):
+        last = self._reported_at          # None: nothing was dropped yet, so nothing is pending
+        if last is None or not (flush or now - last >= self.interval_s) or not any(self._pending.values()):
             return None
-        line = self._summary(now - self._reported_at)
+        line = self._summary(now - last)
         self._pending = dict.fromkeys(self.reasons, 0)
         self._reported_at = now
         return line

@@ -2,7 +2,7 @@
 import collections
 import threading
 import time
-from typing import List, Optional
+from typing import Deque, List, Optional
 
 import numpy as np
 
@@ -25,7 +25,7 @@ class LatestSampleReader(Reader):
         self.depth = depth
         self.received = 0
         self.dropped = dict.fromkeys(DROP_REASONS, 0)
-        self._kept = collections.deque(maxlen=depth)
+        self._kept: Deque[np.void] = collections.deque(maxlen=depth)
         self._cond = threading.Condition()
 
     def drop(self, reason: str) -> None:

@@ -15,6 +15,7 @@ configuration by the rule every ROS 2 node follows (`bcg.transport.endpoint.ros2
 import contextlib
 import os
 import threading
+from typing import Any, List
 
 from bcg.ros_node_shell import RclpyApi, ros_node_session
 from bcg.transport import Transport, TransportConfig, Writer
@@ -86,7 +87,7 @@ class Ros2Transport(Transport):
                 RclpyApi(), node_name=config.node_name, program=SESSION_PROGRAM, argv=(),
                 domain_id=config.domain_id))
         self._node = node
-        self._endpoints = []
+        self._endpoints: List[Any] = []
         """Publishers and subscriptions made here, destroyed on close."""
 
     def _made(self, endpoint):

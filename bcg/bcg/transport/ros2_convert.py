@@ -37,6 +37,11 @@ def _slot(cls: type, name: str):
     return slot if isinstance(slot, types.MemberDescriptorType) else None
 
 
+def _class_of(objs: Sequence) -> type:
+    """The class of the (same-class) objects `objs`."""
+    return type(objs[0])
+
+
 @functools.lru_cache(maxsize=None)
 def _setter(cls: type, name: str) -> Callable:
     """f(obj, value) storing a checked-by-construction scalar: the slot, else the public setter."""
@@ -72,7 +77,7 @@ class MessageFiller:
                 for obj, view in zip(objs, values):
                     setattr(obj, name, view)
             elif isinstance(element, np.dtype):
-                self._scalars.append((_setter(type(objs[0]), name), objs, values))
+                self._scalars.append((_setter(_class_of(objs), name), objs, values))
             elif count:
                 for obj, sub in zip(objs, values):
                     nested = getattr(obj, name)
@@ -102,7 +107,7 @@ def message_to_record(msg, codec: MessageCodec) -> np.void:
 
 def _from_messages(objs: Sequence, column: np.ndarray, struct: type) -> None:
     """Fill the records `column` member by member from the objects `objs` (same length)."""
-    cls = type(objs[0])
+    cls = _class_of(objs)
     for name, element, count in _members(struct):
         values = list(map(_getter(cls, name), objs))
         if isinstance(element, np.dtype):

@@ -6,7 +6,7 @@ rosidl's checks (Python int in range / float scalars, numpy arrays of the exact 
 lists of messages of the right class and length); a default-constructed message holds zeros, zero
 arrays and default nested messages. For the conversion's tests and `bench/bench_ros2_convert.py`.
 """
-from typing import Dict, List, Tuple
+from typing import Any, Dict, List, Tuple
 
 import numpy as np
 
@@ -25,7 +25,7 @@ MSG_FILES = {
                 "uint32[4] reserve\nuint32 crc",
 }
 """unitree_hg's message definitions (type, name per line), in declaration order."""
-NUMPY = {"uint8": np.uint8, "int16": np.int16, "uint32": np.uint32, "float32": np.float32}
+NUMPY: Dict[str, Any] = {"uint8": np.uint8, "int16": np.int16, "uint32": np.uint32, "float32": np.float32}
 FLOAT32_MAX = float(np.finfo(np.float32).max)
 CLASSES: Dict[str, type] = {}
 """Message name (e.g. 'LowState') -> stand-in class."""

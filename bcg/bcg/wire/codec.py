@@ -19,7 +19,7 @@ import numpy as np
 
 from bcg.wire.crc import crc32_words
 from bcg.wire.idl import LowCmd_, LowState_
-from bcg.wire.layout import CopyPlan, c_dtype, members, wire_dtype
+from bcg.wire.layout import CopyPlan, c_dtype, members, struct_fields, wire_dtype
 
 CDR_LE = b"\x00\x01\x00\x00"
 """Encapsulation header of little-endian plain CDR (XCDR1), as Cyclone writes it."""
@@ -43,7 +43,8 @@ class MessageCodec:
         self.wire_dtype = wire_dtype(idl_type)
         """XCDR1 payload layout (flat numpy dtype, one field per leaf)."""
         self.plan = CopyPlan.of(idl_type)
-        if self.dtype.names[-1] != "crc" or self.dtype.fields["crc"][1] != self.dtype.itemsize - 4:
+        names, fields = self.dtype.names or (), struct_fields(self.dtype)
+        if names[-1:] != ("crc",) or fields["crc"][1] != self.dtype.itemsize - 4:
             raise ValueError(f"{idl_type.__name__}: the last member must be the uint32 'crc'")
         if min(run.wire_start for run in self.plan.runs) != 0:
             raise ValueError(f"{idl_type.__name__}: the payload must start with a member")
@@ -115,7 +116,7 @@ class RecordEncoder:
         self.codec = codec
         self._c = np.zeros(codec.plan.c_size, np.uint8)
         """C-layout scratch (padding zeroed, CRC last)."""
-        self._c_view = memoryview(self._c)
+        self._c_view = self._c.data
         self._crc = self._c[-4:].view("<u4")
         self._runs = [(run.c_start, run.c_start + run.nbytes, 4 + run.wire_start) for run in codec.plan.runs]
         self.out = bytearray(codec._wire_bytes)

@@ -25,6 +25,7 @@ numpy fancy indexing of the same table); about 5 us for LowState instead of 80-1
 Python bit loop.
 """
 import zlib
+from typing import Union
 
 import numpy as np
 
@@ -37,7 +38,7 @@ def _reflect32(value: int) -> int:
     return int.from_bytes(value.to_bytes(4, "little").translate(REFLECT_BYTE), "big")
 
 
-def crc32_words(data: bytes) -> int:
+def crc32_words(data: Union[bytes, bytearray, memoryview]) -> int:
     """The robot's CRC of `data` read as little-endian uint32 words (len(data) % 4 == 0)."""
     if len(data) % 4:
         raise ValueError(f"data: {len(data)} bytes is not a whole number of uint32 words")

@@ -18,7 +18,8 @@ message), which is what makes the codec fast.
 """
 import dataclasses
 import typing
-from typing import List, NamedTuple, Tuple
+from dataclasses import dataclass
+from typing import List, Mapping, NamedTuple, Tuple, Union
 
 import numpy as np
 from cyclonedds.idl import IdlStruct
@@ -30,19 +31,23 @@ _PRIMITIVES = {
 }
 
 
+Element = Union[np.dtype, type]
+"""A member's element: a numpy dtype (primitive) or an IdlStruct subclass."""
+
+
 def _fields(struct: type) -> List[Tuple[str, object]]:
     """(name, annotation) of every member of `struct`, in declaration order."""
     hints = typing.get_type_hints(struct, include_extras=True)
     return [(f.name, hints[f.name]) for f in dataclasses.fields(struct)]
 
 
-def members(struct: type) -> List[Tuple[str, object, int]]:
+def members(struct: type) -> List[Tuple[str, Element, int]]:
     """(name, element, count) of every member of `struct`: element is a numpy dtype (primitive)
     or an IdlStruct subclass, count the array length or 0 for a scalar."""
     return [(name,) + _parse(annotation) for name, annotation in _fields(struct)]
 
 
-def _parse(annotation) -> Tuple[object, int]:
+def _parse(annotation) -> Tuple[Element, int]:
     """(element, count): element is a numpy dtype (primitive) or an IdlStruct subclass; count is
     the array length, or 0 for a scalar member."""
     if isinstance(annotation, type) and issubclass(annotation, IdlStruct):
@@ -61,6 +66,13 @@ def _parse(annotation) -> Tuple[object, int]:
 
 def _align_up(offset: int, alignment: int) -> int:
     return (offset + alignment - 1) // alignment * alignment
+
+
+def struct_fields(dtype: np.dtype) -> Mapping[str, Tuple]:
+    """name -> (dtype, offset) of a structured dtype's fields; TypeError for another dtype."""
+    if dtype.fields is None:
+        raise TypeError(f"{dtype}: not a structured dtype")
+    return dtype.fields
 
 
 def c_dtype(struct: type) -> np.dtype:
@@ -91,7 +103,8 @@ def _c_alignment(struct: type) -> int:
     return align
 
 
-class Leaf(NamedTuple):
+@dataclass(frozen=True)
+class Leaf:
     """One primitive member (or fixed array of primitives) located in both layouts."""
     path: str
     """Member path, e.g. 'motor_state[3].q'."""
@@ -121,14 +134,14 @@ def _walk(struct: type, cdt: np.dtype, prefix: str, c_base: int, wire: int,
     """Append `struct`'s leaves (C base offset `c_base`, wire cursor `wire`); return the cursor."""
     for name, annotation in _fields(struct):
         element, count = _parse(annotation)
-        c_off = c_base + cdt.fields[name][1]
+        c_off = c_base + struct_fields(cdt)[name][1]
         path = prefix + name
         if isinstance(element, np.dtype):
             wire = _align_up(wire, element.itemsize)
             out.append(Leaf(path, element, count, c_off, wire))
             wire += element.itemsize * max(count, 1)
             continue
-        sub = cdt.fields[name][0]
+        sub = struct_fields(cdt)[name][0]
         sub = sub.base if count else sub
         for i in range(max(count, 1)):
             item = f"{path}[{i}]." if count else path + "."
