@@ -40,8 +40,9 @@ def test_drop_kappa_300_stays_up_close_to_mujoco(model, mujoco_drop):
 
 def test_feet_rest_where_mujocos_do_at_any_kappa_and_the_smoothing_alone_hovers(model, mujoco_drop):
     """Speculative contact with stabilisation (the default) rests the feet within 1 mm of MuJoCo's
-    contact height at kappa 50 and 1000 alike; the smoothing alone (speculative 0, stabilisation 0,
-    the paper's model) holds them millimetres up at kappa 50, less at 1000."""
+    contact height at kappa 50 and 1000 alike; the smoothing alone (speculative 0, stabilisation 0:
+    the paper's law solved by Gauss-Seidel, not by its Jacobi iterations, which are
+    `contact_model="paper"`) holds them millimetres up at kappa 50, less at 1000."""
     reference = mujoco_drop.settled(mujoco_drop.contact_height)
 
     def gap(config):
