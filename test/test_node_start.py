@@ -1,4 +1,4 @@
-"""Which transport, domain and interface each node resolves for every way of starting it (issue 16).
+"""Which transport, domain and interface each node resolves for every way of starting it.
 
 The command lines are those the launchers build from the one launch graph: `bcg launch` runs the
 console command with the graph's arguments; `ros2 launch` runs the package's ROS 2 executable with
@@ -46,7 +46,7 @@ def resolved(node: str, start: NodeStart):
 
 @pytest.mark.parametrize("node", ["sim_bridge", "policy_node"])
 def test_mujoco_check_under_both_launchers(node):
-    """Issue 16.1: under ros2 launch the bridge got transport 'dds' from sim_bridge.yaml beside its
+    """Under ros2 launch the bridge got transport 'dds' from sim_bridge.yaml beside its
     rclpy context on the same domain, which Cyclone refuses; it must be 'ros2' there."""
     assert resolved(node, launched(MUJOCO_CHECK, node, ros=False, domain_id="180")) == (False, "dds", 180, "lo")
     assert resolved(node, launched(MUJOCO_CHECK, node, ros=True, domain_id="180")) == (True, "ros2", 180, "lo")
@@ -77,7 +77,7 @@ def test_g1_run_under_both_launchers():
 
 
 def test_ros_run_takes_the_domain_the_ros_way():
-    """Issue 16.6: `-p domain:=N` and ROS_DOMAIN_ID choose the domain of a ROS 2 node."""
+    """`-p domain:=N` and ROS_DOMAIN_ID choose the domain of a ROS 2 node."""
     params = str(REPO / "config" / "sim_bridge.yaml")
     assert resolved("sim_bridge", ros_run("sim_bridge", "--ros-args", "--params-file", params,
                                           environ={"ROS_DOMAIN_ID": "7"})) == (True, "ros2", 7, "lo")
@@ -109,7 +109,7 @@ def test_contradictions_are_refused_by_name():
 
 
 def test_ros_parameters_are_applied_not_just_shown():
-    """Issue 16.3: a parameter given on the ROS 2 command line is what the node runs with (it used to
+    """A parameter given on the ROS 2 command line is what the node runs with (it used to
     be declared from the YAML and ignored); flags of the launch graph still win over it."""
     params = str(REPO / "config" / "policy_node.yaml")
     config, _ = policy_node.settings(ros_run("policy_node", "--params", params, "--domain", "181", "--ros-args",

@@ -6,7 +6,6 @@ import signal
 import pytest
 import torch
 
-from bcg_train import checkpoint as checkpoint_module
 from bcg_train.checkpoint import CheckpointError, find_checkpoint, load_checkpoint, save_atomic
 from bcg_train.runner import Runner, make_algorithm
 
@@ -81,7 +80,7 @@ def test_a_crash_while_writing_leaves_the_previous_checkpoint_intact(tmp_path, m
         f.write(b"half a checkpoint")
         raise KeyboardInterrupt  # e.g. Ctrl-C or the machine going down while writing
 
-    monkeypatch.setattr(checkpoint_module.torch, "save", crash_midway)
+    monkeypatch.setattr(torch, "save", crash_midway)         # checkpoint.py imports torch when it saves
     with pytest.raises(KeyboardInterrupt):
         save_atomic({"iteration": 2, "weights": torch.zeros(5)}, path)
     monkeypatch.undo()
