@@ -85,16 +85,28 @@ def evaluate(policy: Path, motion: str, out: Path) -> Dict[str, dict]:
     return results
 
 
+def closest_to_standing(rows: List[dict]) -> Optional[dict]:
+    """Of a run whose screening picked nothing, the screened checkpoint that came closest: the fewest
+    falls over both starts, then the longest time up, then the least world tracking error [cm]."""
+    if not rows:
+        return None
+    best = min(rows, key=lambda r: (r["falls_reference"] + r["falls_hold"], -r["time_up_s"], r["tracking_cm"]))
+    return {k: best[k] for k in ("iteration", "falls_reference", "falls_hold", "time_up_s", "tracking_cm",
+                                 "tracking_root_xy_cm", "root_offset_m")}
+
+
 def row_for(motion: str, run: Path, out: Path) -> dict:
     """The window's row: evaluated now unless OUT/LABEL/row.json is of this very pick."""
     policy = pick_of(run)
     screen = run / "screen" / "screen.json"
     row = {"motion": motion, "label": label(motion), "pick": None}
     if policy is None:
-        rows = json.loads(screen.read_text())["rows"] if screen.is_file() else []
-        best = max(rows, key=lambda r: r["time_up_s"], default=None)
-        row["longest_time_up_s"] = best["time_up_s"] if best else None
-        row["longest_at_iteration"] = best["iteration"] if best else None
+        screened = json.loads(screen.read_text()) if screen.is_file() else {"rows": [], "settings": {}}
+        row["closest"] = closest_to_standing(screened["rows"])
+        row["screen_seeds"] = screened["settings"].get("seeds")
+        if screen.is_file():
+            out.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(run / "screen" / "screen.md", out / "screen.md")
         return row
     saved = out / "row.json"
     stamp = f"{policy.stat().st_size}:{policy.stat().st_mtime_ns}"
@@ -120,9 +132,14 @@ def table(rows: List[dict]) -> str:
              "root off at the end [m] | env steps | training [h] |", "|---|---|---|---|---|---|---|"]
     for r in rows:
         if r["pick"] is None:
-            up, at = r.get("longest_time_up_s"), r.get("longest_at_iteration")
-            longest = "n/a" if up is None else f"{up:.1f} s at iteration {at}"
-            lines.append(f"| `{r['motion']}` | no checkpoint stood (longest up in MuJoCo: {longest}) | | | | | |")
+            c = r.get("closest")
+            if c is None:
+                lines.append(f"| `{r['motion']}` | no checkpoint screened | | | | | |")
+                continue
+            n = r["screen_seeds"]
+            lines.append(f"| `{r['motion']}` | no pick; closest, iteration {c['iteration']} (the trainer's screen, "
+                         f"{n} seeds): {c['falls_reference']}/{n} / - / {c['falls_hold']}/{n} | "
+                         f"{c['tracking_cm']:.1f} | {c['tracking_root_xy_cm']:.1f} | {c['root_offset_m']:.2f} | | |")
             continue
         falls = " / ".join(f"{r[f'falls_{s}']}/{SEEDS}" for s in STARTS)
         lines.append(f"| `{r['motion']}` | {falls} | {r['tracking_cm']:.1f} | {r['tracking_root_xy_cm']:.1f} | "

@@ -33,11 +33,19 @@ def test_the_table_and_last_line_report_every_window(bench):
                     falls_hold=0, tracking_cm=20.0, tracking_root_xy_cm=3.0, root_offset_m=0.3, env_steps=1_000_000,
                     train_hours=1.0, standing=True)
     falling = {**standing, "motion": "b.csv@0:15", "falls_hold": 2, "standing": False, "env_steps": 5, "train_hours": 9}
-    none = dict(motion="c.csv@0:15", label="c_0-15", pick=None, longest_time_up_s=4.2, longest_at_iteration=300)
+    screened = [dict(iteration=i, falls_reference=f_ref, falls_hold=f_hold, time_up_s=up, tracking_cm=cm,
+                     tracking_root_xy_cm=5.0, root_offset_m=0.9)
+                for i, f_ref, f_hold, up, cm in [(100, 2, 2, 4.2, 80.0), (200, 0, 2, 15.0, 45.0),
+                                                 (300, 0, 2, 15.0, 39.3)]]
+    closest = bench.closest_to_standing(screened)
+    assert closest["iteration"] == 300                       # fewest falls, then longest up, then tracking
+    none = dict(motion="c.csv@0:15", label="c_0-15", pick=None, closest=closest, screen_seeds=2)
     third = {**standing, "env_steps": 3_000_000, "train_hours": 2.0}
     rows = [standing, falling, none, third]
     text = bench.table(rows)
     assert "| `a.csv@0:15` | 0/5 / 0/5 / 0/5 | 20.0 | 3.0 | 0.30 | 1,000,000 | 1.00 |" in text
-    assert "0/5 / 0/5 / 2/5" in text and "longest up in MuJoCo: 4.2 s at iteration 300" in text
+    assert "0/5 / 0/5 / 2/5" in text
+    assert ("| `c.csv@0:15` | no pick; closest, iteration 300 (the trainer's screen, 2 seeds): 0/2 / - / 2/2 | "
+            "39.3 | 5.0 | 0.90 | | |") in text
     assert bench.summary_line(rows) == "windows_standing=2/4 median_hours=1.50 median_env_steps=2000000"
     assert bench.summary_line([none]) == "windows_standing=0/1 median_hours=nan median_env_steps=nan"
