@@ -102,7 +102,7 @@ class BundleConfig(Settings):
     auto_branches: bool = False
     """B tunes itself: after each segment's backward pass the bundler measures the relative standard
     error of its bundles' mean gradient (the spread of the branches' own gradients, see
-    `Bundler.branch_rse`) and bundles opened later get the B that would bring it to
+    `BundleStats.branch_rse`) and bundles opened later get the B that would bring it to
     `branch_rse_target`, within [min_branches, max_branches]; `branches` is the first B."""
     branch_rse_target: float = setting(0.25, POSITIVE)
     """Relative standard error of a bundle's mean gradient that `auto_branches` aims at [-]."""

@@ -9,8 +9,9 @@ hand-written adjoints), so a step can never silently drop its gradient; the tape
 checks first that the segment was not cut since (`StaleTapeError`, diffsim.segment). What the
 simulator keeps between steps (taped buffers, restarted environments, the segment's generation) is
 its `segment`; bundling, when `config.bundle.enabled`, is its
-`bundler` (`DeviceBundler` with `bundle.on_device`). With `capture_graphs` (not with the host's
-bundler) its `graphs` hold the steps captured as graphs, which `torch_bridge` replays
+`bundler` (a `bundling.Bundler`: `HostBundler`, or `DeviceBundler` with `bundle.on_device`, chosen
+once, where the simulator builds it). With `capture_graphs` (with a bundler only if it is
+`capturable`) its `graphs` hold the steps captured as graphs, which `torch_bridge` replays
 (diffsim.step_graphs). Runs on any Warp device with the same code.
 """
 from typing import Optional
@@ -18,7 +19,7 @@ from typing import Optional
 import numpy as np
 import warp as wp
 
-from .bundling import Bundler, BundleStats, DeviceBundler
+from .bundling import Bundler, BundleStats, DeviceBundler, HostBundler
 from .config import SimConfig
 from .errors import NonFiniteStateError, TapeRequiredError
 from .kernels import integrator as ik
@@ -58,14 +59,12 @@ class Simulator:
         self.physics = Substep(model, self.config)
         bundled = self.config.bundle.enabled
         self.segment = Segment(self.physics, num_envs, requires_grad, substep_buffers=not bundled)
-        self.bundler = None
-        if bundled and self.config.bundle.on_device:
-            self.bundler = DeviceBundler(self.physics, self.config.bundle, requires_grad, num_envs)
-            self.segment.before_cut(self.bundler.read_stats)
-        elif bundled:
-            self.bundler = Bundler(self.physics, self.config.bundle, requires_grad, self.segment.pool)
-            if requires_grad:
-                self.segment.before_cut(self.bundler.measure_spread)
+        self.bundler: Optional[Bundler] = None
+        if bundled:
+            bundle = self.config.bundle
+            self.bundler = (DeviceBundler(self.physics, bundle, requires_grad, num_envs) if bundle.on_device else
+                            HostBundler(self.physics, bundle, requires_grad, self.segment.pool))
+            self.segment.before_cut(self.bundler.at_cut)
         self._flags = wp.zeros(num_envs, dtype=int, device=model.device)
         self._nonfinite = CachedLaunch(ik.nonfinite_flags, model.device)
         self.graphs = StepGraphs(self) if capture_graphs else None
@@ -117,37 +116,27 @@ class Simulator:
                                     "without gradients")
         substeps = self.config.substeps
         h = dt / substeps
-        restarted = self.prepare_step()
+        self.prepare_step()
         src = state_in
         for k in range(substeps):
-            scratch, buf, sites = self.segment.buffers()
+            scratch, buf, sites = self.segment.buffers()   # buf: None with gradients and a bundler
+            dst = state_out if k == substeps - 1 else buf
             if self.bundler is None:
-                dst = state_out if k == substeps - 1 else buf
                 self.physics.run(src, dst, control, h, scratch, tape)
-            elif isinstance(self.bundler, DeviceBundler):   # its own buffers, per position with gradients
+            else:
                 position = self.segment.taped_substeps - 1 if self.requires_grad else 0
-                dst = self.bundler.substep(src, state_out if k == substeps - 1 else buf, control, h, sites, tape,
-                                           position, first=k == 0)
-            else:   # the bundler's buffers come from the segment's pool
-                if restarted:
-                    self.bundler.close(restarted, sites, tape)
-                    restarted = []
-                dst = (state_out if k == substeps - 1 else
-                       self.segment.pool.state(self.num_envs) if self.requires_grad else buf)
-                self.bundler.substep(src, dst, control, h, sites, tape)
+                dst = self.bundler.substep(src, dst, control, h, sites, tape, position, first=k == 0)
             src = dst
         if tape is not None and mark_tape:    # recorded last, so that the backward pass checks it first
             tape.record_func(backward=self.segment.mark().check, arrays=[])
 
-    def prepare_step(self) -> list:
+    def prepare_step(self) -> None:
         """What the next step takes from the host before its launches: the environments restarted since
-        the last step, returned for the host's bundler to close in its first substep, or handed to the
-        device bundler now (a copy to the device; a captured step calls this before it replays)."""
+        the last step, whose bundles close in its first substep (`Bundler.restart`; a captured step calls
+        this before it replays)."""
         restarted = self.segment.take_restarted()
-        if isinstance(self.bundler, DeviceBundler):
+        if self.bundler is not None:
             self.bundler.restart(restarted)
-            return []
-        return restarted
 
     def state_dict(self) -> dict:
         """What a later step depends on besides the states (open bundles and restarts not yet
@@ -164,7 +153,7 @@ class Simulator:
         if not state:
             self.segment.restart(np.arange(self.num_envs))
             return
-        if isinstance(self.bundler, DeviceBundler) and self.segment.taped_substeps:
+        if self.bundler.loads_at_cut and self.segment.taped_substeps:
             raise ValueError(f"load_state_dict: {self.segment.taped_substeps} taped substeps since the segment's last "
                              "cut; a bundler on the device restores its branch rows for the segment's first substep: "
                              "cut the segment first")

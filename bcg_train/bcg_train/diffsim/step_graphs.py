@@ -136,7 +136,7 @@ class StepGraphs:
     (`Simulator(..., capture_graphs=True)`) and reaches it as `sim.graphs`."""
 
     def __init__(self, sim):
-        if sim.bundler is not None and not sim.config.bundle.on_device:
+        if sim.bundler is not None and not sim.bundler.capturable:
             raise ValueError("capture_graphs: a simulator bundling on the host cannot run as captured graphs (its "
                              "bundler decides on the host, every substep, which branch rows to run); build it with "
                              "bundle.on_device (and max_branch_rows), with capture_graphs=False or without bundling")

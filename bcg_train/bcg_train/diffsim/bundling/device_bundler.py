@@ -1,6 +1,6 @@
 """`DeviceBundler`: Bundled Contact Gradients with the bookkeeping on the device (`bundle.on_device`).
 
-The same bundles as `Bundler` (bundling.bundler: events, perturbations, branch means, H-step spans,
+The same bundles as `HostBundler` (bundling.host_bundler: events, perturbations, branch means, H-step spans,
 early release, onsets, restarts, the counters), kept in S = R // B fixed slots of B rows (R =
 `max_branch_rows`) and decided by kernels (bundling.slot_kernels), so a substep launches the same
 kernels over the same buffers whatever lands and asks the host nothing: a bundled step can be
@@ -44,7 +44,7 @@ from ..state import Control, State
 from ..substep import Substep
 from . import kernels as bk
 from . import slot_kernels as sk
-from .bundler import _FIELDS, SEED_STRIDE, BundleStats, Unused, _fields, _rows, gather_control
+from .base import FIELDS, SEED_STRIDE, Bundler, BundleStats, Unused, gather_control, rows_of, state_fields
 
 T = scalar_types(__name__)
 real = T.real
@@ -90,7 +90,7 @@ class _Frame:
         self.offset = State.zeros(m, n) if nominal_forward else None
         self.env_out = State.zeros(m, n, grad)
         """The environments after this substep when it is not the step's last (with gradients)."""
-        self.nominal = _rows(self.run_out, r, r + n)
+        self.nominal = rows_of(self.run_out, r, r + n)
         """The environments' rows of the run: their plain substep."""
         self.dq = wp.zeros((r, m.nv), dtype=real, device=dev)
         self.dqd = wp.zeros((r, m.nv), dtype=real, device=dev)
@@ -117,11 +117,12 @@ class _Frame:
             self.q_sum.grad.zero_()
 
 
-class DeviceBundler:
+class DeviceBundler(Bundler):
     """The open bundles of one simulator, on its device (see the module docstring); the simulator builds
-    it for `bundle.on_device`. What the training loop reads is `Bundler`'s (`stats`, `state_dict`,
-    `load_state_dict`, `reset`, `clamped_perturbations`, `recorded`); the simulator steps it through
-    `substep` and `restart`."""
+    it for `bundle.on_device`."""
+
+    capturable = True
+    loads_at_cut = True
 
     def __init__(self, physics: Substep, cfg: BundleConfig, requires_grad: bool, num_envs: int):
         self.physics, self.cfg, self.requires_grad, self.num_envs = physics, cfg, requires_grad, num_envs
@@ -149,7 +150,7 @@ class DeviceBundler:
         self.recorded: Optional[List[Tuple[np.ndarray, np.ndarray]]] = None
         """When a list: every substep with re-run rows appends their perturbations (dq, dqd), (rows, nv)
         each, in the host bundler's row order (the re-perturbed branches by bundle age, then the new
-        bundles by environment), which `Bundler.replay` reads: the two bundlers then compute the same
+        bundles by environment), which `HostBundler.replay` reads: the two bundlers then compute the same
         bundles (tests). A copy to the host per substep."""
         self.reset()
 
@@ -160,18 +161,21 @@ class DeviceBundler:
             a.fill_(-1 if name in ("slot_env", "env_slot") else 1 if name == "unloaded" else 0)
         self._counters.zero_()
         self._approach.zero_()
-        for a in _fields(self.home):
+        for a in state_fields(self.home):
             a.zero_()
         self.stats = BundleStats(branches=self.branches)
 
     @property
     def clamped_perturbations(self) -> int:
-        """Leg perturbations a joint clamp cut (see `Bundler.clamped_perturbations`); a host sync."""
+        """Leg perturbations a joint clamp cut (see `HostBundler.clamped_perturbations`); a host sync."""
         return int(self._ints["clamped"].numpy()[0])
+
+    def at_cut(self) -> None:
+        self.read_stats()
 
     def read_stats(self) -> None:
         """stats <- the device's counters and the mean approach speed of the feet perturbed since the
-        last reading (one copy each; the simulator calls it at every segment cut)."""
+        last reading (one copy each; `at_cut`, at every segment cut)."""
         self._read_counters()
         speed_sum, legs = self._approach.numpy()
         if legs:
@@ -188,7 +192,7 @@ class DeviceBundler:
         return {"on_device": True, "branches": self.branches, "max_branch_rows": self.rows,
                 **{k: a.numpy().copy() for k, a in self._ints.items()},
                 "counters": self._counters.numpy().copy(), "stats": dataclasses.asdict(self.stats),
-                "branch": {k: a.numpy().copy() for k, a in zip(_FIELDS, _fields(self.home))}}
+                "branch": {k: a.numpy().copy() for k, a in zip(FIELDS, state_fields(self.home))}}
 
     def load_state_dict(self, state: dict) -> None:
         """Restore `state_dict()` of a device bundler of the same B, R and number of environments;
@@ -208,7 +212,7 @@ class DeviceBundler:
         for k, a in self._ints.items():
             a.assign(np.asarray(state[k], dtype=np.int32))
         self._counters.assign(np.asarray(state["counters"], dtype=np.int64))
-        for k, a in zip(_FIELDS, _fields(self.home)):
+        for k, a in zip(FIELDS, state_fields(self.home)):
             a.assign(np.asarray(state["branch"][k]))
         self.stats = BundleStats(**{**dataclasses.asdict(BundleStats(branches=self.branches)), **state["stats"]})
 
@@ -235,8 +239,8 @@ class DeviceBundler:
             sites(sk.close_restarted, n, [ints["restart"], ints["slot_env"], ints["env_slot"], ints["unloaded"]])
         sites(sk.run_rows, r + n, [ints["slot_env"], self.branches, r, n, f.env_of_row, f.run_which, f.run_src])
         sites(bk.select_rows, (r + n, self.physics.model.nq), [
-            f.run_which, f.run_src, 0, 0, *_fields(branch_in), *_fields(s_in), *_fields(s_in), *_fields(f.run_in)],
-            tape)
+            f.run_which, f.run_src, 0, 0, *state_fields(branch_in), *state_fields(s_in), *state_fields(s_in),
+            *state_fields(f.run_in)], tape)
         gather_control(sites, f.env_of_row, control, f.run_control, tape)
         self.physics.run(f.run_in, f.run_out, f.run_control, h, f.run_scratch, tape)
         d = f.d
@@ -256,22 +260,23 @@ class DeviceBundler:
         gather_control(sites, f.rerun_env, control, f.rerun_control, tape)
         self.physics.run(f.rerun_in, f.rerun_out, f.rerun_control, h, f.rerun_scratch, tape)
         sites(bk.select_rows, (r, self.physics.model.nq), [
-            d.rerun, d.branch_src, 0, 0, *_fields(f.run_out), *_fields(f.rerun_out), *_fields(f.rerun_out),
-            *_fields(f.branch_out)], tape)
+            d.rerun, d.branch_src, 0, 0, *state_fields(f.run_out), *state_fields(f.rerun_out),
+            *state_fields(f.rerun_out), *state_fields(f.branch_out)], tape)
         sites(bk.branch_mean, self.slots, [
-            self._first, self._count, *_fields(f.branch_out), 0, self._unused.probe, f.q_sum, *_fields(f.mean)], tape)
+            self._first, self._count, *state_fields(f.branch_out), 0, self._unused.probe, f.q_sum,
+            *state_fields(f.mean)], tape)
         nominal = f.nominal
         offset = f.offset if f.offset is not None else f.mean
         if f.offset is not None:
-            sites(bk.nominal_offset, (n, self.physics.model.nq), [ints["env_slot"], *_fields(nominal),
-                                                                    *_fields(f.mean), *_fields(f.offset)])
+            sites(bk.nominal_offset, (n, self.physics.model.nq), [ints["env_slot"], *state_fields(nominal),
+                                                                    *state_fields(f.mean), *state_fields(f.offset)])
         sites(bk.select_rows, (n, self.physics.model.nq), [
-            d.env_which, d.env_src, 0, int(f.offset is not None), *_fields(nominal), *_fields(f.mean),
-            *_fields(offset), *_fields(s_out)], tape)
+            d.env_which, d.env_src, 0, int(f.offset is not None), *state_fields(nominal), *state_fields(f.mean),
+            *state_fields(offset), *state_fields(s_out)], tape)
         sites(sk.close_ending, self.slots, [d.ending, ints["slot_env"], ints["env_slot"]])
         sites(bk.select_rows, (r, self.physics.model.nq), [
-            self._no_rows, self._no_rows, r, 0, *_fields(f.branch_out), *_fields(f.branch_out),
-            *_fields(f.branch_out), *_fields(self.home)])
+            self._no_rows, self._no_rows, r, 0, *state_fields(f.branch_out), *state_fields(f.branch_out),
+            *state_fields(f.branch_out), *state_fields(self.home)])
         return s_out
 
     def decide(self, sites: LaunchSites, d: Decisions) -> None:

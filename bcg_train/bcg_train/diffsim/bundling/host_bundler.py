@@ -1,4 +1,5 @@
-"""Bundled Contact Gradients (docs/method.md, "Bundling") inside the simulator's substep.
+"""`HostBundler`: Bundled Contact Gradients (docs/method.md, "Bundling") inside the simulator's substep,
+with the open bundles kept on the host.
 
 A *bundle* is what an environment's contact event opens: B perturbed branches of that environment,
 advanced together for H control steps, whose mean the environment follows. Per substep, with the
@@ -48,7 +49,6 @@ the simulator's device. The bundler runs substeps only through the
 `Substep` seam it is given.
 """
 import dataclasses
-from dataclasses import dataclass
 from typing import Iterator, List, Optional, Tuple
 
 import numpy as np
@@ -61,82 +61,17 @@ from ..precision import scalar_types
 from ..state import Control, State
 from ..substep import Scratch, Substep
 from . import kernels as bk
+from .base import FIELDS, SEED_STRIDE, Bundler, BundleStats, Unused, gather_control, rows_of, state_fields
 
 T = scalar_types(__name__)
 real = T.real
 
-SEED_STRIDE = 1_000_003
-"""Multiplier of the configured seed in each perturbation event's seed (seed x stride + event count):
-a prime, so that the streams of neighbouring seeds do not overlap within the first million events."""
 
-
-@dataclass
-class BundleStats:
-    """Counters since the simulator was built (or `reset`), the B in use and the last measured spread,
-    for training logs."""
-
-    env_substeps: int = 0
-    """Environment-substeps simulated (N per substep)."""
-    bundled_env_substeps: int = 0
-    """Environment-substeps spent inside a bundle."""
-    branch_substeps: int = 0
-    """Branch-substeps simulated, re-runs included (the extra compute of bundling)."""
-    bundles: int = 0
-    """Bundles opened."""
-    reperturbations: int = 0
-    """Branch legs perturbed again on a new contact inside a bundle."""
-    skipped_events: int = 0
-    """Environment-substeps whose event opened no bundle because `max_branch_rows` left too few rows free
-    (an environment refused again at its next substeps counts again each time)."""
-    released: int = 0
-    """Bundles ended before their H steps because no branch's foot was above the threshold any more
-    (`end_when_released`)."""
-    branches: int = 0
-    """B of the bundles opened next (the configured B, or the one `auto_branches` chose)."""
-    branch_rse: float = float("nan")
-    """Relative standard error of the bundles' mean gradient in the last segment that measured one
-    (sqrt(sum of squared standard errors / sum of squared means) over its bundles) [-]."""
-    approach_speed: float = float("nan")
-    """Mean approach speed towards the floor of the feet perturbed since the segment before that measured
-    a spread, at their events (what `auto_sigma` scales the velocity std by) [m/s]."""
-    alpha: float = float("nan")
-    """With `alpha_order`: the weight of the first-order estimate that the next segment's bundles use, a
-    running mean (`alpha_memory`) over the segments that measured it of v0 / (v0 + v1), the variances of
-    both estimates pooled over a segment's bundles (1: first-order only, 0: zero-order only) [-]."""
-    branch_top_share: float = float("nan")
-    """In the same segment, the mean over bundles of the largest branch's share of sum_i |g_i|^2 (g_i
-    a branch's gradient: 1/B when the branches agree, 1 when one carries it all) [-]."""
-
-    @property
-    def triggered_fraction(self) -> float:
-        """Fraction of environment-substeps inside a bundle."""
-        return self.bundled_env_substeps / self.env_substeps if self.env_substeps else 0.0
-
-
-def gather_control(sites: LaunchSites, env_of_row: wp.array, control: Control, out: Control, tape) -> None:
-    """out (rows) <- row i the control of environment env_of_row[i] (bk.gather_control, on `tape`)."""
-    sites(bk.gather_control, (env_of_row.shape[0], out.q_target.shape[1]), [
-        env_of_row, control.q_target, control.qd_target, control.kp, control.kd, control.tau,
-        out.q_target, out.qd_target, out.kp, out.kd, out.tau], tape)
-
-
-class Unused:
-    """Arguments of the bundling kernels for options that are off, on `device`: a probe
-    (bk.branch_mean), a zero seed offset (bk.foot_perturbation's seed is then its number) and the kept
-    noise, response and stds (bk.foot_perturbation without keep_noise)."""
-
-    def __init__(self, device):
-        self.probe = wp.zeros(1, dtype=real, device=device)
-        self.seed_offset = wp.zeros(1, dtype=wp.int32, device=device)
-        self.noise = (wp.zeros((1, bk.NOISE_PER_ROW), dtype=real, device=device),
-                      wp.zeros((1, 1, 3), dtype=real, device=device), wp.zeros((1, 4), dtype=real, device=device))
-
-
-class Bundler:
-    """The open bundles and the bundled substep of one simulator (which builds it when bundling is
-    enabled), running substeps through `physics` for `num_envs` environments. Every buffer it fills
-    comes from `pool` (the segment's), and every kernel it launches goes through the launch sites of
-    the substep it is in (see diffsim.segment)."""
+class HostBundler(Bundler):
+    """The open bundles of one simulator, kept on the host (see the module docstring; the simulator
+    builds it when bundling is enabled without `bundle.on_device`), running substeps through `physics`.
+    Every buffer it fills comes from `pool` (the segment's), and every kernel it launches goes through
+    the launch sites of the substep it is in (see diffsim.segment)."""
 
     def __init__(self, physics: Substep, cfg: BundleConfig, requires_grad: bool, pool: BufferPool):
         self.physics, self.cfg, self.requires_grad, self.pool = physics, cfg, requires_grad, pool
@@ -177,6 +112,7 @@ class Bundler:
         self.branch_in = None                  # State of the branches (M rows) entering the next substep
         self.branch_probe = None               # (M,) their probes (ones) when `_probing`
         self.unloaded: Optional[np.ndarray] = None    # (N, 2) bool: legs below the onset level last substep
+        self._closing: List[int] = []          # environments whose bundles close at the next step's first substep
 
     @property
     def clamped_perturbations(self) -> int:
@@ -202,7 +138,7 @@ class Bundler:
                 "unloaded": None if self.unloaded is None else self.unloaded.copy(),
                 "events": self._events, "stats": dataclasses.asdict(self.stats),
                 "clamped_perturbations": self.clamped_perturbations,
-                "branch": {} if bi is None else {k: v.numpy().copy() for k, v in zip(_FIELDS, _fields(bi))}}
+                "branch": {} if bi is None else {k: v.numpy().copy() for k, v in zip(FIELDS, state_fields(bi))}}
 
     def load_state_dict(self, state: dict) -> None:
         """Restore `state_dict()` (same model and number of environments). ValueError, with nothing
@@ -233,16 +169,21 @@ class Bundler:
         if state["branch"]:
             rows = int(self.counts.sum())
             self.branch_in = State.zeros(self.model, rows, self.requires_grad)
-            for name, arr in zip(_FIELDS, _fields(self.branch_in)):
+            for name, arr in zip(FIELDS, state_fields(self.branch_in)):
                 arr.assign(np.asarray(state["branch"][name]))
             if self._probing:
                 self.branch_probe = wp.ones(rows, dtype=real, device=self.model.device, requires_grad=True)
 
-    def close(self, env_ids: List[int], sites: LaunchSites, tape: Optional[wp.Tape]) -> None:
+    def restart(self, env_ids: List[int]) -> None:
+        self._closing = list(env_ids)
+
+    def at_cut(self) -> None:
+        self.measure_spread()
+
+    def _close(self, env_ids: List[int], tape: Optional[wp.Tape]) -> None:
         """Close the bundles of `env_ids` now, dropping their branch rows (recorded on `tape`, the
-        active one when the rows carry gradients: the simulator calls it at the substep that follows
-        a restart, so the other bundles keep their gradients); `sites` are the substep's launch sites."""
-        self._sites = sites
+        active one when the rows carry gradients: at the substep that follows a restart, so the other
+        bundles keep their gradients)."""
         closing = set(env_ids)
         if self.unloaded is not None:
             self.unloaded[list(closing)] = True
@@ -251,13 +192,18 @@ class Bundler:
             self._keep_bundles(np.array(keep, dtype=int), tape)
 
     # -- the substep ---------------------------------------------------------------------------------
-    def substep(self, s_in: State, s_out: State, control: Control, h: float, sites: LaunchSites,
-                tape: Optional[wp.Tape]) -> None:
-        """s_out <- one bundled substep of length h [s] from s_in; `sites` are the substep's launch
-        sites, `tape` as in `Substep.run`. The open bundles' branches and the environments take their
-        plain substep in one run (the branches' rows first), so a substep launches the physics once,
-        and a second time only when an event re-runs rows."""
+    def substep(self, s_in: State, s_out: Optional[State], control: Control, h: float, sites: LaunchSites,
+                tape: Optional[wp.Tape], position: int, first: bool) -> State:
+        """`Bundler.substep` (`position` unused: every buffer comes from the pool, s_out too when None).
+        The open bundles' branches and the environments take their plain substep in one run (the
+        branches' rows first), so a substep launches the physics once, and a second time only when an
+        event re-runs rows."""
         self._sites, pool = sites, self.pool
+        if first and self._closing:
+            self._close(self._closing, tape)
+            self._closing = []
+        if s_out is None:
+            s_out = pool.state(s_in.q.shape[0])
         cfg, b = self.cfg, self.stats.branches
         n = s_in.q.shape[0]
         m0 = int(self.counts.sum())
@@ -270,8 +216,8 @@ class Bundler:
             run_in, run_control = s_in, control
         run_out, sc = pool.state(m0 + n), pool.scratch(m0 + n)
         self.physics.run(run_in, run_out, run_control, h, sc, tape)
-        nominal = _rows(run_out, m0, m0 + n)
-        b_out = _rows(run_out, 0, m0) if m0 else None
+        nominal = rows_of(run_out, m0, m0 + n)
+        b_out = rows_of(run_out, 0, m0) if m0 else None
         loads = self._leg_loads(run_out.contact_impulse, cfg.threshold * h, cfg.onset_fraction * cfg.threshold * h)
         above = (loads == 2).astype(np.int32)
         in_bundle = np.zeros((n, 1), dtype=bool)
@@ -325,6 +271,7 @@ class Bundler:
         ending = (self.left <= 0) | released
         if ending.any():
             self._keep_bundles(np.flatnonzero(~ending), tape)
+        return s_out
 
     def _admit(self, triggered: np.ndarray, rows: int, b: int, n: int) -> np.ndarray:
         """The environments among `triggered` (sorted indices < n, the environments' count) that open a
@@ -419,8 +366,8 @@ class Bundler:
         offset = None
         if self.cfg.nominal_forward:
             offset = pool.state(n, zero=True, requires_grad=False)
-            self._sites(bk.nominal_offset, (n, m.nq), [pool.ints(slot), *_fields(nominal), *_fields(mean),
-                                                       *_fields(offset)])
+            self._sites(bk.nominal_offset, (n, m.nq), [pool.ints(slot), *state_fields(nominal), *state_fields(mean),
+                                                       *state_fields(offset)])
         self._select((slot >= 0).astype(np.int32), np.where(slot >= 0, slot, np.arange(n)), nominal, mean, s_out,
                      tape, offset)
 
@@ -536,17 +483,6 @@ class Bundler:
         if which is None:
             which = src = np.zeros(0, np.int32)
         self._sites(bk.select_rows, (rows, self.model.nq), [
-            self.pool.ints(which), self.pool.ints(src), a.q.shape[0], int(offset is not None), *_fields(a),
-            *_fields(b), *_fields(offset if offset is not None else b), *_fields(out)], tape)
+            self.pool.ints(which), self.pool.ints(src), a.q.shape[0], int(offset is not None), *state_fields(a),
+            *state_fields(b), *state_fields(offset if offset is not None else b), *state_fields(out)], tape)
 
-
-_FIELDS = ("q", "qd", "contact_impulse", "contact_height")
-
-
-def _fields(s: State):
-    return tuple(getattr(s, name) for name in _FIELDS)
-
-
-def _rows(s: State, start: int, stop: int) -> State:
-    """Rows start..stop-1 of `s`, a view (adjoints included)."""
-    return State(*(a[start:stop] for a in _fields(s)))
