@@ -86,14 +86,14 @@ class Observer:
         b.recorded = self.perturbations = []
         substep, rerun, record = b.substep, b._rerun, b._record_entry_adjoints
 
-        def observed_substep(s_in, s_out, control, h, sites, tape):
+        def observed_substep(s_in, s_out, control, h, sites, tape, position, first):
             self.substep += 1
             i = self.substep
             self.rows_before[i] = np.repeat(b.bundle_env, b.counts)
             self.inputs[i] = (s_in.q.numpy()[env].copy(), s_in.qd.numpy()[env].copy(),
                               {n: getattr(control, n).numpy()[env].copy()
                                for n in ("q_target", "qd_target", "kp", "kd", "tau")})
-            substep(s_in, s_out, control, h, sites, tape)
+            return substep(s_in, s_out, control, h, sites, tape, position, first)
 
         def observed_rerun(run_in, sc, env_row, new_src, new_legs, rerun_rows, rerun_legs, control, h, tape):
             br = b.stats.branches
