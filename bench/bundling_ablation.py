@@ -3,7 +3,8 @@ environment-step budget for every configuration, trained by the suite's own runn
 
 Configurations: SHAC at kappa 300 with and without bundling (the paper's, bundling of the impact
 only: `bundle.onset_fraction` 0.25, `bundle.end_when_released`, and perturbation sizes that follow the
-contact: `bundle.auto_sigma`, and the zero-order estimate mixed in: `bundle.alpha_order`), at kappa 50
+contact: `bundle.experimental.auto_sigma`, and the zero-order estimate mixed in:
+`bundle.experimental.alpha_order`), at kappa 50
 without (soft contact), at kappa 1000 with (the paper's, auto_sigma, alpha_order) and without, and PPO
 (kappa 300, no gradients through the simulator). SHAC without bundling keeps the same number of
 environments as with it (the paper doubles them; here equal environment steps per iteration keep the
@@ -57,11 +58,12 @@ class Arm:
     """A key of BUNDLINGS."""
 
 
-BUNDLINGS = {"none": None, "paper": {}, "impact only": IMPACT_ONLY, "auto sigma": {"auto_sigma": True},
-             "alpha order": {"alpha_order": True}}
+BUNDLINGS = {"none": None, "paper": {}, "impact only": IMPACT_ONLY,
+             "auto sigma": {"experimental": {"auto_sigma": True}},
+             "alpha order": {"experimental": {"alpha_order": True}}}
 """Bundling of an arm -> its `env.sim.bundle` settings over the preset's (None: bundling off): the
-preset's (the paper's), the impact only, perturbation sizes that follow the contact (`auto_sigma`), or
-the zero-order estimate mixed in (`alpha_order`)."""
+preset's (the paper's), the impact only, perturbation sizes that follow the contact (`experimental.auto_sigma`),
+or the zero-order estimate mixed in (`experimental.alpha_order`)."""
 
 ARMS = (Arm("shac_k300_bundle", "shac", 300.0, "paper"), Arm("shac_k300_plain", "shac", 300.0, "none"),
         Arm("shac_k300_impact", "shac", 300.0, "impact only"), Arm("shac_k300_auto_sigma", "shac", 300.0, "auto sigma"),

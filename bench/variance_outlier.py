@@ -41,7 +41,7 @@ from bcg.atomic_file import write_text_atomic  # noqa: E402
 from bcg_train.bundling_study.scenarios import DEFAULT_BUNDLE, g1_model, scenario_factories, study_config  # noqa: E402
 from bcg_train.bundling_study.statistics import sum_variance, trimmed_sum_variance  # noqa: E402
 from bcg_train.bundling_study.window import StudyWindow  # noqa: E402
-from bcg_train.diffsim import SimConfig, Simulator, Tape  # noqa: E402
+from bcg_train.diffsim import BundleExperiments, SimConfig, Simulator, Tape  # noqa: E402
 
 wp.config.quiet = True
 wp.config.log_level = wp.LOG_WARNING
@@ -283,7 +283,7 @@ def sweep(scenario, seeds: int, log) -> List[dict]:
     v0, t0 = sum_variance(ref.param_grads), trimmed_sum_variance(ref.param_grads)
     rows = []
     for label, change in (("B=4", {"branches": 4}), ("B=10", {}), ("B=20", {"branches": 20}),
-                          ("B=10, branch_clip 5", {"branch_clip": 5.0})):
+                          ("B=10, branch_clip 5", {"experimental": BundleExperiments(branch_clip=5.0)})):
         cfg = replace(DEFAULT_BUNDLE, **change)
         window = StudyWindow(study_config(KAPPA, cfg), scenario)
         for seed in range(seeds):

@@ -19,8 +19,8 @@ def test_each_arm_trains_with_its_own_contact_and_bundling(ablation):
         assert bundle.enabled == (arms[name].bundling != "none")
         impact = arms[name].bundling == "impact only"
         assert (bundle.onset_fraction, bundle.end_when_released) == ((0.25, True) if impact else (0.0, False))
-        assert bundle.auto_sigma == (arms[name].bundling == "auto sigma")
-        assert bundle.alpha_order == (arms[name].bundling == "alpha order")
+        assert bundle.experimental.auto_sigma == (arms[name].bundling == "auto sigma")
+        assert bundle.experimental.alpha_order == (arms[name].bundling == "alpha order")
     assert {arm.bundling for arm in ablation.ARMS} == set(ablation.BUNDLINGS)
     shac = configs["shac_k300_impact"]
     ppo = configs["ppo_k300"]

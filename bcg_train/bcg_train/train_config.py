@@ -36,6 +36,7 @@ from .algo.ppo import Ppo, PpoConfig
 from .algo.ppo import deployable_policy as ppo_policy
 from .algo.shac import Shac, ShacConfig
 from .algo.shac import deployable_policy as shac_policy
+from .diffsim.config import upgraded_bundle
 from .env_api import DiffEnv
 from .imitation.config import ImitationEnvConfig
 
@@ -172,7 +173,12 @@ def _preset(name: Union[str, Path], chain: Tuple[Path, ...]) -> Tuple[TrainConfi
 
 
 def config_from_dict(data: Mapping[str, Any]) -> TrainConfig:
-    """Rebuild a validated TrainConfig from `TrainConfig.to_dict()` (e.g. stored in a checkpoint)."""
+    """Rebuild a validated TrainConfig from `TrainConfig.to_dict()` (e.g. stored in a checkpoint; keys
+    stored before they moved read at their place now: `diffsim.config.upgraded_bundle`)."""
+    env = data.get("env")
+    sim = env.get("sim") if isinstance(env, Mapping) else None
+    if isinstance(sim, Mapping) and isinstance(sim.get("bundle"), Mapping):
+        data = {**data, "env": {**env, "sim": {**sim, "bundle": upgraded_bundle(sim["bundle"])}}}
     cfg = apply_overrides(TrainConfig(), data)
     cfg.validate()
     return cfg

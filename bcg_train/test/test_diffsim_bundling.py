@@ -11,7 +11,7 @@ import pytest
 import warp as wp
 
 from bcg.config_check import ConfigError
-from bcg_train.diffsim import BundleConfig, Model, SimConfig, Simulator, Tape
+from bcg_train.diffsim import BundleConfig, BundleExperiments, Model, SimConfig, Simulator, Tape
 from bcg_train.diffsim.bundling import kernels as bk
 from bcg_train.diffsim.bundling import slot_kernels as sk
 
@@ -25,9 +25,9 @@ MODEL = Model.from_mujoco(device="cpu")
 STANDING = MODEL.robot.standing_height      # m, pelvis height with the feet on the floor
 
 
-def sim_config(**bundle) -> SimConfig:
-    """kappa 300 with these bundle settings (bundling off when none are given)."""
-    return SimConfig(kappa=300.0, bundle=BundleConfig(**bundle))
+def sim_config(experimental=None, **bundle) -> SimConfig:
+    """kappa 300 with these bundle settings and experiments (a mapping; bundling off when none are given)."""
+    return SimConfig(kappa=300.0, bundle=BundleConfig(**bundle, experimental=BundleExperiments(**(experimental or {}))))
 
 
 def initial_state(model, n, dropped=None, roll=0.0):
@@ -387,7 +387,7 @@ def test_new_contact_inside_a_bundle_reperturbs_that_leg():
 
 
 def test_nominal_forward_keeps_the_plain_trajectory_with_bundled_gradients(plain):
-    config = sim_config(enabled=True, branches=4, nominal_forward=True)
+    config = sim_config(enabled=True, branches=4, experimental={"nominal_forward": True})
     q0, qd0 = initial_state(MODEL, 2)
     a = np.tile(MODEL.robot.default_q, (2, 1))
     w = RNG.normal(size=(2, MODEL.nq))
@@ -470,11 +470,14 @@ def test_restarting_one_env_keeps_the_other_bundles_gradients(frozen_noise):
 
 @pytest.mark.parametrize("field, value", [("branches", 0), ("span_steps", 1.5), ("threshold", -1.0),
                                           ("sigma_p", -0.01), ("damping", 0.0), ("onset_fraction", 1.5),
-                                          ("sigma_p_widths", -0.5), ("sigma_v_per_speed", -0.1),
+                                          ("experimental.sigma_p_widths", -0.5),
+                                          ("experimental.sigma_v_per_speed", -0.1),
                                           ("max_branch_rows", -1), ("max_branch_rows", 9)])
 def test_bad_bundle_config_names_the_field(field, value):
+    section, _, name = field.rpartition(".")
+    settings = {section: {name: value}} if section else {name: value}
     with pytest.raises(ConfigError, match=f"^bundle.{field}={value}: "):
-        Simulator(MODEL, 1, sim_config(enabled=True, **{field: value}))
+        Simulator(MODEL, 1, sim_config(enabled=True, **settings))
 
 
 def _perturb_left_foot(rows, sigma_p, sigma_v, sigma_v_per_speed, base_velocity):
@@ -581,7 +584,7 @@ def test_auto_sigma_takes_the_position_noise_from_the_contact_transition_width()
     smooth = lambda c: 1.0 / (1.0 + np.exp(kappa * c))                          # noqa: E731
     half = CONTACT_TRANSITION_WIDTH / kappa / 2
     np.testing.assert_allclose([smooth(-half), smooth(half)], [0.9, 0.1], rtol=1e-12)
-    auto = BundleConfig(auto_sigma=True, sigma_v_per_speed=0.3)
+    auto = BundleConfig(experimental=BundleExperiments(auto_sigma=True, sigma_v_per_speed=0.3))
     p300, v300, c300 = auto.perturbation_scales(300.0)
     assert p300 == pytest.approx(0.01, rel=0.01) and (v300, c300) == (0.0, 0.3)
     assert auto.perturbation_scales(1000.0)[0] == pytest.approx(0.3 * p300)
@@ -598,7 +601,8 @@ def test_auto_sigma_measures_the_approach_speed_of_landing_feet():
     actions = torch.tensor(np.tile(r.default_q, (4, 3, 1)))
     speeds = []
     for auto in (False, True):
-        sim = Simulator(MODEL, 3, sim_config(enabled=True, branches=3, auto_sigma=auto), requires_grad=True)
+        sim = Simulator(MODEL, 3, sim_config(enabled=True, branches=3, experimental={"auto_sigma": auto}),
+                        requires_grad=True)
         q, qd = _late_landing_start()
         _window(sim, q, qd, actions, kp, kd)
         speeds.append(sim.bundle_stats.approach_speed)
@@ -744,7 +748,8 @@ def test_branches_that_agree_have_no_spread_and_bundles_of_different_sizes_avera
     r = MODEL.robot
     kp, kd = torch.tensor(r.kp * 10), torch.tensor(r.kd * 3)
     actions = torch.tensor(np.tile(r.default_q, (2, 4, 3, 1)))
-    quiet = sim_config(enabled=True, branches=3, sigma_p=0.0, sigma_v=0.0, auto_branches=True, min_branches=2)
+    quiet = sim_config(enabled=True, branches=3, sigma_p=0.0, sigma_v=0.0,
+                       experimental={"auto_branches": True, "min_branches": 2})
     runs = []
     for config in (quiet, sim_config()):
         sim = Simulator(MODEL, 3, config, requires_grad=True)
@@ -779,7 +784,8 @@ def test_auto_branches_follows_the_measured_spread_of_noisy_branches():
     kp, kd = torch.tensor(r.kp * 10), torch.tensor(r.kd * 3)
     actions = torch.tensor(np.tile(r.default_q, (4, 3, 1)))
     for auto, target, expected in ((True, 1e-6, 6), (True, 1e6, 2), (False, 1e-6, 3)):
-        config = sim_config(enabled=True, branches=3, auto_branches=auto, branch_rse_target=target, max_branches=6)
+        config = sim_config(enabled=True, branches=3, experimental={"auto_branches": auto, "branch_rse_target": target,
+                                                                     "max_branches": 6})
         sim = Simulator(MODEL, 3, config, requires_grad=True)
         q, qd = _late_landing_start()
         _window(sim, q, qd, actions, kp, kd)
@@ -793,9 +799,10 @@ def test_auto_branches_follows_the_measured_spread_of_noisy_branches():
 
 
 def test_auto_branches_needs_a_range_that_holds_the_first_b():
-    with pytest.raises(ConfigError, match=r"^auto_branches=true: min_branches, branches, max_branches are 2, 40, 32; "
+    with pytest.raises(ConfigError, match=r"^experimental\.auto_branches=true: min_branches, branches, "
+                       r"max_branches are 2, 40, 32; "
                        r"expected 2 <= min_branches <= branches <= max_branches$"):
-        BundleConfig(enabled=True, branches=40, auto_branches=True).validate()
+        BundleConfig(enabled=True, branches=40, experimental=BundleExperiments(auto_branches=True)).validate()
 
 
 @pytest.mark.parametrize("b", [4, 5])
@@ -827,7 +834,8 @@ def test_branch_clip_changes_gradients_only_and_a_loose_clip_changes_nothing():
     q0, qd0 = initial_state(MODEL, 2, roll=np.radians(4.0))
     a = np.tile(MODEL.robot.default_q, (2, 1))
     w = RNG.normal(size=(2, MODEL.nq))
-    runs = {clip: rollout(sim_config(enabled=True, branches=5, branch_clip=clip), 6, q0, qd0, a, True, w)
+    runs = {clip: rollout(sim_config(enabled=True, branches=5, experimental={"branch_clip": clip}), 6, q0, qd0, a,
+                          True, w)
             for clip in (0.0, 1e9, 1.0)}
     assert runs[0.0][3].bundles >= 2
     for clip in (1e9, 1.0):
@@ -921,7 +929,7 @@ def test_a_branch_probe_adjoint_is_that_branch_s_own_loss(monkeypatch):
     import torch
     r = MODEL.robot
     kp, kd = torch.tensor(r.kp * 10), torch.tensor(r.kd * 3)
-    config = sim_config(enabled=True, branches=3, alpha_order=True, span_steps=6)
+    config = sim_config(enabled=True, branches=3, span_steps=6, experimental={"alpha_order": True})
     sim = Simulator(MODEL, 3, config, requires_grad=True)
     seen = []
     launch = sim.bundler._mix_launch
@@ -959,7 +967,8 @@ def test_alpha_order_changes_gradients_only_and_logs_its_weight(frozen_noise):
     actions = torch.tensor(np.tile(r.default_q, (4, 3, 1)))
     runs = {}
     for mix in (False, True):
-        sim = Simulator(MODEL, 3, sim_config(enabled=True, branches=4, alpha_order=mix), requires_grad=True)
+        sim = Simulator(MODEL, 3, sim_config(enabled=True, branches=4, experimental={"alpha_order": mix}),
+                        requires_grad=True)
         q, qd = _late_landing_start()
         first = _window(sim, q, qd, actions, kp, kd)
         spread = (sim.bundle_stats.branch_rse, sim.bundle_stats.branch_top_share)
@@ -986,8 +995,9 @@ def test_alpha_order_changes_gradients_only_and_logs_its_weight(frozen_noise):
 
 
 def test_alpha_order_needs_two_branches():
-    with pytest.raises(ConfigError, match=r"^bundle\.alpha_order=true: branches is 1; expected branches >= 2"):
-        Simulator(MODEL, 1, sim_config(enabled=True, branches=1, alpha_order=True))
+    with pytest.raises(ConfigError,
+                       match=r"^bundle\.experimental\.alpha_order=true: branches is 1; expected branches >= 2"):
+        Simulator(MODEL, 1, sim_config(enabled=True, branches=1, experimental={"alpha_order": True}))
 
 
 def test_zero_order_and_first_order_estimates_of_a_g1_landing_point_the_same_way(monkeypatch):
@@ -1000,7 +1010,7 @@ def test_zero_order_and_first_order_estimates_of_a_g1_landing_point_the_same_way
     kp, kd = torch.tensor(r.kp * 10), torch.tensor(r.kd * 3)
     cosines = []
     for seed in range(4):
-        sim = Simulator(MODEL, 3, sim_config(enabled=True, branches=32, alpha_order=True, seed=seed),
+        sim = Simulator(MODEL, 3, sim_config(enabled=True, branches=32, seed=seed, experimental={"alpha_order": True}),
                         requires_grad=True)
         launch = sim.bundler._mix_launch
 
@@ -1021,8 +1031,8 @@ def test_zero_order_and_first_order_estimates_of_a_g1_landing_point_the_same_way
 def test_alpha_is_a_running_mean_of_the_zero_order_variance_share(memory, second):
     """alpha: v0 / (v0 + v1) of the first segment that measured them, then a running mean; (1, 3) measured,
     then (3000, 1000) (the scale does not matter); kept by state_dict."""
-    sim = Simulator(MODEL, 1, sim_config(enabled=True, branches=4, alpha_order=True, alpha_memory=memory),
-                    requires_grad=True)
+    experiments = {"alpha_order": True, "alpha_memory": memory}
+    sim = Simulator(MODEL, 1, sim_config(enabled=True, branches=4, experimental=experiments), requires_grad=True)
     bundler = sim.bundler
     for v0, v1, alpha in ((1.0, 3.0, 0.25), (3000.0, 1000.0, second)):
         bundler._sums.assign(np.array([0, 0, 0, 0, 0, 0, v0, v1], dtype=np.float64))
@@ -1064,7 +1074,7 @@ def _restart_3_at_step_3(sim, t):
 
 
 DEVICE_VARIANTS = {"paper": {}, "onset": {"onset_fraction": 0.5}, "release": {"end_when_released": True},
-            "nominal_forward": {"nominal_forward": True, "span_steps": 3}}
+            "nominal_forward": {"experimental": {"nominal_forward": True}, "span_steps": 3}}
 
 
 @pytest.mark.parametrize("variant", DEVICE_VARIANTS)
@@ -1262,9 +1272,10 @@ def test_a_device_bundlers_state_loads_only_where_it_fits():
 
 @pytest.mark.parametrize("settings, message", [
     ({}, "max_branch_rows is 0; expected max_branch_rows > 0"),
-    ({"max_branch_rows": 20, "auto_branches": True, "max_branches": 16}, "no auto_branches"),
-    ({"max_branch_rows": 20, "alpha_order": True}, "no alpha_order"),
-    ({"max_branch_rows": 20, "branch_clip": 3.0}, "no branch_clip")])
+    ({"max_branch_rows": 20, "experimental": {"auto_branches": True, "max_branches": 16}},
+     "no experimental.auto_branches"),
+    ({"max_branch_rows": 20, "experimental": {"alpha_order": True}}, "no experimental.alpha_order"),
+    ({"max_branch_rows": 20, "experimental": {"branch_clip": 3.0}}, "no experimental.branch_clip")])
 def test_bad_device_bundling_config_names_the_field(settings, message):
     with pytest.raises(ConfigError, match=f"^bundle.on_device=true: .*{message}"):
         Simulator(MODEL, 1, sim_config(enabled=True, on_device=True, **settings))

@@ -107,3 +107,18 @@ def test_the_default_preset_is_the_recipe_for_a_new_motion(tmp_path, monkeypatch
     with pytest.raises(ConfigError, match=r"^runner\.screen_every=30: not a multiple of checkpoint_every \(50\); "
                        r"expected a multiple of checkpoint_every$"):
         apply_overrides(cfg, {"runner": {"screen_every": 30}}).validate()
+
+
+def test_a_config_stored_before_the_bundle_experiments_moved_loads_them_at_their_place():
+    """A checkpoint's or sidecar's config that holds the experiments (`BundleExperiments`) as keys of
+    `env.sim.bundle` itself, where they were, reads them in `env.sim.bundle.experimental`; new keys win."""
+    stored = TrainConfig().to_dict()
+    bundle = stored["env"]["sim"]["bundle"]
+    bundle.update(bundle.pop("experimental"), branch_clip=2.0, auto_sigma=True)
+    assert "experimental" not in bundle and "nominal_forward" in bundle
+    experiments = config_from_dict(stored).env.sim.bundle.experimental
+    assert (experiments.branch_clip, experiments.auto_sigma, experiments.alpha_order) == (2.0, True, False)
+    bundle["experimental"] = {"branch_clip": 3.0}
+    assert config_from_dict(stored).env.sim.bundle.experimental.branch_clip == 3.0
+    with pytest.raises(ConfigError, match=r"^env\.sim\.bundle\.branch_clip=2: unknown key"):
+        apply_overrides(TrainConfig(), {"env": {"sim": {"bundle": {"branch_clip": 2}}}})   # a --set names its place

@@ -56,8 +56,8 @@ def rows(run_dir):
 def test_shac_run_with_bundling_resumes_exactly_and_exports(tmp_path):
     """Ctrl-C during iteration 2 saves a checkpoint; resuming from it gives the uninterrupted run's numbers
     (B chosen by auto_branches, which changes it after the first iteration)."""
-    cfg = apply_overrides(g1_config(iterations=3), {"env": {"sim": {"bundle": {"auto_branches": True,
-                                                                                "branch_rse_target": 0.01}}}})
+    experiments = {"auto_branches": True, "branch_rse_target": 0.01}
+    cfg = apply_overrides(g1_config(iterations=3), {"env": {"sim": {"bundle": {"experimental": experiments}}}})
     whole = tmp_path / "whole"
     Runner(make_algorithm(build_env(cfg, "synthetic_run", "cpu"), cfg), cfg, whole, {"motion": "synthetic_run"}).train()
     part = tmp_path / "part"

@@ -116,7 +116,7 @@ def gradient_orders(z0: np.ndarray, kappa: float, branches: int, rng: np.random.
       with them: a small bias; their bias check is left out, the first-order estimate here being
       unbiased);
     - "alpha pooled": the same mix with one alpha for all n, from the variances averaged over them
-      (what the simulator's `bundle.alpha_order` does over a segment's bundles);
+      (what the simulator's `bundle.experimental.alpha_order` does over a segment's bundles);
     and "alpha_weight" (n,) [-], the per-point alpha. Needs B >= 2."""
     if branches < 2:
         raise ValueError(f"gradient_orders needs at least 2 branches, got {branches}")

@@ -8,7 +8,7 @@ import numpy as np
 import torch
 
 from bcg.contract.builtin import stand_gains
-from bcg_train.diffsim import BundleConfig, Model, SimConfig, Simulator
+from bcg_train.diffsim import BundleConfig, BundleExperiments, Model, SimConfig, Simulator
 
 DT = 0.02                   # s, control step
 HORIZON = 32                # control steps of the SHAC window
@@ -18,7 +18,7 @@ KAPPAS = (50.0, 100.0, 300.0, 1000.0)
 SETTLE_STEPS = 50           # control steps of the stand settling
 ACTION_NOISE = 0.05         # rad
 DEFAULT_BUNDLE = BundleConfig(enabled=True, branches=10, span_steps=2, sigma_p=0.01, sigma_v=0.02,
-                              threshold=400.0, nominal_forward=False, seed=0)
+                              threshold=400.0, seed=0)
 
 
 IMPACT_ONLY = {"onset_fraction": 0.25, "end_when_released": True}
@@ -29,11 +29,11 @@ below a quarter of it, and ends once no branch's is above it."""
 ABLATIONS = (("B=1", {"branches": 1}), ("B=4", {"branches": 4}), ("B=10 (default)", {}),
              ("B=20", {"branches": 20}), ("H=1", {"span_steps": 1}), ("H=4", {"span_steps": 4}),
              ("sigma_p=0.5cm", {"sigma_p": 0.005}), ("sigma_p=2cm", {"sigma_p": 0.02}),
-             ("nominal-forward", {"nominal_forward": True}),
+             ("nominal-forward", {"experimental": BundleExperiments(nominal_forward=True)}),
              ("onset trigger", {"onset_fraction": IMPACT_ONLY["onset_fraction"]}),
              ("end when released", {"end_when_released": IMPACT_ONLY["end_when_released"]}),
-             ("impact only", IMPACT_ONLY), ("auto sigma", {"auto_sigma": True}))
-"""(label, bundle settings over DEFAULT_BUNDLE) of the kappa-300 ablations. `alpha_order` is not among
+             ("impact only", IMPACT_ONLY), ("auto sigma", {"experimental": BundleExperiments(auto_sigma=True)}))
+"""(label, bundle settings over DEFAULT_BUNDLE) of the kappa-300 ablations. `experimental.alpha_order` is not among
 them: its weight is measured at a segment's end, so in the study's one window it is the plain bundle."""
 
 IMPACT_ONLY_BUNDLE = replace(DEFAULT_BUNDLE, **IMPACT_ONLY)

@@ -2,7 +2,7 @@
 
 Public API (Model / State / Control / Simulator, as Warp's physics code has them):
 - `Model.from_mujoco(path)`: the robot's physics data, built once;
-- `SimConfig` (with `BundleConfig`): the solver's settings, given to each simulator;
+- `SimConfig` (with `BundleConfig` and its `BundleExperiments`): the solver's settings, given to each simulator;
 - `Simulator(model, num_envs, config, requires_grad)`, `sim.step(state_in, state_out, control, dt)`;
 - `torch_bridge`: the one bridge to PyTorch;
 - `flavour(precision)`: the package that simulates in float64 (this one) or float32 (`precision`).
@@ -13,7 +13,7 @@ against MuJoCo that tests and benches share).
 """
 import importlib
 
-from .config import PRECISIONS, BundleConfig, SimConfig
+from .config import PRECISIONS, BundleConfig, BundleExperiments, SimConfig
 from .errors import ModelError, NonFiniteStateError, StaleTapeError, TapeRequiredError
 from .variation import PhysicsVariation
 
@@ -29,5 +29,5 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-__all__ = ["BundleConfig", "ModelError", "NonFiniteStateError", "PRECISIONS", "PhysicsVariation", "SimConfig",
-           "StaleTapeError", "TapeRequiredError", *_LAZY]
+__all__ = ["BundleConfig", "BundleExperiments", "ModelError", "NonFiniteStateError", "PRECISIONS", "PhysicsVariation",
+           "SimConfig", "StaleTapeError", "TapeRequiredError", *_LAZY]

@@ -1,7 +1,7 @@
 """Typed configuration of the differentiable simulator."""
 import math
 from dataclasses import dataclass, field, fields
-from typing import Dict, Mapping, Tuple
+from typing import Any, Dict, Mapping, Tuple
 
 from bcg.config_check import (
     FRACTION,
@@ -51,6 +51,66 @@ def check_precision(precision: str) -> None:
 
 
 @dataclass
+class BundleExperiments(Settings):
+    """Bundling options that are experiments, not training settings (`BundleConfig.experimental`): each
+    was measured in SHAC training on dance at cpu-small against the paper's bundle (B = 10, ADD feature
+    error over the last 50 of 400 iterations, docs/bundling.md) and none learned measurably better; all
+    off by default. `auto_sigma` learned as the paper's bundle (kappa 300: 0.303 against 0.298; kappa
+    1000: 0.353 against 0.353, three seeds; bench/results/bundling_auto_dance/); `alpha_order` hurt
+    (0.54 at kappa 300, 0.54 or diverged at kappa 1000; same folder); `auto_branches` drove B to its
+    maximum, 32, without learning better (0.297 against 0.298) at twice the branch rows; `branch_clip=2`
+    gave 0.291 against 0.298, within seed noise (bench/results/bundling_branches_dance/);
+    `nominal_forward` is the paper's ablation (the bundling study's kappa-300 ablations,
+    bench/bundling_study.py). The bundler on the device has none but `nominal_forward`."""
+
+    nominal_forward: bool = False
+    """Ablation: the environment follows the unperturbed trajectory; only gradients come from the branches."""
+    auto_sigma: bool = False
+    """The perturbation's size follows the contact it bundles instead of `BundleConfig.sigma_p`/`sigma_v`: the
+    position std is `sigma_p_widths` transition widths of the contact smoothing (its 10-90 % width
+    2 ln 9 / kappa [m], so it shrinks as contact stiffens), and each event's velocity std is
+    `sigma_v_per_speed` times the perturbed foot's approach speed towards the floor at that event
+    (a hard landing is perturbed more than a foot already resting; `BundleConfig.perturbation_scales`)."""
+    sigma_p_widths: float = setting(0.68, NON_NEGATIVE)
+    """With `auto_sigma`: position std in transition widths [-] (0.68: the paper's 1 cm at kappa 300)."""
+    sigma_v_per_speed: float = setting(0.025, NON_NEGATIVE)
+    """With `auto_sigma`: velocity std as a fraction of the foot's approach speed at the event [-] (0.025:
+    the paper's 2 cm/s at the mean approach speed measured in G1 training, 0.7-0.9 m/s on dance and jump,
+    `env/approach_speed`)."""
+    auto_branches: bool = False
+    """B tunes itself: after each segment's backward pass the bundler measures the relative standard
+    error of its bundles' mean gradient (the spread of the branches' own gradients, see
+    `BundleStats.branch_rse`) and bundles opened later get the B that would bring it to
+    `branch_rse_target`, within [min_branches, max_branches]; `BundleConfig.branches` is the first B."""
+    branch_rse_target: float = setting(0.25, POSITIVE)
+    """Relative standard error of a bundle's mean gradient that `auto_branches` aims at [-]."""
+    min_branches: int = setting(2, at_least(1))
+    """Smallest B `auto_branches` chooses (2 at least: one branch has no spread to measure)."""
+    max_branches: int = setting(32, at_least(1))
+    """Largest B `auto_branches` chooses."""
+    alpha_order: bool = False
+    """Mix in the zero-order estimate (Suh et al.'s alpha-order gradient; off: the paper's first-order bundle). At each
+    new bundle's entry, in the backward pass, the gradient along the directions its noise moved the feet becomes
+    alpha x first-order + (1 - alpha) x zero-order, alpha = v0 / (v0 + v1) from the sample variances of the two
+    pooled over a segment's bundles, averaged over the segments before (`alpha_memory`; first-order only until
+    measured; per bundle, from its B branches alone, alpha was noisier and the mix worse in the 1-D study:
+    bundling_study.pointmass); the zero-order estimate weighs each branch's noise by its own loss (the adjoint-
+    weighted deviation of its states from the bundle's mean, over the bundle's substeps). The other directions,
+    and the gradient through the actions inside the bundle, stay first-order. Needs B >= 2
+    (bundling.kernels.alpha_order_mix). The joint clamps (max_dq, max_dqd) are not modelled: where they cut a
+    perturbation (`clamped_perturbations`) the zero-order estimate is approximate. Measured to hurt (see the
+    class docstring)."""
+    alpha_memory: float = setting(0.9, between(0, 1, high_open=True))
+    """With `alpha_order`: weight of the running alpha when a segment's is averaged in (0: the last
+    segment's alone; the ratio, not the variances, is averaged: their scale changes by orders of
+    magnitude as training goes) [-]."""
+    branch_clip: float = setting(0.0, NON_NEGATIVE)
+    """0: off. c > 0: in the backward pass, each new bundle's branch whose entry-state adjoint is longer
+    than c times the median of its bundle's is scaled down to that length, before they are summed: a
+    robust mean where one branch's stiff contact would dominate the bundle's gradient (biased) [-]."""
+
+
+@dataclass
 class BundleConfig(Settings):
     """Bundled Contact Gradients (docs/method.md, "Bundling"); units in brackets."""
 
@@ -72,21 +132,9 @@ class BundleConfig(Settings):
     above `threshold`: the branches re-run only the stiff part of the contact (the impact), not the rest
     of the H steps, and the environment goes on alone from their mean (off: the paper's fixed H)."""
     sigma_p: float = setting(0.01, NON_NEGATIVE)
-    """Std of the Cartesian foot position perturbation [m] (without `auto_sigma`)."""
+    """Std of the Cartesian foot position perturbation [m] (without `experimental.auto_sigma`)."""
     sigma_v: float = setting(0.02, NON_NEGATIVE)
-    """Std of the Cartesian foot velocity perturbation [m/s] (without `auto_sigma`)."""
-    auto_sigma: bool = False
-    """The perturbation's size follows the contact it bundles instead of `sigma_p`/`sigma_v`: the
-    position std is `sigma_p_widths` transition widths of the contact smoothing (its 10-90 % width
-    2 ln 9 / kappa [m], so it shrinks as contact stiffens), and each event's velocity std is
-    `sigma_v_per_speed` times the perturbed foot's approach speed towards the floor at that event
-    (a hard landing is perturbed more than a foot already resting; `BundleConfig.perturbation_scales`)."""
-    sigma_p_widths: float = setting(0.68, NON_NEGATIVE)
-    """With `auto_sigma`: position std in transition widths [-] (0.68: the paper's 1 cm at kappa 300)."""
-    sigma_v_per_speed: float = setting(0.025, NON_NEGATIVE)
-    """With `auto_sigma`: velocity std as a fraction of the foot's approach speed at the event [-] (0.025:
-    the paper's 2 cm/s at the mean approach speed measured in G1 training, 0.7-0.9 m/s on dance and jump,
-    `env/approach_speed`)."""
+    """Std of the Cartesian foot velocity perturbation [m/s] (without `experimental.auto_sigma`)."""
     threshold: float = setting(400.0, POSITIVE)
     """Trigger: a foot sphere's normal contact force above this [N] (impulse / substep length)."""
     damping: float = setting(1e-4, POSITIVE)
@@ -95,38 +143,8 @@ class BundleConfig(Settings):
     """Clamp of each joint position perturbation [rad]."""
     max_dqd: float = setting(0.5, NON_NEGATIVE)
     """Clamp of each joint velocity perturbation [rad/s]."""
-    nominal_forward: bool = False
-    """Ablation: the environment follows the unperturbed trajectory; only gradients come from the branches."""
     seed: int = 0
     """Seed of the perturbation noise (a constant: no gradient flows through sampling)."""
-    auto_branches: bool = False
-    """B tunes itself: after each segment's backward pass the bundler measures the relative standard
-    error of its bundles' mean gradient (the spread of the branches' own gradients, see
-    `BundleStats.branch_rse`) and bundles opened later get the B that would bring it to
-    `branch_rse_target`, within [min_branches, max_branches]; `branches` is the first B."""
-    branch_rse_target: float = setting(0.25, POSITIVE)
-    """Relative standard error of a bundle's mean gradient that `auto_branches` aims at [-]."""
-    min_branches: int = setting(2, at_least(1))
-    """Smallest B `auto_branches` chooses (2 at least: one branch has no spread to measure)."""
-    max_branches: int = setting(32, at_least(1))
-    """Largest B `auto_branches` chooses."""
-    alpha_order: bool = False
-    """Mix in the zero-order estimate (Suh et al.'s alpha-order gradient; off: the paper's first-order bundle). At each
-    new bundle's entry, in the backward pass, the gradient along the directions its noise moved the feet becomes
-    alpha x first-order + (1 - alpha) x zero-order, alpha = v0 / (v0 + v1) from the sample variances of the two
-    pooled over a segment's bundles, averaged over the segments before (`alpha_memory`; first-order only until
-    measured; per bundle, from its B branches alone, alpha was noisier and the mix worse in the 1-D study:
-    bundling_study.pointmass); the zero-order estimate weighs each branch's noise by its own loss (the adjoint-
-    weighted deviation of its states from the bundle's mean, over the bundle's substeps). The other directions,
-    and the gradient through the actions inside the bundle, stay first-order. Needs B >= 2
-    (bundling.kernels.alpha_order_mix). The joint clamps (max_dq, max_dqd) are not modelled: where they cut a
-    perturbation (`clamped_perturbations`) the zero-order estimate is approximate. Measured to hurt
-    (bench/results/bundling_auto_dance/): SHAC on dance learned far worse at kappa 300 (2 seeds) and at kappa
-    1000 (one seed; the other diverged); an experiment, not a training setting."""
-    alpha_memory: float = setting(0.9, between(0, 1, high_open=True))
-    """With `alpha_order`: weight of the running alpha when a segment's is averaged in (0: the last
-    segment's alone; the ratio, not the variances, is averaged: their scale changes by orders of
-    magnitude as training goes) [-]."""
     max_branch_rows: int = setting(0, at_least(0))
     """0: unbounded (the paper). R > 0: at most R branch rows (the B of every open bundle, summed) at
     once, so a substep runs the physics on at most R + N rows and re-runs at most R, however many
@@ -136,7 +154,7 @@ class BundleConfig(Settings):
     threshold (with `onset_fraction`, its onset stays pending while the leg stays above it). When more
     environments trigger than fit, the ones that open a bundle are drawn uniformly (seeded by `seed`; with
     `on_device` each is admitted with probability fit / count, neighbours in environment order together).
-    Must hold one bundle: >= branches, >= max_branches with `auto_branches`."""
+    Must hold one bundle: >= branches, >= max_branches with `experimental.auto_branches`."""
     on_device: bool = False
     """False: the bundles are kept on the host, which decides every substep which rows to run (one copy
     to the host per substep; the paper's bundling, every option). True: kept on the device, in R / B
@@ -147,39 +165,48 @@ class BundleConfig(Settings):
     environments get the rows, the perturbation noise). It pays for fixed shapes: the physics runs on
     R + N rows and re-runs R rows at every substep, open or not (on a GPU a launch's latency, on a CPU
     its rows, set the cost), and with gradients each substep of a window holds buffers for them. Counters
-    (`BundleStats`) are read at the segment's cut. Without `auto_branches`, `alpha_order`, `branch_clip`
-    or the spread measurement (`branch_rse` stays NaN)."""
-    branch_clip: float = setting(0.0, NON_NEGATIVE)
-    """0: off. c > 0: in the backward pass, each new bundle's branch whose entry-state adjoint is longer
-    than c times the median of its bundle's is scaled down to that length, before they are summed: a
-    robust mean where one branch's stiff contact would dominate the bundle's gradient (biased) [-]."""
+    (`BundleStats`) are read at the segment's cut. Without the experiments `auto_branches`, `alpha_order`,
+    `branch_clip` or the spread measurement (`branch_rse` stays NaN)."""
+    experimental: BundleExperiments = field(default_factory=BundleExperiments)
+    """Options measured to give no gain (or to hurt): experiments, not training settings (`BundleExperiments`)."""
 
     def perturbation_scales(self, kappa: float) -> Tuple[float, float, float]:
         """(position std [m], velocity std [m/s], velocity std per approach speed [-]) of the foot
         perturbation at contact stiffness `kappa` [1/m]: the velocity std of an event is the second
         plus the third times the foot's approach speed [m/s] (bundling.kernels.foot_perturbation)."""
-        if not self.auto_sigma:
+        x = self.experimental
+        if not x.auto_sigma:
             return self.sigma_p, self.sigma_v, 0.0
-        return self.sigma_p_widths * CONTACT_TRANSITION_WIDTH / kappa, 0.0, self.sigma_v_per_speed
+        return x.sigma_p_widths * CONTACT_TRANSITION_WIDTH / kappa, 0.0, x.sigma_v_per_speed
 
     def check_relations(self) -> None:
-        rows = self.max_branch_rows
-        largest = ("max_branches", self.max_branches) if self.auto_branches else ("branches", self.branches)
+        x, rows = self.experimental, self.max_branch_rows
+        largest = ("experimental.max_branches", x.max_branches) if x.auto_branches else ("branches", self.branches)
         check(rows == 0 or rows >= largest[1], "max_branch_rows", rows,
               f"cannot hold one bundle ({largest[0]} {largest[1]})", f"0 (unbounded) or >= {largest[0]}")
         if self.on_device:
             check(rows > 0, "on_device", True, "max_branch_rows is 0",
                   "max_branch_rows > 0 (the fixed rows the device's slots hold)")
             for name in ("auto_branches", "alpha_order", "branch_clip"):
-                check(not getattr(self, name), "on_device", True, f"{name} is set",
-                      f"no {name} (bundling on the device has none; the host's bundler has)")
-        if self.alpha_order:
-            check(self.branches >= 2, "alpha_order", True, f"branches is {self.branches}",
+                check(not getattr(x, name), "on_device", True, f"experimental.{name} is set",
+                      f"no experimental.{name} (bundling on the device has none; the host's bundler has)")
+        if x.alpha_order:
+            check(self.branches >= 2, "experimental.alpha_order", True, f"branches is {self.branches}",
                   "branches >= 2 (a spread to weigh)")
-        if self.auto_branches:
-            check(2 <= self.min_branches <= self.branches <= self.max_branches, "auto_branches", True,
-                  f"min_branches, branches, max_branches are {self.min_branches}, {self.branches}, "
-                  f"{self.max_branches}", "2 <= min_branches <= branches <= max_branches")
+        if x.auto_branches:
+            check(2 <= x.min_branches <= self.branches <= x.max_branches, "experimental.auto_branches", True,
+                  f"min_branches, branches, max_branches are {x.min_branches}, {self.branches}, "
+                  f"{x.max_branches}", "2 <= min_branches <= branches <= max_branches")
+
+def upgraded_bundle(stored: Mapping[str, Any]) -> Dict[str, Any]:
+    """A `BundleConfig` as a stored config holds it (a checkpoint's, a policy's sidecar), with the keys of
+    `BundleExperiments` that were written before they moved into `experimental` moved there."""
+    moved = {f.name for f in fields(BundleExperiments)}
+    out = {k: v for k, v in stored.items() if k not in moved}
+    old = {k: v for k, v in stored.items() if k in moved}
+    if old:
+        out["experimental"] = {**old, **stored.get("experimental", {})}
+    return out
 
 
 @dataclass

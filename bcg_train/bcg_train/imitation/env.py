@@ -12,7 +12,7 @@ first frame, as the policy node starts the robot), fail when the pelvis drops be
 spec, the same code the policy node runs. The reward terms are the rows of `reward_terms.REWARD_TERMS`
 that the config's weights turn on (the trainer adds its ADD term).
 With bundling, SHAC's rollouts run under bundled physics: an environment inside a bundle moves as
-the mean of its perturbed branches (`BundleConfig.nominal_forward` keeps the plain trajectory).
+the mean of its perturbed branches (`BundleExperiments.nominal_forward` keeps the plain trajectory).
 Steps taken with gradients disabled (PPO, evaluation) use a second, plain simulator on the same
 Model (no tape, no bundling) and close any open bundle. An environment whose state turns non-finite fails (terminated)
 and restarts; the others are unaffected. With `cfg.randomization.enabled`, `DomainRandomizer` varies

@@ -304,7 +304,7 @@ class DeviceBundler(Bundler):
         """The buffers of `position`, made at its first substep, zeroed for reuse."""
         if position == len(self._frames):
             self._frames.append(_Frame(self.physics, self.num_envs, self.rows, self.slots, self.requires_grad,
-                                       self.cfg.nominal_forward))
+                                       self.cfg.experimental.nominal_forward))
         f = self._frames[position]
         f.reuse(self.requires_grad)
         if position == 0 and self.requires_grad:

@@ -13,7 +13,7 @@ open bundles tracked per environment:
    in the substep before: a contact's onset); a branch whose other leg now exceeds it gets that leg
    perturbed. Either way the substep is re-run, for just those rows, from its input state plus a
    constant perturbation of the contacting leg (foot moved by dp ~ N(0, sigma_p^2), dv ~ N(0,
-   sigma_v^2), or with `auto_sigma` sizes that follow the contact's stiffness and the foot's approach
+   sigma_v^2), or with `experimental.auto_sigma` sizes that follow the contact's stiffness and the foot's approach
    speed, through the damped pseudo-inverse of the analytic foot Jacobian, clamped), so the
    contact event itself is bundled;
 3. an environment in a bundle gets the mean of its branches (sign-aligned, renormalised base
@@ -85,7 +85,7 @@ class HostBundler(Bundler):
         bk.branch_gradient_spread), the approach speeds of the perturbed feet (4: sum [m/s], 5: count)
         and the variances of the zero- and first-order estimates of the bundles mixed (6, 7;
         bk.alpha_order_mix)."""
-        self._probing = cfg.alpha_order and requires_grad
+        self._probing = cfg.experimental.alpha_order and requires_grad
         """Branch probes (bk.branch_mean) are kept, and new bundles' noise, for the alpha-order mix."""
         device = physics.model.device
         self._unused = Unused(device)
@@ -301,7 +301,7 @@ class HostBundler(Bundler):
         dqd = pool.array(r, (m.nv,), real, zero=True)
         mixing = self._probing and tape is not None and len(new_src) and b >= 2
         if mixing and self.replay is not None:
-            raise ValueError("bundle.alpha_order needs sampled perturbations, not replayed ones")
+            raise ValueError("bundle.experimental.alpha_order needs sampled perturbations, not replayed ones")
         noise, response, scales = ((pool.array(r, (bk.NOISE_PER_ROW,), real, zero=True),
                                     pool.array(r, (m.nv, 3), real, zero=True), pool.array(r, (4,), real, zero=True))
                                    if mixing else self._unused.noise)
@@ -364,7 +364,7 @@ class HostBundler(Bundler):
                                         self._unused.probe if probe is None else probe, q_sum, mean.q, mean.qd,
                                         mean.contact_impulse, mean.contact_height], tape)
         offset = None
-        if self.cfg.nominal_forward:
+        if self.cfg.experimental.nominal_forward:
             offset = pool.state(n, zero=True, requires_grad=False)
             self._sites(bk.nominal_offset, (n, m.nq), [pool.ints(slot), *state_fields(nominal), *state_fields(mean),
                                                        *state_fields(offset)])
@@ -396,8 +396,9 @@ class HostBundler(Bundler):
         of the re-run rows), move them to the alpha-order gradient (bk.alpha_order_mix)."""
         def on_entry_adjoints():
             grads = [entry.q.grad, entry.qd.grad, first, b]
-            if self.cfg.branch_clip > 0:
-                self._clip_launch(bundles, [*grads, real(self.cfg.branch_clip)])
+            clip = self.cfg.experimental.branch_clip
+            if clip > 0:
+                self._clip_launch(bundles, [*grads, real(clip)])
             self._spread_launch(bundles, [*grads, self._spread])
             if mix is not None:
                 probe, noise, response, scales = mix
@@ -423,17 +424,17 @@ class HostBundler(Bundler):
             self.stats.approach_speed = float(speed_sum / legs)
         if v0 + v1 > 0:
             zero_order_share = float(v0 / (v0 + v1))
-            keep = self.cfg.alpha_memory if np.isfinite(self.stats.alpha) else 0.0
+            keep = self.cfg.experimental.alpha_memory if np.isfinite(self.stats.alpha) else 0.0
             self.stats.alpha = self._alpha = keep * self._alpha + (1.0 - keep) * zero_order_share
         if not measured:
             return
         rse = float(np.sqrt(squared_error / squared_mean))
         self.stats.branch_rse = rse
         self.stats.branch_top_share = float(top_share / measured)
-        cfg = self.cfg
-        if cfg.auto_branches:
-            wanted = self.stats.branches * rse / cfg.branch_rse_target
-            self.stats.branches = int(np.clip(round(wanted), cfg.min_branches, cfg.max_branches))
+        x = self.cfg.experimental
+        if x.auto_branches:
+            wanted = self.stats.branches * rse / x.branch_rse_target
+            self.stats.branches = int(np.clip(round(wanted), x.min_branches, x.max_branches))
 
     # -- helpers -------------------------------------------------------------------------------------
     def _first_rows(self) -> np.ndarray:
