@@ -291,6 +291,7 @@ def test_a_killed_writer_process_is_replaced_by_damping_from_the_policy_process(
         writer = writer_process(proc.pid)
         libraries = Path(f"/proc/{writer}/maps").read_text()
         assert "mujoco" not in libraries and "onnxruntime" not in libraries      # the 500 Hz writer stays light
+        assert "glfw" not in Path(f"/proc/{proc.pid}/maps").read_text()        # the node renders nothing
         os.kill(writer, signal.SIGKILL)
         out, _ = proc.communicate(timeout=20)
         time.sleep(0.3)                                       # what was in flight has arrived

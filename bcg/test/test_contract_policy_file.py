@@ -1,15 +1,20 @@
 """The ONNX policy contract: write/read round trip and every refusal, on real ONNX files."""
 import json
+import subprocess
+import sys
+import textwrap
 
 import numpy as np
 import onnx
 import pytest
 
 from bcg.contract import (
+    CheckedPolicies,
     ContractError,
     ObservationSpec,
     PolicyContract,
     PolicyFileError,
+    checked_policies,
     load_policy,
     mlp_model,
     read_contract,
@@ -131,3 +136,75 @@ def test_contract_constructor_rejects_duplicates_and_bad_values():
         contract_for(kd=[1.0, -1.0, 1.0])
     assert json.loads(contract_for().to_metadata()["bcg_contract"]) == 1
     assert ObservationSpec.from_json(robot_state_spec(3).to_json(), 3) == robot_state_spec(3)
+
+
+def refusal(path, checked=None) -> str:
+    with pytest.raises(PolicyFileError) as refused:
+        load_policy(path, checked=checked)
+    return str(refused.value)
+
+
+def test_a_file_that_passed_is_read_again_without_onnx(tmp_path):
+    """The verdict: the same contract, and onnx (its import ~0.4 s of CPU) never loaded."""
+    c = contract_for(simulator={"substeps": 4})
+    path = write_policy(tmp_path / "p.onnx", linear(c.observation.size, 3, 0.5), c)
+    checked = CheckedPolicies(tmp_path / "verdicts")
+    assert load_policy(path, checked=checked).contract.to_metadata() == read_contract(path).to_metadata()
+    assert len(list(checked.folder.iterdir())) == 1
+    probe = textwrap.dedent(f"""
+        import json, sys
+        from bcg.contract import CheckedPolicies, load_policy
+        policy = load_policy({str(path)!r}, checked=CheckedPolicies({str(checked.folder)!r}))
+        print(json.dumps(["onnx" in sys.modules, policy.contract.to_metadata(), policy([1.0] * 15).tolist()]))
+    """)
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    onnx_loaded, metadata, action = json.loads(out.stdout.splitlines()[-1])
+    assert not onnx_loaded and metadata == c.to_metadata() and action == [0.5, 0.5, 0.5]
+
+
+def test_verdicts_refuse_what_the_full_check_refuses_and_remember_none_of_it(tmp_path):
+    c = contract_for()
+    bad = {"missing": tmp_path / "nope.onnx", "corrupt": tmp_path / "bad.onnx"}
+    bad["corrupt"].write_bytes(b"not a protobuf at all \x00\xff")
+    for name, meta in (("no_contract", {}), ("wrong_size", {**c.to_metadata(), "joint_stiffness": "[1, 2]"})):
+        bad[name] = _stamp(tmp_path, linear(c.observation.size, 3), meta).rename(tmp_path / f"{name}.onnx")
+    bad["graph"] = _stamp(tmp_path, linear(20, 3), c.to_metadata()).rename(tmp_path / "graph.onnx")
+    twice = linear(c.observation.size, 3)
+    twice.metadata_props.add(key="motion", value="other")            # a second contract value in one file
+    bad["key_twice"] = _stamp(tmp_path, twice, c.to_metadata()).rename(tmp_path / "twice.onnx")
+    checked = CheckedPolicies(tmp_path / "verdicts")
+    for name, path in bad.items():
+        plain = refusal(path)
+        assert refusal(path, checked) == plain and refusal(path, checked) == plain, name
+    assert "duplicate keys in metadata_props" in refusal(bad["key_twice"])
+    assert not checked.folder.exists()
+
+
+def test_a_changed_file_or_other_checks_find_no_verdict(tmp_path, monkeypatch):
+    c = contract_for()
+    path = write_policy(tmp_path / "p.onnx", linear(c.observation.size, 3), c)
+    checked = CheckedPolicies(tmp_path / "verdicts")
+    load_policy(path, checked=checked)
+    data = path.read_bytes()
+    assert checked.metadata(data) == c.to_metadata()
+    model = onnx.load(str(path))
+    model.metadata_props.add(key="motion", value="other")
+    path.write_bytes(model.SerializeToString())                       # the same file, changed: refused again
+    assert "duplicate keys in metadata_props" in refusal(path, checked)
+    monkeypatch.setattr(checked_policies, "checks_identity", lambda: b"another onnx or contract code")
+    assert checked.metadata(data) is None
+
+
+def test_an_unusable_verdict_folder_or_file_only_means_the_full_check(tmp_path):
+    c = contract_for()
+    path = write_policy(tmp_path / "p.onnx", linear(c.observation.size, 3), c)
+    (tmp_path / "a_file").write_text("")
+    assert load_policy(path, checked=CheckedPolicies(tmp_path / "a_file")).contract.to_metadata() == c.to_metadata()
+    checked = CheckedPolicies(tmp_path / "verdicts")
+    checked.folder.mkdir()
+    for text in ("{not json", json.dumps({"metadata": {"joint_names": 3}}), json.dumps([1])):
+        checked.path(path.read_bytes()).write_text(text)
+        assert checked.metadata(path.read_bytes()) is None
+        assert load_policy(path, checked=checked).contract.to_metadata() == c.to_metadata()
+        assert checked.metadata(path.read_bytes()) == c.to_metadata()

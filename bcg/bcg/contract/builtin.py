@@ -7,7 +7,6 @@ outputs zero actions and the node holds the contract's default pose. It exists s
 imported where a graph is built: importing the contract (as training does) does not load it.
 """
 import hashlib
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional, Sequence, Tuple
 
@@ -15,6 +14,7 @@ import numpy as np
 
 from bcg.robot.pd_stability import PdPath, best_kd
 
+from .cache import cache_dir
 from .metadata import PolicyContract
 from .observation import robot_state_spec
 from .policy_file import write_policy
@@ -39,8 +39,6 @@ joints. Measured with these gains, ramping from the zero pose: standing
 (pelvis 0.755 m) after 13 s at 2 ms with one step of delay and at 1 ms without (this suite's bridge);
 at Unitree's default 5 ms no PD gains stiff enough to stand are stable (the ankles need kp about 285,
 alpha = 0.69, above the bound of about 0.25), hence the README's step setting."""
-CACHE_ENV_VAR = "BCG_CACHE_DIR"
-"""Folder for generated files; default ~/.cache/bcg."""
 
 
 def mlp_model(layers: Sequence[Tuple[np.ndarray, np.ndarray]], input_name: str = "obs",
@@ -99,10 +97,6 @@ def stand_contract(robot, control_period_s: float = 0.02) -> PolicyContract:
                           contact_stiffness=0.0, motion="",
                           description=f"{STAND_POLICY_NAME}: BCG built-in test policy, outputs zero actions "
                                       "(holds the default pose); not a trained controller")
-
-
-def cache_dir() -> Path:
-    return Path(os.environ.get(CACHE_ENV_VAR) or Path.home() / ".cache" / "bcg")
 
 
 def stand_policy_path(robot, folder: Optional[Path] = None) -> Path:

@@ -3,7 +3,8 @@
 `write_policy` stamps a contract into an ONNX model and saves it atomically (training uses it);
 `load_policy` reads one back, checks the graph against its contract and opens an onnxruntime
 session (the node uses it). Every refusal is a `PolicyFileError` naming the file and the problem.
-onnx is imported where a file is read or written: importing the contract does not load it.
+onnx is imported where a file is read or written: importing the contract does not load it; nor does
+reading a file whose exact bytes passed the check before, given the verdicts (`CheckedPolicies`).
 """
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,6 +14,7 @@ import numpy as np
 
 from bcg.atomic_file import write_atomic
 
+from .checked_policies import CheckedPolicies
 from .metadata import ContractError, PolicyContract
 
 if TYPE_CHECKING:
@@ -84,15 +86,41 @@ def read_model(path: PathLike) -> "onnx.ModelProto":
     return model
 
 
-def read_contract(path: PathLike) -> PolicyContract:
-    """The contract of the policy at `path`, validated against its graph."""
+def read_contract(path: PathLike, checked: Optional[CheckedPolicies] = None) -> PolicyContract:
+    """The contract of the policy at `path`, validated against its graph.
+
+    With `checked`: a file whose bytes passed this check before (same onnx, protobuf and contract
+    code) is not parsed again, so onnx is not loaded: its contract is read from the metadata
+    remembered then; a file that passes now is remembered. What is refused is the same either way."""
+    data = _bytes_of(Path(path)) if checked is not None else None
+    remembered = checked.metadata(data) if checked is not None and data is not None else None
+    if remembered is not None:
+        return _contract(path, remembered)
     model = read_model(path)
+    metadata = {p.key: p.value for p in model.metadata_props}
+    contract = _contract(path, metadata)
     try:
-        contract = PolicyContract.from_metadata({p.key: p.value for p in model.metadata_props})
         check_graph(model, contract)
     except ContractError as e:
         raise PolicyFileError(f"policy file {path}: {e}") from None
+    if checked is not None and data is not None and model.SerializeToString() == data:
+        checked.remember(data, metadata)
     return contract
+
+
+def _bytes_of(path: Path) -> Optional[bytes]:
+    """The file's bytes; None when it cannot be read (`read_model` then says why)."""
+    try:
+        return path.read_bytes()
+    except OSError:
+        return None
+
+
+def _contract(path: PathLike, metadata) -> PolicyContract:
+    try:
+        return PolicyContract.from_metadata(metadata)
+    except ContractError as e:
+        raise PolicyFileError(f"policy file {path}: {e}") from None
 
 
 @dataclass
@@ -112,11 +140,11 @@ class Policy:
         return self.session.run([self.output_name], {self.input_name: obs})[0].reshape(-1)
 
 
-def load_policy(path: PathLike, intra_op_threads: int = 1) -> Policy:
-    """Read, validate and open the policy at `path` for inference on the CPU."""
+def load_policy(path: PathLike, intra_op_threads: int = 1, checked: Optional[CheckedPolicies] = None) -> Policy:
+    """Read, validate and open the policy at `path` for inference on the CPU (`checked`: as `read_contract`)."""
     import onnxruntime as ort
     path = Path(path)
-    contract = read_contract(path)
+    contract = read_contract(path, checked)
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = intra_op_threads
     opts.inter_op_num_threads = 1

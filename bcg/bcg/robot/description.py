@@ -60,11 +60,16 @@ class RobotDescription:
         return MODE_MACHINE[self.num_joints]
 
     @classmethod
-    def load(cls, model: Optional[Union[str, Path]] = None,
-             gains: Optional[Union[str, Path]] = None) -> "RobotDescription":
-        """Read the model (path resolved by `resolve_model_path`) and the gains file (default config/g1.yaml)."""
+    def load(cls, model: Optional[Union[str, Path]] = None, gains: Optional[Union[str, Path]] = None,
+             meshes: bool = True) -> "RobotDescription":
+        """Read the model (path resolved by `resolve_model_path`) and the gains file (default config/g1.yaml).
+
+        `meshes=False`: the same description from the model compiled without the meshes it does not
+        depend on (`compile_without_meshes`), in a tenth of the time; for callers that need nothing
+        but the description (the policy node)."""
         path = resolve_model_path(model)
-        return cls.from_mjmodel(mujoco.MjModel.from_xml_path(str(path)), path, gains)
+        return cls.from_mjmodel(mujoco.MjModel.from_xml_path(str(path)) if meshes else compile_without_meshes(path),
+                                path, gains)
 
     @classmethod
     def from_mjmodel(cls, m: mujoco.MjModel, path: Path,
@@ -114,6 +119,39 @@ class RobotDescription:
                    actuator_ids=act_ids, q_lower=m.jnt_range[jids, 0].copy(), q_upper=m.jnt_range[jids, 1].copy(),
                    tau_limit=tau.astype(float), default_q=default_q, kp=kp, kd=kd, damping_kd=damping_kd,
                    foot_geoms=feet, root_body=root_body, valid_slots=valid)
+
+
+BOX_HALF_SIZE = 1e-3
+"""m, half size of the box that stands in for a mesh geom in `compile_without_meshes`."""
+
+
+def compile_without_meshes(path: Path) -> mujoco.MjModel:
+    """The model at `path` compiled without the meshes the description cannot depend on.
+
+    A mesh geom's shape can change nothing the description reads (joints, actuators, limits, the
+    bodies' masses and inertias, the foot spheres and their ids) unless it gives its body's inertia:
+    so each mesh geom of a body with an explicit <inertial> (while the compiler does not take inertia
+    from geoms regardless) becomes a small box, and the meshes no geom then uses are left out. No
+    element is removed, so every body, joint, actuator and geom keeps its id. Compiling the G1's 36
+    meshes (185k vertices) is nearly all of the full model's compile time. test_robot_description
+    compares every field of the description built both ways. A model this pass cannot compile
+    (an element it does not know of needs a dropped mesh) is compiled in full instead: the result
+    or the error is then the full model's."""
+    try:
+        spec = mujoco.MjSpec.from_file(str(path))
+        geoms_give_inertia = spec.compiler.inertiafromgeom == mujoco.mjtInertiaFromGeom.mjINERTIAFROMGEOM_TRUE
+        used = set()
+        for geom in spec.geoms:
+            if geom.type == mujoco.mjtGeom.mjGEOM_MESH and not geoms_give_inertia and geom.parent.explicitinertial:
+                geom.type, geom.size, geom.meshname = mujoco.mjtGeom.mjGEOM_BOX, [BOX_HALF_SIZE] * 3, ""
+            elif geom.meshname:
+                used.add(geom.meshname)
+        for mesh in list(spec.meshes):
+            if mesh.name not in used:
+                spec.delete(mesh)
+        return spec.compile()
+    except ValueError:
+        return mujoco.MjModel.from_xml_path(str(path))
 
 
 def _standing_height(m: mujoco.MjModel, joints: np.ndarray, default_q: np.ndarray, root_body: int,

@@ -14,6 +14,7 @@ while running.
 """
 import argparse
 import logging
+import os
 import sys
 from typing import List, Optional, Tuple
 
@@ -24,6 +25,9 @@ from ..config import LOGGER_NAME, NODE_NAME, ROBOT_DOMAIN, ROS_EXECUTABLE, Polic
 from .exit_codes import EXIT_REFUSED
 
 log = logging.getLogger(LOGGER_NAME)
+NO_RENDERING = ("MUJOCO_GL", "disable")
+"""Set (unless set already) before the node imports MuJoCo for the robot description: the node renders
+nothing, and MuJoCo then loads no OpenGL library (GLFW's takes about 0.05 s of CPU at start)."""
 
 
 def parse_args(argv: List[str]):
@@ -61,6 +65,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     if started is None:
         return EXIT_REFUSED
     start, config, endpoint = started
+    os.environ.setdefault(*NO_RENDERING)
     if endpoint.ros:
         from .ros_node import ros_main
         return ros_main(config, endpoint, start)
