@@ -29,7 +29,7 @@ import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 import yaml
 
@@ -95,12 +95,22 @@ def closest_to_standing(rows: List[dict]) -> Optional[dict]:
                                  "tracking_root_xy_cm", "root_offset_m")}
 
 
+def progress(run: Path) -> Tuple[int, int]:
+    """(the iteration of the run's newest checkpoint, the iterations its configuration plans)."""
+    from bcg_train.checkpoint import checkpoint_iteration, checkpoints_in
+    found = checkpoints_in(run / "checkpoints") if (run / "checkpoints").is_dir() else []
+    config = yaml.safe_load((run / "config.yaml").read_text())["config"]
+    planned = config[config["algorithm"]]["iterations"]
+    return (checkpoint_iteration(found[-1]) if found else 0), int(planned)
+
+
 def row_for(motion: str, run: Path, out: Path) -> dict:
     """The window's row: evaluated now unless OUT/LABEL/row.json is of this very pick."""
     policy = pick_of(run)
     screen = run / "screen" / "screen.json"
     row = {"motion": motion, "label": label(motion), "pick": None}
     if policy is None:
+        row["trained_iterations"], row["planned_iterations"] = progress(run)
         screened = json.loads(screen.read_text()) if screen.is_file() else {"rows": [], "settings": {}}
         row["closest"] = closest_to_standing(screened["rows"])
         row["screen_seeds"] = screened["settings"].get("seeds")
@@ -127,19 +137,26 @@ def row_for(motion: str, run: Path, out: Path) -> dict:
     return row
 
 
+def line_without_pick(r: dict) -> str:
+    """The table line of a window whose run picked nothing (yet): how far it trained, and what its
+    screened checkpoint that came closest did."""
+    done, planned = r.get("trained_iterations"), r.get("planned_iterations")
+    status = "no pick" if done is None or done >= planned else f"still training ({done} of {planned} iterations)"
+    c = r.get("closest")
+    if c is None:
+        return f"| `{r['motion']}` | {status}; no checkpoint screened | | | | | |"
+    n = r["screen_seeds"]
+    return (f"| `{r['motion']}` | {status}; closest, iteration {c['iteration']} (the trainer's screen, {n} seeds): "
+            f"{c['falls_reference']}/{n} / - / {c['falls_hold']}/{n} | {c['tracking_cm']:.1f} | "
+            f"{c['tracking_root_xy_cm']:.1f} | {c['root_offset_m']:.2f} | | |")
+
+
 def table(rows: List[dict]) -> str:
     lines = ["| window | falls: reference / rest / hold | world tracking [cm] | without the drift [cm] | "
              "root off at the end [m] | env steps | training [h] |", "|---|---|---|---|---|---|---|"]
     for r in rows:
         if r["pick"] is None:
-            c = r.get("closest")
-            if c is None:
-                lines.append(f"| `{r['motion']}` | no checkpoint screened | | | | | |")
-                continue
-            n = r["screen_seeds"]
-            lines.append(f"| `{r['motion']}` | no pick; closest, iteration {c['iteration']} (the trainer's screen, "
-                         f"{n} seeds): {c['falls_reference']}/{n} / - / {c['falls_hold']}/{n} | "
-                         f"{c['tracking_cm']:.1f} | {c['tracking_root_xy_cm']:.1f} | {c['root_offset_m']:.2f} | | |")
+            lines.append(line_without_pick(r))
             continue
         falls = " / ".join(f"{r[f'falls_{s}']}/{SEEDS}" for s in STARTS)
         lines.append(f"| `{r['motion']}` | {falls} | {r['tracking_cm']:.1f} | {r['tracking_root_xy_cm']:.1f} | "

@@ -39,13 +39,16 @@ def test_the_table_and_last_line_report_every_window(bench):
                                                  (300, 0, 2, 15.0, 39.3)]]
     closest = bench.closest_to_standing(screened)
     assert closest["iteration"] == 300                       # fewest falls, then longest up, then tracking
-    none = dict(motion="c.csv@0:15", label="c_0-15", pick=None, closest=closest, screen_seeds=2)
+    none = dict(motion="c.csv@0:15", label="c_0-15", pick=None, closest=closest, screen_seeds=2,
+                trained_iterations=3000, planned_iterations=3000)
+    running = {**none, "motion": "d.csv@0:15", "trained_iterations": 1200}
     third = {**standing, "env_steps": 3_000_000, "train_hours": 2.0}
-    rows = [standing, falling, none, third]
+    rows = [standing, falling, none, third, running]
     text = bench.table(rows)
     assert "| `a.csv@0:15` | 0/5 / 0/5 / 0/5 | 20.0 | 3.0 | 0.30 | 1,000,000 | 1.00 |" in text
     assert "0/5 / 0/5 / 2/5" in text
     assert ("| `c.csv@0:15` | no pick; closest, iteration 300 (the trainer's screen, 2 seeds): 0/2 / - / 2/2 | "
             "39.3 | 5.0 | 0.90 | | |") in text
-    assert bench.summary_line(rows) == "windows_standing=2/4 median_hours=1.50 median_env_steps=2000000"
+    assert "| `d.csv@0:15` | still training (1200 of 3000 iterations); closest, iteration 300" in text
+    assert bench.summary_line(rows) == "windows_standing=2/5 median_hours=1.50 median_env_steps=2000000"
     assert bench.summary_line([none]) == "windows_standing=0/1 median_hours=nan median_env_steps=nan"
