@@ -101,11 +101,32 @@ class StateClient:
         self.transport.close()
 
 
+STARTED = []
+"""The node processes this module started (each the leader of its own process group)."""
+
+
+@pytest.fixture(autouse=True)
+def no_node_outlives_its_test():
+    """A test that fails before it stops its node must not leave the node and its writer publishing on
+    their domain for the tests after it: every process group still alive at the end is killed."""
+    yield
+    while STARTED:
+        proc = STARTED.pop()
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.wait(10)
+
+
 def start_node(tmp_path, domain, *extra, stale_limit=ROBOT_STALE_LIMIT_S):
     params = tmp_path / "params.yaml"
     params.write_text(PARAMS.format(stale_limit=stale_limit))
-    return subprocess.Popen([NODE, "--params", str(params), "--domain", str(domain), "--interface", "lo",
-                             "--autostart", *extra], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen([NODE, "--params", str(params), "--domain", str(domain), "--interface", "lo",
+                             "--autostart", *extra], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True)
+    STARTED.append(proc)
+    return proc
 
 
 def stop_node(proc):
