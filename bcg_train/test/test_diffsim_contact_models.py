@@ -2,12 +2,15 @@
 solvers.contact_jacobi) beside the default "speculative" one: its gradients against central finite
 differences (float64, as test_diffsim_gradients), a drop against MuJoCo on the same XML, and what kappa
 does to where the feet rest in each model (bench/contact_models.py measures it in full)."""
+import functools
+
 import numpy as np
 import pytest
 import warp as wp
 
 from bcg.config_check import ConfigError
 from bcg_train.diffsim import Model, SimConfig, Simulator, State, Tape
+from bcg_train.diffsim import gradient_check as fd
 from bcg_train.diffsim import mujoco_reference as vd
 from bcg_train.diffsim.config import CONTACT_MODELS
 from bcg_train.diffsim.solvers.contact_jacobi import ContactJacobi
@@ -23,23 +26,8 @@ def model():
     return Model.from_mujoco(device="cpu")
 
 
-def standing_q(model, lift=0.0):
-    """(N, nq) default pose, the feet about 1 mm above the ground (+ lift), joints jittered."""
-    q = np.tile(model.default_qpos(model.robot.standing_height + 0.001 + lift), (N, 1))
-    q[:, 7:] += RNG.normal(0, 0.02, (N, model.nq - 7))
-    return q
-
-
-def directional_check(loss, x0, eps=1e-6, ndir=3):
-    """Max relative error of the tape gradient of `loss` at x0 along `ndir` random directions."""
-    value, grad = loss(x0, True)
-    errs = []
-    for _ in range(ndir):
-        u = RNG.normal(size=x0.shape)
-        u /= np.linalg.norm(u)
-        fd = (loss(x0 + eps * u, False)[0] - loss(x0 - eps * u, False)[0]) / (2 * eps)
-        errs.append(abs(float(np.sum(grad * u)) - fd) / max(abs(fd), 1e-9))
-    return max(errs), value
+standing_q = functools.partial(fd.standing_q, rng=RNG, n=N)
+directional_check = functools.partial(fd.directional_check, rng=RNG)
 
 
 def _arr(x, requires_grad, dtype=wp.float64):

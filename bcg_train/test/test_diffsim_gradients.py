@@ -5,11 +5,14 @@ Each check compares the tape gradient g of a scalar loss L(x) = w . y(x) (w rand
 central difference (L(x + eps u) - L(x - eps u)) / (2 eps) along random unit directions u, and
 reports the relative error |g.u - fd| / max(|fd|, tiny).
 """
+import functools
+
 import numpy as np
 import pytest
 import warp as wp
 
 from bcg_train.diffsim import Model, SimConfig, Simulator, State, Tape
+from bcg_train.diffsim import gradient_check as fd
 from bcg_train.diffsim.solvers.contact_pgs import ContactPGS
 from bcg_train.diffsim.solvers.sparse_ldl import SparseLDL
 
@@ -25,24 +28,8 @@ def model():
     return Model.from_mujoco(device="cpu")
 
 
-def standing_q(model, n=N, lift=0.0):
-    """(n, nq) default pose with the feet just touching (sphere bottoms about 1 mm above ground)."""
-    q = np.tile(model.default_qpos(model.robot.standing_height + 0.001 + lift), (n, 1))
-    q[:, 7:] += RNG.normal(0, 0.02, (n, model.nq - 7))
-    return q
-
-
-def directional_check(loss, x0, eps=1e-6, ndir=3):
-    """Max relative error of the tape gradient of `loss` at x0 along `ndir` random directions."""
-    value, grad = loss(x0, True)
-    errs = []
-    for _ in range(ndir):
-        u = RNG.normal(size=x0.shape)
-        u /= np.linalg.norm(u)
-        fd = (loss(x0 + eps * u, False)[0] - loss(x0 - eps * u, False)[0]) / (2 * eps)
-        an = float(np.sum(grad * u))
-        errs.append(abs(an - fd) / max(abs(fd), 1e-9))
-    return max(errs), value
+standing_q = functools.partial(fd.standing_q, rng=RNG, n=N)
+directional_check = functools.partial(fd.directional_check, rng=RNG)
 
 
 def _arr(x, requires_grad, dtype=wp.float64):

@@ -20,14 +20,12 @@ The forward keeps p after every iteration, p_hist (N, iterations + 1, 3 nc), and
 updates z_hist (N, iterations, 3 nc); the adjoint undoes the iterations from them:
 adj_z = P'(z)^T adj_p, then through r (G_bb), the residual into v_free, G and the previous s p.
 """
-from typing import Optional
 
 import warp as wp
 
 from ..kernels.device_model import CONTACT_RELAXATION, DeviceModel
-from ..kernels.launch import LaunchSites
 from ..precision import scalar_types
-from .contact_pgs import _project, _project_adjoint
+from .contact_pgs import ContactPGS, _project, _project_adjoint
 
 T = scalar_types(__name__)
 real, vec3 = T.real, T.vec3
@@ -124,37 +122,13 @@ def jacobi_adjoint_g(iterations: int, smooth: wp.array2d(dtype=real), p_hist: wp
     adj_g[e, r, c] += acc * smooth[e, c / 3]
 
 
-class ContactJacobi:
+class ContactJacobi(ContactPGS):
     """The solve for up to `capacity` environments (the first `rows` of them are solved), as
-    `contact_pgs.ContactPGS` (the same arguments and buffers), by projected Jacobi iterations."""
+    `ContactPGS` (the same arguments and buffers), by projected Jacobi iterations."""
 
-    def __init__(self, nc: int, iterations: int, capacity: int, device: str):
-        nr = 3 * nc
-        self.device, self.rows = device, capacity
-        self.sp = wp.zeros((capacity, nr), dtype=real, device=device)
-        self.p_hist = wp.zeros((capacity, iterations + 1, nr), dtype=real, device=device)
-        self.z_hist = wp.zeros((capacity, iterations, nr), dtype=real, device=device)
-        self.launches = LaunchSites(device)
-        self._adj_next = self._adj_cur = self._adj_res_hist = None
+    forward, adjoint_sweeps, adjoint_g = jacobi_forward, jacobi_adjoint_iterations, jacobi_adjoint_g
 
-    def solve(self, mdl: DeviceModel, g: wp.array, v_free: wp.array, smooth: wp.array, impulse: wp.array,
-              tape: Optional[wp.Tape]) -> None:
-        """impulse (rows, nc) vec3 [N s] from G (rows, 3 nc, 3 nc), v_free (rows, 3 nc) [m/s], smooth
-        (rows, nc); the adjoint is recorded on `tape` (None: no gradient)."""
-        rows, iters = self.rows, self.z_hist.shape[1]
-        self.launches(jacobi_forward, rows, [mdl, iters, g, v_free, smooth, self.sp, self.p_hist, self.z_hist,
-                                             impulse])
-        if tape is None or impulse.grad is None:
-            return
-        sweeps, columns = self.launches.site(jacobi_adjoint_iterations), self.launches.site(jacobi_adjoint_g)
-
-        def backward():
-            if self._adj_res_hist is None:   # work arrays, written before they are read
-                self._adj_next = wp.empty(self.sp.shape, dtype=real, device=self.device)
-                self._adj_cur = wp.empty(self.sp.shape, dtype=real, device=self.device)
-                self._adj_res_hist = wp.empty(self.z_hist.shape, dtype=real, device=self.device)
-            sweeps(rows, [mdl, iters, g, smooth, self.p_hist, self.z_hist, impulse.grad, self._adj_next,
-                          self._adj_cur, self._adj_res_hist, g.grad, v_free.grad, smooth.grad])
-            columns((rows, g.shape[1], g.shape[2]), [iters, smooth, self.p_hist, self._adj_res_hist, g.grad])
-
-        tape.record_func(backward=backward, arrays=[g, v_free, smooth, impulse])
+    @staticmethod
+    def adjoint_g_dims(rows: int, g: wp.array) -> tuple:
+        """The launch dimensions of `adjoint_g`: one thread per environment and entry of G."""
+        return (rows, g.shape[1], g.shape[2])

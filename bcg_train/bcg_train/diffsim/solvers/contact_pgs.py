@@ -184,7 +184,10 @@ class ContactPGS:
     """The solve for up to `capacity` environments (the first `rows` of them are solved): its
     iterates, kept for the adjoint, its backward work arrays and its launch sites (see kernels.launch).
     sp (capacity, 3 nc) is scratch; p_hist (capacity, iterations + 1, 3 nc) and z_hist (capacity,
-    iterations, 3 nc) are the sweeps the adjoint undoes."""
+    iterations, 3 nc) are the sweeps the adjoint undoes. A solver by other iterations with the same
+    buffers names its own kernels (`forward`, `adjoint_sweeps`, `adjoint_g`) and `adjoint_g_dims`."""
+
+    forward, adjoint_sweeps, adjoint_g = pgs_forward, pgs_adjoint_sweeps, pgs_adjoint_g
 
     def __init__(self, nc: int, iterations: int, capacity: int, device: str):
         nr = 3 * nc
@@ -200,10 +203,10 @@ class ContactPGS:
         """impulse (rows, nc) vec3 [N s] from G (rows, 3 nc, 3 nc), v_free (rows, 3 nc) [m/s], smooth
         (rows, nc); the adjoint is recorded on `tape` (None: no gradient)."""
         rows, iters = self.rows, self.z_hist.shape[1]
-        self.launches(pgs_forward, rows, [mdl, iters, g, v_free, smooth, self.sp, self.p_hist, self.z_hist, impulse])
+        self.launches(self.forward, rows, [mdl, iters, g, v_free, smooth, self.sp, self.p_hist, self.z_hist, impulse])
         if tape is None or impulse.grad is None:
             return
-        sweeps, columns = self.launches.site(pgs_adjoint_sweeps), self.launches.site(pgs_adjoint_g)
+        sweeps, columns = self.launches.site(self.adjoint_sweeps), self.launches.site(self.adjoint_g)
 
         def backward():
             if self._adj_res_hist is None:   # work arrays, written before they are read
@@ -212,6 +215,11 @@ class ContactPGS:
                 self._adj_res_hist = wp.empty(self.z_hist.shape, dtype=real, device=self.device)
             sweeps(rows, [mdl, iters, g, smooth, self.p_hist, self.z_hist, impulse.grad, self._adj_next,
                           self._adj_cur, self._adj_res_hist, g.grad, v_free.grad, smooth.grad])
-            columns((rows, g.shape[1]), [iters, smooth, self.p_hist, self._adj_res_hist, g.grad])
+            columns(self.adjoint_g_dims(rows, g), [iters, smooth, self.p_hist, self._adj_res_hist, g.grad])
 
         tape.record_func(backward=backward, arrays=[g, v_free, smooth, impulse])
+
+    @staticmethod
+    def adjoint_g_dims(rows: int, g: wp.array) -> tuple:
+        """The launch dimensions of `adjoint_g`: one thread per environment and row of G."""
+        return (rows, g.shape[1])
