@@ -32,9 +32,9 @@ PARAMS = """policy_node:
 """
 ROBOT_STALE_LIMIT_S = 0.06
 LOADED_MACHINE_STALE_LIMIT_S = 1.0
-"""The LowState staleness limit of the bad-input cases: a loaded machine may delay the publisher's
-LowStates well past the robot's 60 ms, and that must not pre-empt the bad input a case sends. The
-`stale` case pauses the publisher for 0.4 s against a limit of 0.2 s."""
+"""The LowState staleness limit of the bad-input cases and the signal test: a loaded machine may delay
+the publisher's LowStates well past the robot's 60 ms, and that must not pre-empt the bad input or
+the signal a test sends. The `stale` case pauses the publisher for 0.4 s against a limit of 0.2 s."""
 
 
 @pytest.fixture(scope="module")
@@ -254,7 +254,7 @@ def test_sigint_publishes_damping_for_the_shutdown_time_then_exits(robot, tmp_pa
     to different threads), so then the one stop may name either."""
     domain = 58 if len(signals) == 1 else 55
     client = StateClient(domain, robot, tmp_path)
-    proc = start_node(tmp_path, domain)
+    proc = start_node(tmp_path, domain, stale_limit=LOADED_MACHINE_STALE_LIMIT_S)   # the stop, not staleness
     try:
         t_int = reach_policy(client)
         for sig in signals:
