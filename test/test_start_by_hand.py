@@ -4,6 +4,7 @@ nothing publishes (it says so). Real Cyclone DDS on loopback, domains 73-74."""
 import importlib.util
 import json
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -34,6 +35,7 @@ def test_a_bridge_started_before_the_node_holds_the_robot_until_the_node_drives_
             assert first is not None, bridge_out.text()
             later = [states.wait(1.0) for _ in range(3)]
         assert all(s is not None and s["tick"] == 0 for s in later)          # held: simulated time at 0
+        time.sleep(1.5)              # the node comes up well after the bridge (a node starts in under 1 s)
         node, node_out = start(NODE, "--domain", "73", "--interface", "lo", "--autostart", "--lockstep",
                                "--events", str(events))
         try:
