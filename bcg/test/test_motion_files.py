@@ -270,7 +270,13 @@ def test_source_string_form():
     assert MotionSource.parse("a.csv@:5").end_s == 5.0 and MotionSource.parse("a.csv").start_s is None
     for spec, message in (("a.csv@5:2", r"end 2 s is not after start 5 s"),
                           ("a.csv@x:2", r"start 'x' is not a number \(PATH\[@START:END\]"),
-                          ("a.csv,speed=3", r"option 'speed=3' is not one of fps=, joint_order=, despike="),
+                          ("a.csv,speed=3", r"^motion 'a.csv,speed=3': 'speed=3': unknown option; expected fps=HZ, "
+                                            r"joint_order=sdk\|isaaclab or despike=RAD_S, e.g. fps=120$"),
+                          ("a.csv,fps", r"^motion 'a.csv,fps': 'fps': no '='; expected KEY=VALUE, e.g. fps=120$"),
+                          ("a.csv,=3", r"^motion 'a.csv,=3': '=3': an empty key or key part; expected KEY=VALUE, "
+                                       r"e.g. fps=120$"),
+                          ("a.csv,fps.x=3", r"'fps.x=3': unknown option; expected fps=HZ"),
+                          ("a.csv,fps=fast", r"fps 'fast' is not a number"),
                           ("a.csv,fps=0", r"fps 0 must be > 0"),
                           ("a.npz,joint_order=mujoco", r"joint_order 'mujoco' is not one of sdk, isaaclab")):
         with pytest.raises(MotionFileError, match=message):
@@ -288,7 +294,7 @@ def test_a_file_whose_name_looks_like_options_is_that_file(robot, tmp_path):
     path = save_motion_csv(_motion(robot, frames=4), tmp_path / "take.csv,v2.csv")
     assert MotionSource.parse(str(path)) == MotionSource(path)
     assert load_motion(str(path)).num_frames == 4
-    with pytest.raises(MotionFileError, match="option 'v2.csv' is not one of"):
+    with pytest.raises(MotionFileError, match="'v2.csv': no '='; expected KEY=VALUE"):
         load_motion(str(tmp_path / "other.csv,v2.csv"))
 
 

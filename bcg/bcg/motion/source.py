@@ -21,8 +21,9 @@ import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, Optional, Union
+from typing import Any, Dict, Optional, Tuple, Union
 
+from ..config_check import ConfigError, split_assignment
 from .errors import MotionFileError
 
 FPS_RANGE = (1.0, 1000.0)
@@ -35,6 +36,9 @@ JOINT_ORDERS = ("sdk", "isaaclab")
 _SPEC = re.compile(r"^(?P<path>.+?\.(?:csv|npz))(?:@(?P<start>[^:,]*):(?P<end>[^,]*))?(?P<options>(?:,[^,]*)*)$")
 _OPTIONS = {"fps": "fps", "joint_order": "joint_order", "despike": "despike_rad_s"}
 SYNTAX = "PATH[@START:END][,fps=HZ][,joint_order=sdk|isaaclab][,despike=RAD_S]"
+_OPTION_FORMS = "fps=HZ, joint_order=sdk|isaaclab or despike=RAD_S"
+"""What an option of the string form is, in an error's 'expected ...'."""
+_OPTION_EXAMPLE = "fps=120"
 
 
 @dataclass(frozen=True)
@@ -87,10 +91,7 @@ class MotionSource:
         fields: Dict[str, Any] = {"start_s": _number(spec, "start", match["start"]),
                                   "end_s": _number(spec, "end", match["end"])}
         for option in filter(None, match["options"].split(",")):
-            key, sep, value = option.partition("=")
-            if not sep or key not in _OPTIONS:
-                raise MotionFileError(f"motion {spec!r}: option {option!r} is not one of "
-                                      f"{', '.join(k + '=' for k in _OPTIONS)} ({SYNTAX})")
+            key, value = _option(spec, option)
             fields[_OPTIONS[key]] = value if key == "joint_order" else _number(spec, key, value)
         return cls(Path(match["path"]), **fields)
 
@@ -113,6 +114,20 @@ class MotionSource:
             if value is not None:
                 text += f",{key}={value if key == 'joint_order' else _fmt(value)}"
         return text
+
+
+def _option(spec, option: str) -> Tuple[str, str]:
+    """(KEY, VALUE text) of one `,KEY=VALUE` option of the string form `spec`, read by the config
+    grammar's KEY=VALUE reader (`bcg.config_check.split_assignment`); MotionFileError shaped as its
+    errors ("'ITEM': what is wrong; expected what, e.g. ...") when it is not KEY=VALUE or names no option."""
+    try:
+        key, value = split_assignment(option, example=_OPTION_EXAMPLE, parse_value=False)
+    except ConfigError as e:
+        raise MotionFileError(f"motion {spec!r}: {e}") from None
+    if key not in _OPTIONS:
+        raise MotionFileError(f"motion {spec!r}: {option!r}: unknown option; expected {_OPTION_FORMS}, "
+                              f"e.g. {_OPTION_EXAMPLE}")
+    return key, value
 
 
 def _number(spec, what: str, text: Optional[str]) -> Optional[float]:
