@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Dict, List, Optional
 import yaml
 
 from bcg.atomic_file import write_text_atomic
-from bcg.config_check import ConfigError, apply_overrides, parse_assignments
+from bcg.config_check import ConfigError, apply_overrides, config_error, parse_assignments
 from bcg.config_files import config_dir
 from bcg.motion import MotionFileError
 from bcg.motion.segments import ENV_VAR as MOTION_DIR_ENV_VAR
@@ -334,15 +334,17 @@ def checked_motion(motion: str) -> str:
 def start_file(path: str) -> Optional[Path]:
     """`runner.init_from` as a file: as given when it exists (absolute, or relative to the current
     folder), else relative to the workspace (the folder holding config/); None when empty.
-    ConfigError naming the places looked at when it is nowhere."""
+    ConfigError in the config grammar's shape ("runner.init_from=VALUE: ...; expected ...") naming the
+    places looked at when it is nowhere."""
     if not path:
         return None
     candidates = [Path(path)] if Path(path).is_absolute() else [Path(path), config_dir().parent / path]
     for candidate in candidates:
         if candidate.exists():
             return candidate
-    raise ConfigError(f"runner.init_from: {path} not found (looked at {', '.join(map(str, candidates))}); "
-                      f"--set runner.init_from='' starts from fresh networks")
+    looked_at = ", ".join(map(str, candidates))
+    raise config_error("runner.init_from", path, f"no such file or folder (looked at {looked_at})",
+                       "a policy file, checkpoint or run folder that exists, or '' (fresh networks)")
 
 
 def ship_pick(run_dir: Path) -> None:

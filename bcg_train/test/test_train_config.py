@@ -102,7 +102,9 @@ def test_the_default_preset_is_the_recipe_for_a_new_motion(tmp_path, monkeypatch
     assert start_file("") is None
     assert cfg.env.adaptive_starts.enabled and cfg.env.failure_margin_penalty > 0 and cfg.runner.screen_every > 0
     assert cfg.env.randomization.enabled and cfg.env.rest_start_fraction > 0
-    with pytest.raises(ConfigError, match=r"^runner\.init_from: policies/none\.onnx not found \(looked at "):
+    with pytest.raises(ConfigError, match=r"^runner\.init_from='policies/none\.onnx': no such file or folder "
+                       r"\(looked at policies/none\.onnx, .+\); expected a policy file, checkpoint or run folder "
+                       r"that exists, or '' \(fresh networks\)$"):
         start_file("policies/none.onnx")
     with pytest.raises(ConfigError, match=r"^runner\.screen_every=30: not a multiple of checkpoint_every \(50\); "
                        r"expected a multiple of checkpoint_every$"):
