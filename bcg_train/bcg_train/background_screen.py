@@ -13,7 +13,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
-from typing import Dict, List, Optional, Set
+from typing import Dict, List, Optional, Set, Tuple
 
 SCREEN_DIR = "screen"
 SCREEN_FILE = "screen.json"
@@ -53,7 +53,8 @@ class BackgroundScreen:
     """Screens RUN's checkpoints at multiples of `every` iterations with `seeds` MuJoCo seeds, in a
     `nice -n 10` subprocess. `start` begins a screening unless one runs; `poll` returns the rows
     screened since it last returned any, once a screening has finished (as `row_metrics`, oldest
-    first; empty otherwise); `finish` waits, screens whatever is left and returns the same."""
+    first; empty otherwise); `finish` waits, screens whatever is left and returns the same; `report` is
+    what screen.json holds, read again only when it changed."""
 
     def __init__(self, run_dir: Path, every: int, seeds: int):
         self.run_dir = Path(run_dir)
@@ -62,6 +63,9 @@ class BackgroundScreen:
         self._process: Optional[subprocess.Popen] = None
         self._reported: Set[int] = set()
         self.log_path = self.run_dir / SCREEN_DIR / "screen.log"
+        self._report: Optional[dict] = None
+        self._stamp: Optional[Tuple[int, int, int]] = None
+        """(inode, mtime in ns, size in bytes) of screen.json when `_report` was read from it."""
 
     @property
     def running(self) -> bool:
@@ -82,6 +86,20 @@ class BackgroundScreen:
         new = [r for r in rows if int(r["iteration"]) not in self._reported]
         self._reported.update(int(r["iteration"]) for r in new)
         return [row_metrics(r) for r in new]
+
+    def report(self) -> Optional[dict]:
+        """What RUN/screen/screen.json holds (`read_screen`), read again only when the file changed since
+        (its inode, mtime or size: the screening replaces it as it measures each row), so that asking
+        every iteration costs a stat."""
+        try:
+            stat = (self.run_dir / SCREEN_DIR / SCREEN_FILE).stat()
+        except OSError:
+            return None
+        stamp = (stat.st_ino, stat.st_mtime_ns, stat.st_size)
+        if stamp != self._stamp:
+            self._report = read_screen(self.run_dir)
+            self._stamp = stamp if self._report is not None else None     # unreadable: read it again next time
+        return self._report
 
     def finish(self) -> List[Dict[str, float]]:
         """Wait for a running screening, screen what is left, and return the rows not yet returned."""

@@ -220,11 +220,11 @@ class Runner:
 
     def _patience_spent(self, screen: Optional[BackgroundScreen]) -> bool:
         """Whether `runner.screen_patience` checkpoints screened after the pick have not beaten it (said
-        once on the console)."""
+        once on the console); screen.json is read only when the screening has changed it (`screen.report`)."""
         patience = self.cfg.runner.screen_patience
         if screen is None or not patience:
             return False
-        after = screened_after_pick(read_screen(self.run_dir))
+        after = screened_after_pick(screen.report())
         if after is None or after < patience:
             return False
         print(f"\nbcg-train: stopping: {after} checkpoints screened after the pick have not beaten it "

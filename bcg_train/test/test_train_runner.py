@@ -187,10 +187,40 @@ def test_screening_beside_training_logs_mujoco_and_keeps_the_pick(toy_env_class,
 def test_screening_patience_stops_training_once_the_pick_is_not_beaten(toy_env_class, tiny_config_factory, tmp_path,
                                                                        monkeypatch, capsys):
     """runner.screen_patience 2: the stand-in always picks iteration 2, so training stops once the second
-    checkpoint after it (6) is screened, at the next iteration (7 of 20 planned), its checkpoint saved."""
+    checkpoint after it (6) is screened, at the next iteration (7 of 20 planned), its checkpoint saved.
+    The patience check reads screen.json once per screening that changed it, not every iteration."""
+    from bcg_train import background_screen
+    from bcg_train import runner as runner_module
+    reads = []
+    real_read = background_screen.read_screen
+    for module in (background_screen, runner_module):
+        monkeypatch.setattr(module, "read_screen", lambda run_dir: reads.append(1) or real_read(run_dir))
     stand_in_screen(monkeypatch, "[" + ROW.format("40.0 + (i != 2)") + " for i in its if i % 2 == 0]")
     cfg = tiny_config_factory("shac", iterations=20, checkpoint_every=2)
     cfg.runner.screen_every, cfg.runner.screen_patience = 2, 2
     runner, last = train(toy_env_class(num_envs=8), cfg, tmp_path)
     assert runner.iteration == 7 and last.name == "iter_000007.pt"
     assert "2 checkpoints screened after the pick have not beaten it" in capsys.readouterr().err
+    # pruning at checkpoints 2, 4, 6, 7; each screening (of 2, 4, 6): poll and the patience check; the last poll
+    assert len(reads) == 4 + 2 * 3 + 1
+
+
+def test_the_screen_report_is_read_again_only_when_screen_json_changed(tmp_path, monkeypatch):
+    """`BackgroundScreen.report` reads screen.json once per change (its inode, mtime or size), and says
+    None while there is none or it cannot be read (read again at the next call)."""
+    import json
+
+    from bcg_train import background_screen
+    reads = []
+    real_read = background_screen.read_screen
+    monkeypatch.setattr(background_screen, "read_screen", lambda run_dir: reads.append(1) or real_read(run_dir))
+    screen = background_screen.BackgroundScreen(tmp_path, every=2, seeds=1)
+    path = tmp_path / background_screen.SCREEN_DIR / background_screen.SCREEN_FILE
+    assert screen.report() is None and reads == []
+    path.parent.mkdir()
+    path.write_text("{")                                                # being written: unreadable
+    assert screen.report() is None and screen.report() is None and len(reads) == 2
+    path.write_text(json.dumps({"rows": [{"iteration": 2}]}))
+    assert [screen.report() for _ in range(5)] == [{"rows": [{"iteration": 2}]}] * 5 and len(reads) == 3
+    path.write_text(json.dumps({"rows": [{"iteration": 2}, {"iteration": 4}]}))
+    assert len(screen.report()["rows"]) == 2 and len(reads) == 4
