@@ -68,7 +68,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     policy = load_policy(args.policy)
     robot = RobotDescription.load(args.model)
     clip = load_clip(args.motion or policy.contract.motion, RobotKinematics(robot),
-                     ResampleConfig(rate_hz=1.0 / policy.contract.control_period_s), builtin_duration_s=args.duration)
+                     ResampleConfig.of_policy(policy.contract), builtin_duration_s=args.duration)
     lines = ["| variant | falls | fall time per seed [s] |", "|---|---|---|"]
     for name, changes in variants:
         times = fall_times(robot, policy, clip, changes, args.seeds, args.duration)

@@ -140,8 +140,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     for name, config in variants:
         runs = [(None, 0)] + [(pol, seed) for pol in policies for seed in range(args.seeds)]
         for policy, seed in runs:
-            period = policy.contract.control_period_s if policy else 0.02
-            clip = load_clip(motion, kinematics, ResampleConfig(rate_hz=1.0 / period), builtin_duration_s=args.duration)
+            resampling = ResampleConfig.of_policy(policy.contract) if policy else ResampleConfig()
+            clip = load_clip(motion, kinematics, resampling, builtin_duration_s=args.duration)
             label, mj, warp = run_pair(name, config, robot, args.model, clip, args.duration, policy, seed)
             rows += rows_of(label, mj, warp)
             plot(label, mj, warp, args.out / (label.replace(" ", "_").replace("/", "_") + ".png"))

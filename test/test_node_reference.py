@@ -1,14 +1,17 @@
 """The policy node observes the reference motion exactly as training and `bcg-eval` do: from the same
 file, the same frames at the policy's rate, the same interpolation, joint-limit clipping and joint
-rates. (Until 2026-12-05 the node interpolated the 30 fps file linearly and differenced it at 30 fps:
-joint angles 0.03-0.05 rad and joint rates 2.5-5.9 rad/s off the training's on the LAFAN1 segments.)
+rates, and the same lead-in from rest where the policy's contract asks for one. (Until 2026-12-05
+the node interpolated the 30 fps file linearly and differenced it at 30 fps: joint angles 0.03-0.05
+rad and joint rates 2.5-5.9 rad/s off the training's on the LAFAN1 segments.)
 """
+import dataclasses
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from bcg.contract import ObservationInputs, load_policy
+from bcg.contract.policy_file import read_model, write_policy
 from bcg.motion import MotionDirNotFoundError, load_motion
 from bcg.robot import RobotDescription
 from bcg.wire import new_lowstate
@@ -39,17 +42,31 @@ def motion_file(name, robot, tmp_path):
         pytest.skip(f"{name}: {e}")
 
 
-@pytest.mark.parametrize("name", ["synthetic_jump", "jump", "dance"])
-def test_the_node_builds_the_observation_training_builds_from_the_same_file(robot, tmp_path, name):
+def policy_with_lead_in(lead_in_s, tmp_path):
+    """The shipped policy, its contract asking for a lead-in of `lead_in_s` s (the file as it is at 0)."""
+    if not lead_in_s:
+        return load_policy(POLICY)
+    contract = dataclasses.replace(load_policy(POLICY).contract, motion_lead_in_s=lead_in_s)
+    return load_policy(write_policy(tmp_path / "led_in.onnx", read_model(POLICY), contract))
+
+
+@pytest.mark.parametrize("name,lead_in_s", [("synthetic_jump", 0.0), ("jump", 0.0), ("dance", 0.0),
+                                            ("dance", 1.0)])
+def test_the_node_builds_the_observation_training_builds_from_the_same_file(robot, tmp_path, name, lead_in_s):
     """Policy steps 0..N-1 on the same robot state: the node's observation (its Controller, the
     reference not turned) equals the one `bcg-eval` builds from `load_clip` of the file, to float32."""
     path = motion_file(name, robot, tmp_path)
-    policy = load_policy(POLICY)
+    policy = policy_with_lead_in(lead_in_s, tmp_path)
     contract = policy.contract
-    clip = load_clip(path, RobotKinematics(robot), ResampleConfig(rate_hz=1.0 / contract.control_period_s))
+    clip = load_clip(path, RobotKinematics(robot), ResampleConfig.of_policy(contract))
     node = Controller(policy, robot, SafetyLimits(), StateMachine(ramp_duration_s=0.0, autostart=True,
                                                                  autostart_hold_s=0.0),
                       damping_kd=3.0, motion=load_motion(path), align_heading=False)
+    if lead_in_s:       # the node's reference begins at the rest pose, the file's does not
+        assert np.allclose(node.source_motion.joint_pos[0], contract.default_joint_pos, atol=1e-12)
+        raw = load_motion(path)
+        assert not np.allclose(raw.joint_pos[0, raw.joint_index(contract.joint_names)], contract.default_joint_pos,
+                               atol=0.05)
     state = new_lowstate()
     state["mode_machine"] = 5
     state["imu_state"]["quaternion"] = [np.cos(0.2), 0.03, -0.02, np.sin(0.2)]

@@ -9,6 +9,7 @@ import torch
 
 from bcg.config_check import ConfigError
 from bcg.contract import PolicyContract
+from bcg.motion import MotionDirNotFoundError
 from bcg_train.algo.episodes import RolloutStats
 from bcg_train.cli import build_env
 from bcg_train.diffsim import BundleConfig, SimConfig
@@ -20,10 +21,10 @@ from bcg_train.train_config import TrainConfig, apply_overrides
 N = 3
 
 
-def make(bundle=False, **changes):
+def make(bundle=False, motion="synthetic_jump", **changes):
     cfg = dataclasses.replace(ImitationEnvConfig(sim=SimConfig(bundle=BundleConfig(enabled=bundle, branches=2))),
                               **changes)
-    return G1ImitationEnv(cfg, "synthetic_jump", N, "cpu", seed=5)
+    return G1ImitationEnv(cfg, motion, N, "cpu", seed=5)
 
 
 @pytest.fixture(scope="module")
@@ -219,6 +220,23 @@ def test_rest_starts_stand_still_in_the_default_pose_at_the_first_frame_facing_t
         mixed.reset()
         starts += (mixed.qd.abs().sum(dim=1) == 0).tolist()
     assert 0 < sum(starts) < len(starts)
+
+
+def test_a_lead_in_makes_the_reference_begin_at_the_rest_start_and_the_contract_carries_it():
+    """With `lead_in_s` the reference's first frame is the start from rest (as the node starts the
+    robot), its later frames the clip's own; the exported contract asks the node for the same. On the
+    dance segment, which opens mid-move (the built-in motions begin at rest)."""
+    try:
+        env, led = make(motion="dance"), make(motion="dance", lead_in_s=0.5)
+    except MotionDirNotFoundError as e:
+        pytest.skip(str(e))
+    np.testing.assert_allclose(led._ref_q[0].numpy(), led._rest_q.numpy(), atol=1e-12)
+    assert np.abs(led._ref_qd[0].numpy()).max() < 0.1 * np.abs(env._ref_qd[0].numpy()).max()   # near still
+    later = slice(int(0.5 / led.cfg.control_period_s) + 2, None)
+    np.testing.assert_allclose(led._ref_qd[later].numpy(), env._ref_qd[later].numpy(), atol=1e-9)
+    assert led.policy_contract().motion_lead_in_s == 0.5 and env.policy_contract().motion_lead_in_s == 0.0
+    with pytest.raises(ConfigError, match=r"^env\.lead_in_s=-1\.0: too small; "):
+        make(lead_in_s=-1.0)
 
 
 def test_rest_starts_lean_tip_and_sag_within_their_settings_and_draw_nothing_when_still():

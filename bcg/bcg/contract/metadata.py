@@ -21,10 +21,10 @@ CONTRACT_VERSION = 1
 """Version of the metadata layout written by this module (key `bcg_contract`)."""
 
 KEYS = ("bcg_contract", "joint_names", "joint_stiffness", "joint_damping", "default_joint_pos",
-        "action_scale", "observation", "control_period_s", "contact_stiffness", "motion", "description",
-        "simulator", "randomization")
+        "action_scale", "observation", "control_period_s", "contact_stiffness", "motion", "motion_lead_in_s",
+        "description", "simulator", "randomization")
 """Every metadata key of the contract."""
-OPTIONAL_KEYS = {"description": "", "simulator": {}, "randomization": {}}
+OPTIONAL_KEYS = {"motion_lead_in_s": 0.0, "description": "", "simulator": {}, "randomization": {}}
 """Keys a file may lack, with the value they then take."""
 
 
@@ -68,6 +68,9 @@ class PolicyContract:
     """1/m, the contact smoothing stiffness kappa it was trained with (0: not trained with BCG contact)."""
     motion: str
     """Name of the reference motion it was trained to track ('' for none)."""
+    motion_lead_in_s: float = 0.0
+    """s over which its reference motion begins from rest (`bcg.motion.lead_in`): the node and the
+    evaluation blend the motion they are given in over the same time, as training did; 0: none."""
     description: str = ""
     """Free text (origin, training run)."""
     simulator: Mapping[str, float] = field(default_factory=dict)
@@ -97,6 +100,9 @@ class PolicyContract:
             raise ContractError(f"contact_stiffness: {self.contact_stiffness!r} is not a finite number >= 0")
         if not isinstance(self.motion, str):
             raise ContractError(f"motion: expected a string, got {self.motion!r}")
+        if not (isinstance(self.motion_lead_in_s, (int, float)) and np.isfinite(self.motion_lead_in_s)
+                and self.motion_lead_in_s >= 0):
+            raise ContractError(f"motion_lead_in_s: {self.motion_lead_in_s!r} is not a finite number >= 0 seconds")
         if not isinstance(self.simulator, Mapping) or not all(
                 isinstance(k, str) and isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
                 for k, v in self.simulator.items()):
@@ -133,6 +139,7 @@ class PolicyContract:
             "control_period_s": float(self.control_period_s),
             "contact_stiffness": float(self.contact_stiffness),
             "motion": self.motion,
+            "motion_lead_in_s": float(self.motion_lead_in_s),
             "description": self.description,
             "simulator": self.simulator,
             "randomization": self.randomization,
@@ -156,14 +163,15 @@ class PolicyContract:
             obs = ObservationSpec.from_json(values["observation"], len(names))
         except ObservationSpecError as e:
             raise ContractError(str(e)) from None
-        for key in ("control_period_s", "contact_stiffness"):
+        for key in ("control_period_s", "contact_stiffness", "motion_lead_in_s"):
             if not isinstance(values[key], (int, float)) or isinstance(values[key], bool):
                 raise ContractError(f"{key}: expected a number, got {values[key]!r}")
         return cls(joint_names=tuple(names), kp=values["joint_stiffness"], kd=values["joint_damping"],
                    default_joint_pos=values["default_joint_pos"], action_scale=values["action_scale"],
                    observation=obs, control_period_s=float(values["control_period_s"]),
                    contact_stiffness=float(values["contact_stiffness"]), motion=values["motion"],
-                   description=str(values["description"]), simulator=values["simulator"],
+                   motion_lead_in_s=float(values["motion_lead_in_s"]), description=str(values["description"]),
+                   simulator=values["simulator"],
                    randomization=values["randomization"])
 
 

@@ -1,10 +1,12 @@
 """A reference motion brought to the control rate: the frames a policy is trained on and the node
 samples, computed the same way by both (training's `bcg_train.motion.build_clip` and the policy
-node's `Controller`), so that the node's reference observations are the training's."""
+node's `Controller`), so that the node's reference observations are the training's, lead-in
+(`lead_in`) included."""
 from typing import Optional, Sequence, Tuple
 
 import numpy as np
 
+from .lead_in import LeadIn, led_in
 from .reference import ReferenceMotion, finite_difference, quat_slerp
 
 INTERPOLATIONS = ("cubic", "linear")
@@ -36,16 +38,18 @@ def resample(motion: ReferenceMotion, rate_hz: float,
 
 def at_control_rate(motion: ReferenceMotion, rate_hz: float, joint_names: Sequence[str],
                     lower: Optional[np.ndarray] = None, upper: Optional[np.ndarray] = None,
-                    interpolation: str = "cubic") -> ReferenceMotion:
+                    interpolation: str = "cubic", lead_in: Optional[LeadIn] = None) -> ReferenceMotion:
     """`motion` resampled to `rate_hz` frames/s (`resample`), only `joint_names` in that order (a
     MotionFileError names any it lacks), the angles clipped to [lower, upper] (n,) rad where given
-    (an overshooting spline must not ask for more than the joint gives), and the joint rates the
-    finite differences of the clipped angles at that rate."""
+    (an overshooting spline must not ask for more than the joint gives), blended in from rest by
+    `lead_in` where given (its rest pose in `joint_names` order; `lead_in.led_in`), and the joint rates
+    the finite differences of those angles at that rate."""
     columns = motion.joint_index(joint_names)
     _, root_pos, root_quat, joint_pos = resample(motion, rate_hz, interpolation)
     joint_pos = joint_pos[:, columns]
     if lower is not None or upper is not None:
         joint_pos = np.clip(joint_pos, lower, upper)
-    return ReferenceMotion(float(rate_hz), tuple(joint_names), joint_pos,
-                           finite_difference(joint_pos, 1.0 / rate_hz), root_pos, root_quat)
+    motion = ReferenceMotion(float(rate_hz), tuple(joint_names), joint_pos,
+                             finite_difference(joint_pos, 1.0 / rate_hz), root_pos, root_quat)
+    return motion if lead_in is None else led_in(motion, lead_in)
 

@@ -15,9 +15,11 @@ BLEND on: its first observation is the robot standing still at the default pose,
 at the reference's first frame, as in its starts from rest in training (`rest_deviation`, recorded
 in `start_deviation`).
 
-Reference motion time: policy step k (k = 0 at the first step after entering BLEND) samples the
-motion at k * control period (plus the spec's frames ahead), as training does; the samples of the
-next step are prepared by `prepare_next_step`, after the current step's command is on its way.
+Reference motion: the file's, at the policy's rate, blended in from rest over the contract's
+`motion_lead_in_s` as in training (`bcg.motion.lead_in`). Its time: policy step k (k = 0 at the
+first step after entering BLEND) samples the motion at k * control period (plus the spec's frames
+ahead), as training does; the samples of the next step are prepared by `prepare_next_step`, after
+the current step's command is on its way.
 Reference heading: with `align_heading`, entering BLEND turns the motion about the vertical so that
 its first frame faces where the robot's IMU faces then. The observation sees the reference's
 orientation relative to the robot's, the IMU's yaw is arbitrary on a real robot (and 0 in a
@@ -30,6 +32,7 @@ import numpy as np
 
 from bcg.contract import ObservationInputs, Policy
 from bcg.motion import ReferenceMotion
+from bcg.motion.lead_in import LeadIn
 from bcg.motion.resample import at_control_rate
 from bcg.rotations import heading
 
@@ -70,8 +73,9 @@ class Controller:
         self.joints = JointMap.build(self.contract, robot)   # refined by mode_machine at the first LowState
         if motion is not None:           # the frames and joint rates training computed from the same file
             slots = self.joints.slots
+            lead_in = LeadIn(self.contract.motion_lead_in_s, self.contract.default_joint_pos, robot.standing_height)
             motion = at_control_rate(motion, 1.0 / self.contract.control_period_s, self.contract.joint_names,
-                                     self.joints.q_lower[slots], self.joints.q_upper[slots])
+                                     self.joints.q_lower[slots], self.joints.q_upper[slots], lead_in=lead_in)
         self.motion = self.source_motion = motion
         """`motion` as the policy samples it (turned to the robot's heading at the start), and as given,
         both at the policy's rate with the policy's joints (`at_control_rate`, as in training)."""

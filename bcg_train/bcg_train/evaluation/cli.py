@@ -119,7 +119,7 @@ def evaluate(policy_path: Path, motion: Optional[str] = None, seeds: int = 5, du
         raise MotionFileError(f"{policy_path}: the contract names no motion; give --motion")
     robot = RobotDescription.load(model)
     kinematics = RobotKinematics(robot)
-    clip = load_clip(motion, kinematics, ResampleConfig(rate_hz=1.0 / contract.control_period_s),
+    clip = load_clip(motion, kinematics, ResampleConfig.of_policy(contract),
                      builtin_duration_s=duration, motion_dir=motion_dir)
     sim_config = SimConfig.from_contract(contract.contact_stiffness or SimConfig.kappa, contract.simulator)
     runs = {"mujoco": [], "warp": []}

@@ -165,6 +165,13 @@ class ImitationEnvConfig(Settings):
     (uniform), pivoting about the feet (the root's linear velocity to match). 0: still."""
     rest_start_joint_noise_rad: float = setting(0.0, NON_NEGATIVE)
     """... and sag: N(0, this^2) [rad] added to each default joint angle. 0: the default pose."""
+    lead_in_s: float = setting(0.0, NON_NEGATIVE)
+    """Blend the clip's first seconds in from rest [s] (`bcg.motion.lead_in`): the reference then
+    begins with the robot standing still in its default pose where the clip starts and reaches the
+    clip's own frames, with their velocities, after this long. The exported contract carries it, so
+    the policy node and the evaluation blend the same motion file in the same way. For a clip that
+    opens mid-move, where a robot handed over standing cannot follow its first frame. 0: the clip
+    as it is."""
     motion_duration_s: float = setting(15.0, POSITIVE)
     """Length of a built-in synthetic motion [s]."""
     randomization: RandomizationConfig = field(default_factory=RandomizationConfig)

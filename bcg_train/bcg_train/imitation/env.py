@@ -75,7 +75,8 @@ class G1ImitationEnv:
         self.q_lower = torch.as_tensor(robot.q_lower, **real)
         self.q_upper = torch.as_tensor(robot.q_upper, **real)
 
-        clip = load_clip(motion, RobotKinematics(robot), ResampleConfig(rate_hz=1.0 / cfg.control_period_s),
+        clip = load_clip(motion, RobotKinematics(robot), ResampleConfig(rate_hz=1.0 / cfg.control_period_s,
+                                                                     lead_in_s=cfg.lead_in_s),
                          builtin_duration_s=cfg.motion_duration_s)
         if tuple(clip.joint_names) != tuple(robot.joint_names):
             raise ValueError(f"motion {motion}: joints {clip.joint_names} differ from the robot's {robot.joint_names}")
@@ -203,7 +204,8 @@ class G1ImitationEnv:
             joint_names=robot.joint_names, kp=robot.kp * cfg.kp_scale, kd=robot.kd * cfg.kd_scale,
             default_joint_pos=robot.default_q, action_scale=np.full(robot.num_joints, cfg.action_scale),
             observation=self.spec, control_period_s=cfg.control_period_s,
-            contact_stiffness=cfg.sim.kappa, motion=self.motion_name, simulator=cfg.sim.contract_settings(),
+            contact_stiffness=cfg.sim.kappa, motion=self.motion_name, motion_lead_in_s=cfg.lead_in_s,
+            simulator=cfg.sim.contract_settings(),
             randomization=self.randomizer.describe() if self.randomizer else {},
             description=f"SHAC imitation policy for {self.motion_name} (kappa {cfg.sim.kappa:g}, bundling "
                         f"{'on' if cfg.sim.bundle.enabled else 'off'})")

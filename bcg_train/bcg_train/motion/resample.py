@@ -4,6 +4,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.spatial.transform import Rotation
 
+from bcg.motion.lead_in import LeadIn
 from bcg.motion.reference import ReferenceMotion
 from bcg.motion.resample import INTERPOLATIONS, at_control_rate
 
@@ -20,10 +21,21 @@ class ResampleConfig:
     interpolation: str = "cubic"
     """Joint angles and root position between source frames: 'cubic' (not-a-knot cubic spline,
     joints then clipped to the limits) or 'linear'. The root quaternion is always slerped."""
+    lead_in_s: float = 0.0
+    """s over which the clip is blended in from the robot standing at rest in its default pose
+    (`bcg.motion.lead_in`); 0: the clip as it is."""
+
+    @classmethod
+    def of_policy(cls, contract) -> "ResampleConfig":
+        """The clip a policy was trained on, from its `bcg.contract.PolicyContract`: at its control
+        rate, with its lead-in."""
+        return cls(rate_hz=1.0 / contract.control_period_s, lead_in_s=contract.motion_lead_in_s)
 
     def __post_init__(self):
         if not self.rate_hz > 0:
             raise ValueError(f"rate_hz: must be > 0, got {self.rate_hz}")
+        if not (np.isfinite(self.lead_in_s) and self.lead_in_s >= 0):
+            raise ValueError(f"lead_in_s: must be a finite duration >= 0 s, got {self.lead_in_s}")
         if self.interpolation not in INTERPOLATIONS:
             raise ValueError(f"interpolation: one of {INTERPOLATIONS}, got {self.interpolation!r}")
 
@@ -42,10 +54,13 @@ def angular_velocity(quat: np.ndarray, dt: float) -> np.ndarray:
 
 def build_clip(motion: ReferenceMotion, kinematics: RobotKinematics, config: ResampleConfig = ResampleConfig(),
                name: str = "") -> MotionClip:
-    """Resample `motion` to `config.rate_hz`, map its joints to the robot's order by name, difference
-    velocities and compute every body's frame by forward kinematics of the robot's model."""
+    """Resample `motion` to `config.rate_hz`, map its joints to the robot's order by name, blend it in
+    from rest over `config.lead_in_s`, difference velocities and compute every body's frame by forward
+    kinematics of the robot's model."""
     robot = kinematics.robot
-    m = at_control_rate(motion, config.rate_hz, robot.joint_names, robot.q_lower, robot.q_upper, config.interpolation)
+    lead_in = LeadIn(config.lead_in_s, robot.default_q, robot.standing_height) if config.lead_in_s else None
+    m = at_control_rate(motion, config.rate_hz, robot.joint_names, robot.q_lower, robot.q_upper, config.interpolation,
+                        lead_in)
     dt = 1.0 / config.rate_hz
     body_pos, body_quat = kinematics.forward(m.root_pos, m.root_quat, m.joint_pos)
     return MotionClip(name=name, fps=config.rate_hz, joint_names=robot.joint_names, body_names=kinematics.body_names,
