@@ -2,7 +2,7 @@
 
     python bench/any_motion.py [--windows bench/any_motion_windows.yaml] [--out bench/results/any_motion]
                                [--runs runs/any_motion] [--jobs 2] [--only LABEL ...] [--device cpu]
-                               [--eval-only]
+                               [--eval-only] [--set KEY=VALUE ...]
 
 For each window of the list (fixed before any training on it) this runs the one command a user runs,
 `bcg-train --motion WINDOW --run-dir RUNS/LABEL` (no other flag; a run folder left by an earlier,
@@ -19,6 +19,10 @@ environment steps and training wall-clock of the pick (its sidecar). Last line:
 `windows_standing=K/N median_hours=H median_env_steps=S` (medians over the windows that stand).
 Training runs are long (hours each on a 2-core CPU): `--jobs 2` trains two windows at a time, and a
 rerun skips every window whose pick is already evaluated.
+
+`--set KEY=VALUE` (repeatable) is passed to every new training: an experiment on the recipe (a contact
+model, a stiffness, bundling off), with its own `--runs` and `--out`; the table's first line names
+the settings. The one command itself has none.
 """
 import argparse
 import json
@@ -29,7 +33,7 @@ import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import yaml
 
@@ -57,13 +61,15 @@ def pick_of(run: Path) -> Optional[Path]:
     return found[0] if found else None
 
 
-def train(motion: str, run: Path, device: str, log: Path) -> int:
-    """The one command (or its resume, when an earlier bench left the run unfinished)."""
+def train(motion: str, run: Path, device: str, log: Path, settings: Sequence[str] = ()) -> int:
+    """The one command with `settings` as `--set`s (or its resume, when an earlier bench left the run
+    unfinished: the run's own settings)."""
     if (run / "checkpoints").is_dir() and any((run / "checkpoints").glob("iter_*.pt")):
         command = ["bcg-train", "--resume", str(run)]
     else:
         command = ["bcg-train", "--motion", motion, "--run-dir", str(run)] + (["--device", device]
                                                                               if device != "cpu" else [])
+        command += [arg for item in settings for arg in ("--set", item)]
     print(f"any_motion: {' '.join(command)}", file=sys.stderr, flush=True)
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "a") as out:
@@ -151,8 +157,11 @@ def line_without_pick(r: dict) -> str:
             f"{c['tracking_root_xy_cm']:.1f} | {c['root_offset_m']:.2f} | | |")
 
 
-def table(rows: List[dict]) -> str:
-    lines = ["| window | falls: reference / rest / hold | world tracking [cm] | without the drift [cm] | "
+def table(rows: List[dict], settings: Sequence[str] = ()) -> str:
+    """The markdown table of `rows`, after a line naming the training's `settings` (none: the one command)."""
+    trained = " ".join(f"--set {s}" for s in settings)
+    lines = [f"Trained by `bcg-train --motion WINDOW{' ' + trained if trained else ''}`.", "",
+             "| window | falls: reference / rest / hold | world tracking [cm] | without the drift [cm] | "
              "root off at the end [m] | env steps | training [h] |", "|---|---|---|---|---|---|---|"]
     for r in rows:
         if r["pick"] is None:
@@ -180,6 +189,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--only", nargs="+", help="only these windows (labels, e.g. run1_subject2_120-135)")
     p.add_argument("--device", default="cpu")
     p.add_argument("--eval-only", action="store_true", help="train nothing: evaluate the picks there are")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="passed to every new bcg-train: an experiment on the recipe (use its own --runs, --out)")
     args = p.parse_args(argv)
     if not os.environ.get("BCG_MOTION_DIR"):
         print("any_motion: set BCG_MOTION_DIR to the folder of the LAFAN1 G1 takes", file=sys.stderr)
@@ -191,7 +202,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         todo = [w for w in windows if pick_of(args.runs / label(w)) is None]
         with ThreadPoolExecutor(max(1, args.jobs)) as pool:
             codes = list(pool.map(lambda w: train(w, args.runs / label(w), args.device,
-                                                  args.runs / label(w) / "train.log"), todo))
+                                                  args.runs / label(w) / "train.log", args.set), todo))
         for w, code in zip(todo, codes):
             if code:
                 print(f"any_motion: {w}: bcg-train exited {code} ({args.runs / label(w) / 'train.log'})",
@@ -199,7 +210,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     rows = [row_for(w, args.runs / label(w), args.out / label(w)) for w in windows]
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "results.json").write_text(json.dumps(rows, indent=2))
-    text = table(rows)
+    text = table(rows, args.set)
     (args.out / "table.md").write_text(text)
     print(text, end="")
     print(summary_line(rows))

@@ -28,6 +28,23 @@ def test_the_held_out_windows_cover_every_take_and_overlap_no_trained_window(ben
             assert file != w.path.name or w.end_s <= start or w.start_s >= end, (w, file, start, end)
 
 
+def test_the_paper_motions_list_names_the_four_segments_of_the_paper(bench):
+    assert bench.load_windows(WINDOWS.with_name("paper_motion_windows.yaml")) == ["jump", "dance", "run", "fight"]
+
+
+def test_settings_reach_every_new_training_and_a_resume_keeps_its_own(bench, tmp_path, monkeypatch):
+    commands = []
+    monkeypatch.setattr(bench.subprocess, "run", lambda command, **kw: commands.append(command) or
+                        type("Done", (), {"returncode": 0})())
+    bench.train("run", tmp_path / "new", "cpu", tmp_path / "new.log", ["env.sim.kappa=50", "env.lead_in_s=1"])
+    (tmp_path / "old" / "checkpoints").mkdir(parents=True)
+    (tmp_path / "old" / "checkpoints" / "iter_000025.pt").write_bytes(b"")
+    bench.train("run", tmp_path / "old", "cpu", tmp_path / "old.log", ["env.sim.kappa=50"])
+    assert commands == [["bcg-train", "--motion", "run", "--run-dir", str(tmp_path / "new"),
+                         "--set", "env.sim.kappa=50", "--set", "env.lead_in_s=1"],
+                        ["bcg-train", "--resume", str(tmp_path / "old")]]
+
+
 def test_the_table_and_last_line_report_every_window(bench):
     standing = dict(motion="a.csv@0:15", label="a_0-15", pick="p.onnx", falls_reference=0, falls_rest=0,
                     falls_hold=0, tracking_cm=20.0, tracking_root_xy_cm=3.0, root_offset_m=0.3, env_steps=1_000_000,
@@ -50,5 +67,9 @@ def test_the_table_and_last_line_report_every_window(bench):
     assert ("| `c.csv@0:15` | no pick; closest, iteration 300 (the trainer's screen, 2 seeds): 0/2 / - / 2/2 | "
             "39.3 | 5.0 | 0.90 | | |") in text
     assert "| `d.csv@0:15` | still training (1200 of 3000 iterations); closest, iteration 300" in text
+    assert text.startswith("Trained by `bcg-train --motion WINDOW`.\n")
+    paper = bench.table(rows, ["env.sim.contact_model=paper", "env.sim.kappa=50"])
+    assert paper.startswith("Trained by `bcg-train --motion WINDOW --set env.sim.contact_model=paper "
+                            "--set env.sim.kappa=50`.\n")
     assert bench.summary_line(rows) == "windows_standing=2/5 median_hours=1.50 median_env_steps=2000000"
     assert bench.summary_line([none]) == "windows_standing=0/1 median_hours=nan median_env_steps=nan"
