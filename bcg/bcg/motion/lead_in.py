@@ -6,13 +6,17 @@ reference becomes
 
     x(t) = (1 - w(t)) * rest + w(t) * motion(t),    w(t) = smootherstep(t / D)  (1 from t >= D on)
 
-for the joint angles and the root height, the root's horizontal position moves from the first
-frame's by w(t) of the motion's displacement, and the root orientation is slerped by w(t) from
-upright (facing the first frame's heading) to the motion's. At t = 0 the reference is the rest state
-exactly (no velocity: w'(0) = 0); at t = D it is the motion with the motion's velocities (w'(D) = 0,
-w''(D) = 0), so the blend adds no jump anywhere. The clip keeps its length: its first D seconds are
-softened, nothing is prepended. Training and the policy node apply the same blend to the same
-frames (`resample.at_control_rate`), so the node's reference observations stay the training's.
+for the joint angles and the root height; the root's horizontal velocity is the motion's times w(t)
+(each frame's displacement scaled by w, summed from the first frame's position), and the root
+orientation is slerped by w(t) from upright (facing the first frame's heading) to the motion's. At
+t = 0 the reference is the rest state exactly (no velocity: w'(0) = 0); from t = D on it is the
+motion with the motion's velocities (w'(D) = w''(D) = 0), its horizontal path shifted back by what
+the slower start did not cover, so the blend adds no jump anywhere. Scaling the velocity rather
+than blending the position keeps the start's horizontal acceleration near w' v <= 1.9 v / D (about
+4 m/s^2 for a clip opening at 2 m/s with D = 1 s; blending the position would ask 10 m/s^2). The
+clip keeps its length: its first D seconds are softened, nothing is prepended. Training and the
+policy node apply the same blend to the same frames (`resample.at_control_rate`), so the node's
+reference observations stay the training's.
 """
 import dataclasses
 from dataclasses import dataclass
@@ -62,9 +66,9 @@ def led_in(motion: ReferenceMotion, lead_in: LeadIn) -> ReferenceMotion:
                               f"{motion.joint_pos.shape[1]} joints")
     w = blend_weight(np.arange(motion.num_frames) / motion.fps, lead_in.duration_s)[:, None]
     joint_pos = (1.0 - w) * rest_q + w * motion.joint_pos
-    start = motion.root_pos[0]
-    root_pos = np.concatenate([start[:2] + w * (motion.root_pos[:, :2] - start[:2]),
-                               (1.0 - w) * lead_in.standing_height + w * motion.root_pos[:, 2:]], axis=1)
+    steps = 0.5 * (w[1:] + w[:-1]) * np.diff(motion.root_pos[:, :2], axis=0)      # each frame's displacement, scaled
+    xy = motion.root_pos[0, :2] + np.concatenate([np.zeros((1, 2)), np.cumsum(steps, axis=0)])
+    root_pos = np.concatenate([xy, (1.0 - w) * lead_in.standing_height + w * motion.root_pos[:, 2:]], axis=1)
     upright = turned_about_vertical(np.array([1.0, 0.0, 0.0, 0.0]), heading(motion.root_quat[0]))
     root_quat = align_quat_signs(quat_slerp(upright, motion.root_quat, w[:, 0]))
     return dataclasses.replace(motion, joint_pos=joint_pos, joint_vel=finite_difference(joint_pos, 1.0 / motion.fps),
