@@ -38,7 +38,7 @@ step h = 0.005 s (the simulator: dt 0.02 s with 4 substeps; MuJoCo: Euler at
         [--kernels] [--graphs]
     python bench/bench_diffsim.py --device cuda:0 --envs 4096
 
-`--precision float32` runs the float32 simulator (`diffsim.flavour`); MuJoCo stays float64.
+`--precision float32` runs the simulator in float32 (`Model.from_mujoco(..., precision=)`); MuJoCo stays float64.
 
 Last line: forward_vs_mujoco=<Warp env-substeps/s over MuJoCo's> backward_over_forward=<ratio>, with
 `--bundle` also bundled_over_plain=<bundled taped window (forward + backward) over the plain one>, with
@@ -63,7 +63,7 @@ import numpy as np  # noqa: E402
 import warp as wp  # noqa: E402
 
 from bcg.contract.builtin import stand_gains  # noqa: E402
-from bcg_train.diffsim import PRECISIONS, BundleConfig, Model, SimConfig, Simulator, flavour  # noqa: E402
+from bcg_train.diffsim import PRECISIONS, BundleConfig, Model, SimConfig, Simulator, Tape  # noqa: E402
 from bcg_train.diffsim import mujoco_reference as vd  # noqa: E402  (the shared scenario)
 from bcg_train.diffsim.kernel_profile import KernelProfile, profile_kernels  # noqa: E402
 
@@ -77,9 +77,9 @@ BUNDLE_FALL = 1.0               # m/s: downward speed at release
 
 
 def simulator(model: Model, envs: int, config: SimConfig, **kwargs) -> Simulator:
-    """A simulator of `model`'s precision (its package flavour) with `config`'s settings."""
+    """A simulator of `model`'s precision with `config`'s settings."""
     config = dataclasses.replace(config, precision=model.precision)
-    return flavour(model.precision).Simulator(model, envs, config, **kwargs)
+    return Simulator(model, envs, config, **kwargs)
 
 
 def standing_setup(sim: Simulator):
@@ -149,7 +149,7 @@ def _bytes_since(before: dict) -> int:
 
 def taped_forward(sim: Simulator, s0, ctrl, window: int):
     """`window` steps from s0 under ctrl on a new tape: (tape, the states, s0 first)."""
-    tape = flavour(sim.model.precision).Tape()
+    tape = Tape()
     states = [s0]
     with tape:
         for _ in range(window):
@@ -201,11 +201,9 @@ def graph_windows(model: Model, envs: int, window: int, repeats: int, config: Si
     bundling config's bundles are closed before each window. Returns ({(arm, "taped" | "plain"): median
     seconds}, whether the arms' final states and action gradients are bit-identical); ("capture", kind)
     is the graphs arm's second window, the one that captures."""
-    import importlib
-
     import torch
 
-    torch_bridge = importlib.import_module(".torch_bridge", flavour(model.precision).__name__)
+    from bcg_train.diffsim import torch_bridge
     dev = str(model.device)
     kp, kd = (torch.tensor(g, device=dev) for g in stand_gains(model.robot))
     if dropped:
@@ -362,7 +360,7 @@ def main():
     bound = f"at most {args.max_branch_rows} branch rows" if args.max_branch_rows else "unbounded"
     bound += ", on the device" if args.on_device else ""
     wp.init()
-    model = flavour(args.precision).Model.from_mujoco(args.model, device=args.device)
+    model = Model.from_mujoco(args.model, device=args.device, precision=args.precision)
     print(f"device {args.device}: {wp.get_device(args.device).name}; envs {args.envs}; h {DT / SUBSTEPS} s; "
           f"{args.precision}")
 

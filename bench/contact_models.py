@@ -81,10 +81,11 @@ def impulse_share(model: Model, relaxations: Sequence[float], smooths=(0.1, 0.3,
         solver.solve(sub.kernel_model, g, v, smooth, impulse, None)
         return float(impulse.numpy()[0, :, 0].sum())
 
-    exact = applied(ContactPGS(model.nc, 500, 1, "cpu"), 1.0)
-    rows = {"gauss-seidel": [applied(ContactPGS(model.nc, 10, 1, "cpu"), s) / exact for s in smooths]}
+    t = model.types
+    exact = applied(ContactPGS(model.nc, 500, 1, "cpu", t), 1.0)
+    rows = {"gauss-seidel": [applied(ContactPGS(model.nc, 10, 1, "cpu", t), s) / exact for s in smooths]}
     for w in sorted(set(relaxations) | {0.25}, reverse=True):
-        rows[f"jacobi omega {w:g}"] = [applied(ContactJacobi(model.nc, 10, 1, "cpu"), s, w) / exact for s in smooths]
+        rows[f"jacobi omega {w:g}"] = [applied(ContactJacobi(model.nc, 10, 1, "cpu", t), s, w) / exact for s in smooths]
     eig = np.linalg.eigvals(np.diag(1 / np.diag(g.numpy()[0])) @ g.numpy()[0]).real
     return {"smoothing": list(smooths), "share": rows, "largest_eigenvalue_of_diag_G_inv_G": float(eig.max())}
 

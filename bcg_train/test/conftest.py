@@ -103,6 +103,13 @@ class ToyTrackingEnv:
         self.env_steps = state["env_steps"]
 
 
+@pytest.fixture(scope="module")
+def model():
+    """The G1 Model in float64 on the CPU, built once per test module."""
+    from bcg_train.diffsim import Model
+    return Model.from_mujoco(device="cpu")
+
+
 @pytest.fixture
 def toy_env_class():
     return ToyTrackingEnv

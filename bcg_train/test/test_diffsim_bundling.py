@@ -12,8 +12,8 @@ import warp as wp
 
 from bcg.config_check import ConfigError
 from bcg_train.diffsim import BundleConfig, BundleExperiments, Model, SimConfig, Simulator, Tape
-from bcg_train.diffsim.bundling import kernels as bk
 from bcg_train.diffsim.bundling import slot_kernels as sk
+from bcg_train.diffsim.bundling.kernels import NOISE_PER_ROW, BundlingKernels
 
 DT = 0.02
 DROP = 0.10           # m above standing height
@@ -22,6 +22,7 @@ RNG = np.random.default_rng(3)
 
 
 MODEL = Model.from_mujoco(device="cpu")
+bk = BundlingKernels.of(MODEL.types)
 STANDING = MODEL.robot.standing_height      # m, pelvis height with the feet on the floor
 
 
@@ -498,7 +499,7 @@ def _perturb_left_foot(rows, sigma_p, sigma_v, sigma_v_per_speed, base_velocity)
     dqd = wp.zeros_like(dq)
     clamped = wp.zeros(1, dtype=int)
     approach = wp.zeros(2, dtype=wp.float64)
-    kept = (wp.zeros((rows, bk.NOISE_PER_ROW), dtype=wp.float64), wp.zeros((rows, MODEL.nv, 3), dtype=wp.float64),
+    kept = (wp.zeros((rows, NOISE_PER_ROW), dtype=wp.float64), wp.zeros((rows, MODEL.nv, 3), dtype=wp.float64),
             wp.zeros((rows, 4), dtype=wp.float64))
     wp.launch(bk.foot_perturbation, dim=(rows, 2), inputs=[
         sim.physics.kernel_model, s.q, sc.xrot, sc.xpos, sc.s_ang, sc.s_lin, sc.vel_ang, sc.vel_lin,

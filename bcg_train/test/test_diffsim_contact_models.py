@@ -2,8 +2,6 @@
 solvers.contact_jacobi) beside the default "speculative" one: its gradients against central finite
 differences (float64, as test_diffsim_gradients), a drop against MuJoCo on the same XML, and what kappa
 does to where the feet rest in each model (bench/contact_models.py measures it in full)."""
-import functools
-
 import numpy as np
 import pytest
 import warp as wp
@@ -21,17 +19,7 @@ N = 2
 PAPER = SimConfig(kappa=50.0, contact_model="paper")
 
 
-@pytest.fixture(scope="module")
-def model():
-    return Model.from_mujoco(device="cpu")
-
-
-standing_q = functools.partial(fd.standing_q, rng=RNG, n=N)
-directional_check = functools.partial(fd.directional_check, rng=RNG)
-
-
-def _arr(x, requires_grad, dtype=wp.float64):
-    return wp.array(x, dtype=dtype, device="cpu", requires_grad=requires_grad)
+standing_q, directional_check = fd.with_rng(RNG, N)
 
 
 def _contact_inputs(model, config, q):
@@ -78,11 +66,11 @@ def _jacobi_loss(model, physics, w, iterations):
     nc, nr = model.nc, model.ndof_contact
 
     def loss(x, grad):
-        g = _arr(x[:, :nr * nr].reshape(N, nr, nr), grad)
-        v = _arr(x[:, nr * nr:nr * nr + nr], grad)
-        s = _arr(x[:, nr * nr + nr:], grad)
+        g = fd.array(x[:, :nr * nr].reshape(N, nr, nr), grad)
+        v = fd.array(x[:, nr * nr:nr * nr + nr], grad)
+        s = fd.array(x[:, nr * nr + nr:], grad)
         impulse = wp.zeros((N, nc), dtype=wp.vec3d, requires_grad=grad)
-        solver = ContactJacobi(nc, iterations, N, "cpu")
+        solver = ContactJacobi(nc, iterations, N, "cpu", model.types)
         tape = Tape()
         with tape:
             solver.solve(physics.kernel_model, g, v, s, impulse, tape if grad else None)
@@ -101,8 +89,8 @@ def test_jacobi_iterations_match_the_written_out_law(model):
     s = np.clip(s + RNG.uniform(-0.3, 0.3, s.shape), 0.05, 1.0)
     nc = model.nc
     impulse = wp.zeros((N, nc), dtype=wp.vec3d)
-    ContactJacobi(nc, PAPER.contact_iterations, N, "cpu").solve(physics.kernel_model, _arr(g, False), _arr(v, False),
-                                                                _arr(s, False), impulse, None)
+    solver = ContactJacobi(nc, PAPER.contact_iterations, N, "cpu", model.types)
+    solver.solve(physics.kernel_model, fd.array(g, False), fd.array(v, False), fd.array(s, False), impulse, None)
     mu = model.sphere_friction.numpy()
     for e in range(N):
         expected = _jacobi_numpy(g[e], v[e], s[e], mu, PAPER.contact_relaxation, PAPER.contact_iterations)
@@ -252,15 +240,14 @@ def test_a_simulator_keeps_its_contact_model(model):
 
 def test_paper_model_bundles_on_host_and_device_and_in_float32(model):
     """The contact model is a setting of the substep, so bundling (the host's and the device's bundler)
-    and the float32 package run it too: a landing from 1 cm at kappa 300 opens bundles in both bundlers,
+    and float32 run it too: a landing from 1 cm at kappa 300 opens bundles in both bundlers,
     with the same counters, and float32 follows float64 within its rounding."""
-    from bcg_train import diffsim
     from bcg_train.diffsim import BundleConfig
     r = model.robot
     q0 = standing_q(model, lift=0.01)
 
-    def land(config, pkg=diffsim, mdl=model):
-        sim = pkg.Simulator(mdl, N, config)
+    def land(config, mdl=model):
+        sim = Simulator(mdl, N, config)
         s = sim.state().assign(q0, np.zeros((N, model.nv)))
         ctrl = sim.control().set_pd(q_target=np.tile(r.default_q, (N, 1)), kp=r.kp * 10, kd=r.kd * 3)
         for _ in range(10):
@@ -277,7 +264,6 @@ def test_paper_model_bundles_on_host_and_device_and_in_float32(model):
     assert host.bundle_stats.bundles > 0
     assert device.bundle_stats.bundles == host.bundle_stats.bundles
     q64, _ = land(SimConfig(kappa=300.0, contact_model="paper"))
-    f32 = diffsim.flavour("float32")
-    q32, _ = land(SimConfig(kappa=300.0, contact_model="paper", precision="float32"), f32,
-                  f32.Model.from_mujoco(device="cpu"))
+    q32, _ = land(SimConfig(kappa=300.0, contact_model="paper", precision="float32"),
+                  Model.from_mujoco(device="cpu", precision="float32"))
     assert np.abs(q32 - q64).max() < 2e-3, np.abs(q32 - q64).max()

@@ -5,13 +5,11 @@ Each check compares the tape gradient g of a scalar loss L(x) = w . y(x) (w rand
 central difference (L(x + eps u) - L(x - eps u)) / (2 eps) along random unit directions u, and
 reports the relative error |g.u - fd| / max(|fd|, tiny).
 """
-import functools
-
 import numpy as np
 import pytest
 import warp as wp
 
-from bcg_train.diffsim import Model, SimConfig, Simulator, State, Tape
+from bcg_train.diffsim import SimConfig, Simulator, State, Tape
 from bcg_train.diffsim import gradient_check as fd
 from bcg_train.diffsim.solvers.contact_pgs import ContactPGS
 from bcg_train.diffsim.solvers.sparse_ldl import SparseLDL
@@ -23,17 +21,7 @@ N = 2
 CONFIG = SimConfig(kappa=50.0)
 
 
-@pytest.fixture(scope="module")
-def model():
-    return Model.from_mujoco(device="cpu")
-
-
-standing_q = functools.partial(fd.standing_q, rng=RNG, n=N)
-directional_check = functools.partial(fd.directional_check, rng=RNG)
-
-
-def _arr(x, requires_grad, dtype=wp.float64):
-    return wp.array(x, dtype=dtype, device="cpu", requires_grad=requires_grad)
+standing_q, directional_check = fd.with_rng(RNG, N)
 
 
 def _weighted(y, w):
@@ -46,7 +34,7 @@ def _dynamics_loss(model, output, w):
 
     def loss(x, grad):
         s = sim.state()
-        s.q, s.qd = _arr(x[:, :model.nq], grad), _arr(x[:, model.nq:], grad)
+        s.q, s.qd = fd.array(x[:, :model.nq], grad), fd.array(x[:, model.nq:], grad)
         sc = sim.physics.scratch(N, grad)
         tape = Tape()
         with tape:
@@ -91,10 +79,10 @@ def test_sparse_solve_gradient(model):
     w = RNG.normal(size=(N, nv))
 
     def loss(x, grad):
-        a = _arr(x[:, :npair], grad)
-        diag = _arr(x[:, npair:npair + nv], grad)
-        b = _arr(x[:, npair + nv:], grad)
-        xs = _arr(np.zeros((N, nv)), grad)
+        a = fd.array(x[:, :npair], grad)
+        diag = fd.array(x[:, npair:npair + nv], grad)
+        b = fd.array(x[:, npair + nv:], grad)
+        xs = fd.array(np.zeros((N, nv)), grad)
         ldl = _ldl(physics, grad)
         tape = Tape()
         with tape:
@@ -119,11 +107,11 @@ def test_delassus_gradient(model):
     w = RNG.normal(size=(N, nr, nr))
 
     def loss(x, grad):
-        a = _arr(x[:, :npair], grad)
-        diag = _arr(x[:, npair:npair + nv], grad)
-        jt = _arr(x[:, npair + nv:].reshape(N, ncd, 3), grad, wp.vec3d)
+        a = fd.array(x[:, :npair], grad)
+        diag = fd.array(x[:, npair:npair + nv], grad)
+        jt = fd.array(x[:, npair + nv:].reshape(N, ncd, 3), grad, wp.vec3d)
         y = wp.zeros((N, ncd), dtype=wp.vec3d)
-        g = _arr(np.zeros((N, nr, nr)), grad)
+        g = fd.array(np.zeros((N, nr, nr)), grad)
         ldl = _ldl(physics, grad)
         tape = Tape()
         with tape:
@@ -177,11 +165,11 @@ def test_projected_gauss_seidel_gradient(model):
     iters = CONFIG.contact_iterations
 
     def loss(x, grad):
-        g = _arr(x[:, :nr * nr].reshape(N, nr, nr), grad)
-        v = _arr(x[:, nr * nr:nr * nr + nr], grad)
-        s = _arr(x[:, nr * nr + nr:], grad)
+        g = fd.array(x[:, :nr * nr].reshape(N, nr, nr), grad)
+        v = fd.array(x[:, nr * nr:nr * nr + nr], grad)
+        s = fd.array(x[:, nr * nr + nr:], grad)
         impulse = wp.zeros((N, nc), dtype=wp.vec3d, requires_grad=grad)
-        pgs = ContactPGS(nc, iters, N, "cpu")
+        pgs = ContactPGS(nc, iters, N, "cpu", model.types)
         tape = Tape()
         with tape:
             pgs.solve(physics.kernel_model, g, v, s, impulse, tape if grad else None)
@@ -237,7 +225,7 @@ def test_contact_impulse_solve_gradient(model):
 
     def loss(qdx, grad):
         s_in, s_out = sim.state(), sim.state()
-        s_in.q, s_in.qd = _arr(q, grad), _arr(qdx, grad)
+        s_in.q, s_in.qd = fd.array(q, grad), fd.array(qdx, grad)
         sc = sim.physics.scratch(N, grad)
         tape = Tape()
         with tape:

@@ -66,11 +66,12 @@ def test_recorded_only_launches_are_not_counted_and_warp_is_restored_after_an_er
     state = sim.state()
     with pytest.raises(RuntimeError, match="inside"):
         with profile_kernels("cpu") as profile:
-            from bcg_train.diffsim.kernels import integrator
-            recorded = wp.launch(integrator.nonfinite_flags, N, [state.q, state.qd, out], record_cmd=True)
+            from bcg_train.diffsim.kernels.integrator import IntegratorKernels
+            nonfinite_flags = IntegratorKernels.of(sim.model.types).nonfinite_flags
+            recorded = wp.launch(nonfinite_flags, N, [state.q, state.qd, out], record_cmd=True)
             assert profile.launches == []
             recorded.launch()
-            wp.launch(integrator.nonfinite_flags, N, [state.q, state.qd, out])
+            wp.launch(nonfinite_flags, N, [state.q, state.qd, out])
             raise RuntimeError("inside")
     assert [k for k, _, _ in profile.launches] == ["nonfinite_flags"] * 2 and len(profile.seconds) == 2
     assert wp.launch is launch and wp.Launch.launch is replay

@@ -245,8 +245,8 @@ class SimConfig(Settings):
     limit_damping: float = setting(2.0, NON_NEGATIVE)
     """Joint-limit damper beyond the limit, in units of A_ii / h [-]."""
     precision: str = setting("float64", PRECISION_SETTING)
-    """Floating point of the simulation: float64, or float32 for GPUs whose float64 is slow
-    (`diffsim.flavour(precision)` is the package that simulates in it; `precision`)."""
+    """Floating point of the simulation: float64, or float32 for GPUs whose float64 is slow (the
+    Model's, `Model.from_mujoco(..., precision=...)`, must match; `diffsim.precision`)."""
     bundle: BundleConfig = field(default_factory=BundleConfig)
     """Bundled Contact Gradients."""
 

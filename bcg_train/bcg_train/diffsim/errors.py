@@ -1,5 +1,5 @@
-"""The simulator's errors: one set of classes for both precisions (`precision.SHARED_MODULES`), so
-`except diffsim.NonFiniteStateError` catches the float32 simulator's too."""
+"""The simulator's errors: one set of classes for both precisions (every module is loaded once,
+diffsim.precision), so `except diffsim.NonFiniteStateError` catches the float32 simulator's too."""
 from typing import List
 
 

@@ -4,14 +4,14 @@ Everything is read from `mujoco.MjModel`: the kinematic tree, joint axes, anchor
 armature, damping, friction loss, body masses and inertias, actuator torque limits, gravity and the
 foot contact spheres. Generalised coordinates: a floating base (position, unit quaternion w x y z;
 velocity: world-frame linear, body-frame angular, as MuJoCo's free joint) followed by one hinge per
-actuated joint, in MuJoCo's dof order. Floats in the package flavour's precision (`precision`).
+actuated joint, in MuJoCo's dof order. Floats in the precision chosen when it is built (`precision`).
 Solver settings (contact stiffness, iterations, substeps, friction and limit constants, bundling) are
 not part of the Model: they belong to each `Simulator` (`SimConfig`), so one Model serves simulators
 with different settings.
 """
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar, Dict, List, Optional, Tuple, Union
+from typing import Dict, List, Optional, Tuple, Union
 
 import mujoco
 import numpy as np
@@ -20,10 +20,7 @@ import warp as wp
 from bcg.robot import RobotDescription
 
 from .errors import ModelError
-from .precision import scalar_types
-
-T = scalar_types(__name__)
-real, vec3, quat, mat33 = T.real, T.vec3, T.quat, T.mat33
+from .precision import ScalarTypes, scalar_types
 
 
 @dataclass
@@ -31,8 +28,6 @@ class Model:
     """Arrays on `device`; index tables are built on the host once. Shapes use nb bodies, nv dofs,
     nj = nv - 6 hinge joints (actuator order), nc contact spheres, npair mass-matrix entries."""
 
-    precision: ClassVar[str] = T.precision
-    """Of every float array: the package flavour's (`diffsim.precision`)."""
     device: str
     nb: int
     nv: int
@@ -41,6 +36,8 @@ class Model:
     nc: int
     npair: int
     gravity: np.ndarray                 # (3,) m/s^2
+    precision: str = "float64"
+    """Of every float array (config.PRECISIONS): a simulator of this Model simulates in it."""
     # bodies (robot tree, topological order, 0 = floating base)
     body_parent: wp.array = None        # int (nb,), -1 for the base
     body_dof: wp.array = None           # int (nb,), hinge dof of the body, -1 if none (base: -1)
@@ -96,18 +93,28 @@ class Model:
         """Entries (sphere, ancestor dof) of the contact Jacobian's support."""
         return self.contact_dof_d.shape[0]
 
-    @classmethod
-    def from_mujoco(cls, path: Optional[Union[str, Path]] = None, device: Optional[str] = None) -> "Model":
-        """Build from the G1 XML (resolved like every other part of the suite, see bcg.robot) on
-        `device` (Warp's preferred device when omitted)."""
-        robot = RobotDescription.load(path)
-        m = mujoco.MjModel.from_xml_path(str(robot.model_path))
-        return cls.from_mjmodel(m, robot, device or wp.get_preferred_device().alias)
+    @property
+    def types(self) -> ScalarTypes:
+        """The Warp, NumPy and torch types of `precision`."""
+        return scalar_types(self.precision)
 
     @classmethod
-    def from_mjmodel(cls, m: mujoco.MjModel, robot: RobotDescription, device: str) -> "Model":
+    def from_mujoco(cls, path: Optional[Union[str, Path]] = None, device: Optional[str] = None,
+                    precision: str = "float64") -> "Model":
+        """Build from the G1 XML (resolved like every other part of the suite, see bcg.robot) on
+        `device` (Warp's preferred device when omitted), floats in `precision`."""
+        robot = RobotDescription.load(path)
+        m = mujoco.MjModel.from_xml_path(str(robot.model_path))
+        return cls.from_mjmodel(m, robot, device or wp.get_preferred_device().alias, precision)
+
+    @classmethod
+    def from_mjmodel(cls, m: mujoco.MjModel, robot: RobotDescription, device: str,
+                     precision: str = "float64") -> "Model":
         """The robot tree of `m` rooted at `robot.root_body`: its bodies, dofs (hinges, limits,
-        actuators), mass-matrix sparsity and foot contact spheres, as arrays on `device`."""
+        actuators), mass-matrix sparsity and foot contact spheres, as arrays on `device` (floats in
+        `precision`)."""
+        t = scalar_types(precision)
+        real, vec3, quat, mat33 = t.real, t.vec3, t.quat, t.mat33
         tree = _Tree.of(m, robot.root_body)
         dofs = _Dofs.of(m, tree)
         nv = len(dofs.body)
@@ -125,7 +132,7 @@ class Model:
         i32 = wp.int32
         return cls(
             device=device, nb=len(bodies), nv=nv, nq=nv + 1, nj=len(joint_dof), nc=len(feet.geoms),
-            npair=len(pairs), gravity=m.opt.gravity.copy(),
+            npair=len(pairs), gravity=m.opt.gravity.copy(), precision=precision,
             body_parent=arr(tree.parent, i32), body_dof=arr(dofs.of_body, i32), body_pos=arr(m.body_pos[bodies], vec3),
             body_quat=arr(np.roll(m.body_quat[bodies], -1, axis=1), quat), body_mass=arr(m.body_mass[bodies], real),
             body_com=arr(m.body_ipos[bodies], vec3), body_inertia=arr(_body_inertias(m, bodies), mat33),

@@ -1,32 +1,22 @@
 """The simulator's floating-point precision: float64 (the default: finite-difference tests, MuJoCo
 validation) or float32 (training on GPUs whose float64 throughput is a small fraction of their float32).
 
-One source, one package per precision: `bcg_train.diffsim` is the float64 simulator, and
-`flavour("float32")` loads the same files again as the package `bcg_train.diffsim_float32`, whose
-modules read float32 types. Every module of the package takes its Warp, NumPy and torch types from
-`scalar_types(__name__)`, so Warp compiles each kernel once per precision and nothing is copied.
-Modules without precision (`SHARED_MODULES`: the settings, the physics variation, the errors, the
-record of the tape recording now) are the float64 package's own in both, so a `SimConfig` or an
-error class is one class. The Warp objects of the two packages do not mix: a simulator checks that
-its model and its configuration are of its own precision.
+Every module is imported once. A module with Warp code defines it in a `WarpDefinitions` subclass
+whose cached properties each build one wp.func, wp.struct or wp.kernel with the types of one
+precision (`ScalarTypes`) closed over: `DynamicsKernels.of(types).kinematics` is the kinematics kernel
+in `types`' precision, built with the module's other definitions on first use, once per precision,
+and compiled with them (a Warp module per Python module and precision, so the float32 kernels never
+recompile the float64 ones). The Python side takes the precision of the `Model` it is given
+(`Model.precision`, `Model.types`), which a simulator's `SimConfig.precision` must match.
 """
-import importlib
-import importlib.util
-import sys
+import functools
+import inspect
 from dataclasses import dataclass
-from pathlib import Path
-from types import ModuleType
 
 import numpy as np
 import warp as wp
 
-from .config import PRECISIONS, check_precision
-
-PACKAGE = __name__.rsplit(".", 1)[0].split("_float", 1)[0]
-"""The float64 package's name (bcg_train.diffsim), whichever flavour loaded this module."""
-SHARED_MODULES = ("config", "variation", "errors", "tapes")
-"""Modules of the package that hold no Warp type of a precision: loaded once, the same objects in every
-flavour (the tapes: Warp has one active tape, whichever flavour's)."""
+from .config import check_precision
 
 
 @dataclass(frozen=True)
@@ -58,45 +48,41 @@ TYPES = {
 }
 
 
-def package_name(precision: str) -> str:
-    """The package that simulates in `precision`."""
+def scalar_types(precision: str) -> ScalarTypes:
+    """The types of `precision` (ConfigError unless it is one of config.PRECISIONS)."""
     check_precision(precision)
-    return PACKAGE if precision == "float64" else f"{PACKAGE}_{precision}"
+    return TYPES[precision]
 
 
-def precision_of(module_name: str) -> str:
-    """The precision of the package flavour that `module_name` belongs to."""
-    for precision in PRECISIONS[1:]:
-        name = f"{PACKAGE}_{precision}"
-        if module_name == name or module_name.startswith(name + "."):
-            return precision
-    return "float64"
+class WarpDefinitions:
+    """A module's Warp definitions in the precision of `T` (see the module docstring): each a
+    `functools.cached_property` that defines its Warp object with `self.T`'s types (`self.func`,
+    `self.kernel`, or wp.struct in `self.module`) and returns it. `of(types)` is the one instance of a
+    subclass per precision."""
 
+    def __init__(self, types: ScalarTypes):
+        self.T = types
+        self.module = f"{type(self).__module__}.{types.precision}"
+        """The Warp module of these definitions: the Python module's name and the precision."""
 
-def scalar_types(module_name: str) -> ScalarTypes:
-    """The types a module of the package uses: `scalar_types(__name__)`."""
-    return TYPES[precision_of(module_name)]
+    @classmethod
+    @functools.cache
+    def of(cls, types: ScalarTypes):
+        """The definitions of `cls` in `types`' precision, built once and all at once: a Warp module
+        that gained a definition after its first launch would compile and load again."""
+        definitions = cls(types)
+        for name in dir(cls):
+            if isinstance(inspect.getattr_static(cls, name), functools.cached_property):
+                getattr(definitions, name)
+        return definitions
 
+    def func(self, f):
+        """`wp.func` in this precision's Warp module, keyed by the function's name (as at a module's top level)."""
+        return wp.func(f, name=f.__name__, module=self.module)
 
-def flavour(precision: str) -> ModuleType:
-    """The simulator package of `precision` (`bcg_train.diffsim` itself for float64), loaded once."""
-    name = package_name(precision)
-    if name in sys.modules:
-        return sys.modules[name]
-    if precision == "float64":
-        return importlib.import_module(name)
-    folder = Path(__file__).resolve().parent
-    spec = importlib.util.spec_from_file_location(name, folder / "__init__.py",
-                                                  submodule_search_locations=[str(folder)])
-    module = importlib.util.module_from_spec(spec)
-    added = [name] + [f"{name}.{shared}" for shared in SHARED_MODULES]
-    sys.modules[name] = module
-    for shared in SHARED_MODULES:
-        sys.modules[f"{name}.{shared}"] = importlib.import_module(f"{PACKAGE}.{shared}")
-    try:
-        spec.loader.exec_module(module)
-    except BaseException:
-        for key in added:
-            sys.modules.pop(key, None)
-        raise
-    return module
+    def kernel(self, f=None, **options):
+        """`wp.kernel` (with `options`, e.g. enable_backward) in this precision's Warp module, keyed by the
+        function's name (as at a module's top level: what a kernel profile reports)."""
+        if f is None:
+            return functools.partial(self.kernel, **options)
+        return wp.kernel(f, name=f.__name__, module=self.module, **options)

@@ -12,7 +12,8 @@ its `segment`; bundling, when `config.bundle.enabled`, is its
 `bundler` (a `bundling.Bundler`: `HostBundler`, or `DeviceBundler` with `bundle.on_device`, chosen
 once, where the simulator builds it). With `capture_graphs` (with a bundler only if it is
 `capturable`) its `graphs` hold the steps captured as graphs, which `torch_bridge` replays
-(diffsim.step_graphs). Runs on any Warp device with the same code.
+(diffsim.step_graphs). Runs on any Warp device with the same code, in the model's precision
+(`Model.precision`, which `config.precision` must match).
 """
 from typing import Optional
 
@@ -22,10 +23,9 @@ import warp as wp
 from .bundling import Bundler, BundleStats, DeviceBundler, HostBundler
 from .config import SimConfig
 from .errors import NonFiniteStateError, TapeRequiredError
-from .kernels import integrator as ik
+from .kernels.integrator import IntegratorKernels
 from .kernels.launch import CachedLaunch
 from .model import Model
-from .precision import scalar_types
 from .segment import Segment
 from .state import Control, State
 from .step_graphs import StepGraphs
@@ -33,15 +33,13 @@ from .substep import Substep
 from .tapes import plain_tape_active, recording
 from .variation import PhysicsVariation
 
-T = scalar_types(__name__)
-
 
 def require_same_precision(model: Model, config: SimConfig) -> None:
-    """ValueError unless `model` and `config` are of this package flavour's precision."""
-    for what, precision in (("the model", getattr(model, "precision", None)), ("the configuration", config.precision)):
-        if precision != T.precision:
-            raise ValueError(f"{what} is {precision}, this simulator {T.precision}: build model and simulator from "
-                             f"bcg_train.diffsim.flavour({precision!r}) (Model.from_mujoco, Simulator)")
+    """ValueError unless `model` (whose arrays fix the simulator's precision) and `config` are of one precision."""
+    if model.precision != config.precision:
+        raise ValueError(f"the model is {model.precision}, the configuration {config.precision}: build the model "
+                         f"with Model.from_mujoco(..., precision={config.precision!r}) or simulate with "
+                         f"SimConfig(precision={model.precision!r})")
 
 
 class Simulator:
@@ -66,7 +64,7 @@ class Simulator:
                             HostBundler(self.physics, bundle, requires_grad, self.segment.pool))
             self.segment.before_cut(self.bundler.at_cut)
         self._flags = wp.zeros(num_envs, dtype=int, device=model.device)
-        self._nonfinite = CachedLaunch(ik.nonfinite_flags, model.device)
+        self._nonfinite = CachedLaunch(IntegratorKernels.of(model.types).nonfinite_flags, model.device)
         self.graphs = StepGraphs(self) if capture_graphs else None
         """With `capture_graphs`: the steps as captured graphs (diffsim.step_graphs), which
         `torch_bridge` replays; None otherwise."""

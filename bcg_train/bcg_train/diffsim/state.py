@@ -1,13 +1,8 @@
-"""State and Control of the differentiable simulator (N environments; floats in the flavour's precision)."""
+"""State and Control of the differentiable simulator (N environments; floats in the Model's precision)."""
 from dataclasses import dataclass
 
 import numpy as np
 import warp as wp
-
-from .precision import scalar_types
-
-T = scalar_types(__name__)
-real, vec3 = T.real, T.vec3
 
 
 @dataclass
@@ -25,8 +20,9 @@ class State:
     @classmethod
     def zeros(cls, model, num_envs: int, requires_grad: bool = False) -> "State":
         def z(*shape):
-            return wp.zeros(shape, dtype=real, device=model.device, requires_grad=requires_grad)
-        impulse = wp.zeros((num_envs, model.nc), dtype=vec3, device=model.device, requires_grad=requires_grad)
+            return wp.zeros(shape, dtype=model.types.real, device=model.device, requires_grad=requires_grad)
+        impulse = wp.zeros((num_envs, model.nc), dtype=model.types.vec3, device=model.device,
+                           requires_grad=requires_grad)
         return cls(z(num_envs, model.nq), z(num_envs, model.nv), impulse, z(num_envs, model.nc))
 
     @property
@@ -39,10 +35,9 @@ class State:
 
     def assign(self, q: np.ndarray, qd: np.ndarray = None) -> "State":
         """Set q (N, nq) or (nq,) and qd (N, nv) or (nv,) from host arrays (broadcast over envs)."""
-        n = self.num_envs
-        self.q.assign(np.broadcast_to(np.asarray(q, dtype=T.numpy), self.q.shape).copy())
+        _assign(self.q, q)
         if qd is not None:
-            self.qd.assign(np.broadcast_to(np.asarray(qd, dtype=T.numpy), (n, self.qd.shape[1])).copy())
+            _assign(self.qd, qd)
         return self
 
 
@@ -62,7 +57,8 @@ class Control:
     @classmethod
     def zeros(cls, model, num_envs: int, requires_grad: bool = False) -> "Control":
         def z():
-            return wp.zeros((num_envs, model.nj), dtype=real, device=model.device, requires_grad=requires_grad)
+            return wp.zeros((num_envs, model.nj), dtype=model.types.real, device=model.device,
+                            requires_grad=requires_grad)
         return cls(z(), z(), z(), z(), z())
 
     def zero_gradients(self) -> None:
@@ -73,9 +69,13 @@ class Control:
         """Assign any of the fields from host arrays of shape (nj,) or (N, nj)."""
         for name, value in (("q_target", q_target), ("kp", kp), ("kd", kd), ("qd_target", qd_target), ("tau", tau)):
             if value is not None:
-                arr = getattr(self, name)
-                arr.assign(np.broadcast_to(np.asarray(value, dtype=T.numpy), arr.shape).copy())
+                _assign(getattr(self, name), value)
         return self
+
+
+def _assign(arr: wp.array, value) -> None:
+    """arr <- the host array `value` broadcast to arr's shape, in arr's precision."""
+    arr.assign(np.broadcast_to(np.asarray(value, dtype=wp.dtype_to_numpy(arr.dtype)), arr.shape).copy())
 
 
 def _zero_adjoints(*arrays) -> None:

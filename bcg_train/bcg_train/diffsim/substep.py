@@ -15,21 +15,17 @@ import warp as wp
 
 from .arena import carve
 from .config import SimConfig
-from .kernels import contact as ck
-from .kernels import dynamics as dk
-from .kernels import integrator as ik
-from .kernels.device_model import DeviceModel, device_model, nominal_physics, write_physics
+from .kernels.contact import ContactKernels
+from .kernels.device_model import device_model, nominal_physics, write_physics
+from .kernels.dynamics import DynamicsKernels
+from .kernels.integrator import IntegratorKernels
 from .kernels.launch import LaunchSites
 from .model import Model
-from .precision import scalar_types
 from .solvers.contact_jacobi import ContactJacobi
 from .solvers.contact_pgs import ContactPGS
 from .solvers.sparse_ldl import SparseLDL
 from .state import Control, State
 from .variation import PhysicsVariation
-
-T = scalar_types(__name__)
-real, vec3, quat, mat33 = T.real, T.vec3, T.quat, T.mat33
 
 SOLVERS = {"speculative": ContactPGS, "paper": ContactJacobi}
 """The impulse solve of each contact model (`SimConfig.contact_model`, config.CONTACT_MODELS)."""
@@ -94,14 +90,19 @@ class Scratch:
 
 
 class Substep:
-    """The physics of one substep for any number of rows (environments or bundling branches)."""
+    """The physics of one substep for any number of rows (environments or bundling branches), in the
+    model's precision (`types`)."""
 
     def __init__(self, model: Model, config: SimConfig):
         config.validate()
         self.model, self.config = model, config
+        self.types = model.types
         self.variation = PhysicsVariation()
-        self.kernel_model: DeviceModel = device_model(model, config)
-        """The model's arrays and these settings' constants, the first argument of every kernel."""
+        self.kernel_model = device_model(model, config)
+        """The model's arrays and these settings' constants (a DeviceModel), the first argument of every kernel."""
+        self.dk, self.ck, self.ik = (DynamicsKernels.of(self.types), ContactKernels.of(self.types),
+                                     IntegratorKernels.of(self.types))
+        """The dynamics, contact and integrator kernels in the model's precision."""
         self._nominal = nominal_physics(model)
 
     def vary(self, config: SimConfig, variation: PhysicsVariation) -> None:
@@ -122,7 +123,8 @@ class Substep:
     def scratch(self, rows: int, requires_grad: bool) -> Scratch:
         """Fresh intermediates for `rows` rows (with adjoints when `requires_grad`), all in use."""
         m, nr, it, dev = self.model, self.model.ndof_contact, self.config.contact_iterations, self.model.device
-        v3, q4, m33, n, nb, nv, f = vec3, quat, mat33, rows, m.nb, m.nv, real
+        t = self.types
+        v3, q4, m33, n, nb, nv, f = t.vec3, t.quat, t.mat33, rows, m.nb, m.nv, t.real
         accumulators = {"crb_m": ((n, nb), f), "crb_h": ((n, nb), v3), "crb_i": ((n, nb), m33),
                         "frc_ang": ((n, nb), v3), "frc_lin": ((n, nb), v3), "v_free": ((n, nr), f),
                         "gen_impulse": ((n, nv), f)}
@@ -142,8 +144,8 @@ class Substep:
             zeroed.append(grad_block)
         return Scratch(**arrays, y=wp.zeros((n, m.ncd), dtype=v3, device=dev),
                        ldl=SparseLDL(self.kernel_model, dev, n, m.npair, requires_grad),
-                       impulses=SOLVERS[self.config.contact_model](m.nc, it, n, dev), launches=LaunchSites(dev), rows=n,
-                       zeroed_on_reuse=tuple(zeroed))
+                       impulses=SOLVERS[self.config.contact_model](m.nc, it, n, dev, t), launches=LaunchSites(dev),
+                       rows=n, zeroed_on_reuse=tuple(zeroed))
 
     def run(self, s_in: State, s_out: State, control: Control, h: float, sc: Scratch,
             tape: Optional[wp.Tape]) -> None:
@@ -152,12 +154,12 @@ class Substep:
         the hand-written adjoints are added to it; None records nothing."""
         self.dynamics(s_in, control, h, sc, tape)
         self.contact(s_in, s_out, h, sc, tape)
-        sc.launches(ik.integrate, sc.rows, [self.kernel_model, real(h), s_in.q, s_in.qd, sc.qdd_free,
-                                            sc.dqd_contact, s_out.q, s_out.qd], tape)
+        sc.launches(self.ik.integrate, sc.rows, [self.kernel_model, self.types.real(h), s_in.q, s_in.qd, sc.qdd_free,
+                                                 sc.dqd_contact, s_out.q, s_out.qd], tape)
 
     def dynamics(self, s_in: State, control: Control, h: float, sc: Scratch, tape: Optional[wp.Tape]) -> None:
         """Kinematics, mass matrix (sc.a), extra diagonal (sc.diag) and generalised force (sc.force)."""
-        n, nv, mdl, launch = sc.rows, self.model.nv, self.kernel_model, sc.launches
+        n, nv, mdl, launch, dk, real = sc.rows, self.model.nv, self.kernel_model, sc.launches, self.dk, self.types.real
         launch(dk.kinematics, n, [mdl, s_in.q, s_in.qd, sc.xrot, sc.xpos, sc.s_ang, sc.s_lin, sc.vel_ang, sc.vel_lin,
                                   sc.acc_ang, sc.acc_lin, sc.crb_m, sc.crb_h, sc.crb_i, sc.frc_ang, sc.frc_lin], tape)
         launch(dk.mass_matrix, (n, nv), [mdl, sc.s_ang, sc.s_lin, sc.crb_m, sc.crb_h, sc.crb_i, sc.a], tape)
@@ -168,13 +170,13 @@ class Substep:
     def contact(self, s_in: State, s_out: State, h: float, sc: Scratch, tape: Optional[wp.Tape]) -> None:
         """Free acceleration (sc.qdd_free), contact impulses (s_out.contact_impulse, s_out.contact_height)
         and their velocity change (sc.dqd_contact), after `dynamics`."""
-        n, nc, mdl, launch = sc.rows, self.model.nc, self.kernel_model, sc.launches
+        n, nc, mdl, launch, ck = sc.rows, self.model.nc, self.kernel_model, sc.launches, self.ck
         launch(ck.contact_geometry, (n, nc), [mdl, s_in.q, sc.xrot, sc.xpos, sc.s_ang, sc.s_lin, s_out.contact_height,
                                               sc.smooth, sc.jt], tape)
         sc.ldl.factor(sc.a, sc.diag, tape)
         sc.ldl.solve(sc.force, sc.qdd_free, tape)
         biased = int(self.config.contact_model == "speculative")
-        launch(ck.free_contact_velocity, (n, nc), [mdl, real(h), biased, sc.jt, s_in.qd, sc.qdd_free,
+        launch(ck.free_contact_velocity, (n, nc), [mdl, self.types.real(h), biased, sc.jt, s_in.qd, sc.qdd_free,
                                                    s_out.contact_height, sc.smooth, sc.v_free], tape)
         sc.ldl.delassus(sc.jt, sc.y, sc.g, tape)
         sc.impulses.solve(mdl, sc.g, sc.v_free, sc.smooth, s_out.contact_impulse, tape)

@@ -5,8 +5,8 @@ Warp keeps the active tape in its private runtime and has no public accessor, so
 tapes say themselves when they are entered and left (`recording()`). A plain `wp.Tape` records the
 launches Warp makes but not the simulator's own adjoints (tape functions): `plain_tape_active()`
 tells it apart, through the one public behaviour Warp has for it (a second tape refuses to enter),
-so that the simulator refuses it instead of dropping gradients. One module for both precisions
-(`precision.SHARED_MODULES`): Warp has one active tape, whichever flavour's.
+so that the simulator refuses it instead of dropping gradients. One tape for both precisions: Warp
+has one active tape.
 """
 from typing import Optional
 

@@ -7,8 +7,8 @@ state that torch does not see: a later step's backward leaves their gradients on
 and the earlier step's backward carries them on (torch runs backwards in reverse step order).
 Call `sim.segment.cut()` once the backward pass over a chain of steps is done, so the next chain
 reuses the simulator's buffers.
-Tensors are on the simulator's device, in its precision (`T.torch`: float64, or float32 in the float32
-flavour; inputs of another float dtype are cast, differentiably): q (N, nq), qd (N, nv), q_target
+Tensors are on the simulator's device, in its model's precision (`Model.types.torch`: float64 or
+float32; inputs of another float dtype are cast, differentiably): q (N, nq), qd (N, nv), q_target
 and tau (N, nj).
 """
 from typing import Optional, Tuple
@@ -16,32 +16,30 @@ from typing import Optional, Tuple
 import torch
 import warp as wp
 
-from .kernels import dynamics as dk
 from .kernels.device_model import Tape
-from .precision import scalar_types
+from .kernels.dynamics import DynamicsKernels
 from .segment import TapeMark
 from .simulator import Simulator
 from .state import Control, State
 from .step_graphs import CapturedStep
 
-T = scalar_types(__name__)
-real, vec3, quat = T.real, T.vec3, T.quat
 
-
-def _in_precision(*tensors: torch.Tensor) -> Tuple[torch.Tensor, ...]:
-    """The tensors in the simulator's dtype (`T.torch`; a differentiable cast where they differ)."""
-    return tuple(t.to(T.torch) for t in tensors)
+def _in_precision(sim: Simulator, *tensors: torch.Tensor) -> Tuple[torch.Tensor, ...]:
+    """The tensors in the simulator's dtype (a differentiable cast where they differ)."""
+    dtype = sim.model.types.torch
+    return tuple(t.to(dtype) for t in tensors)
 
 
 def _share(t: torch.Tensor, grad: bool) -> wp.array:
+    """A Warp array of t's float dtype sharing its memory (with a zero adjoint when `grad`)."""
     t = t.detach().contiguous()
-    return wp.from_torch(t, dtype=real, grad=torch.zeros_like(t) if grad else None)
+    return wp.from_torch(t, grad=torch.zeros_like(t) if grad else None)
 
 
 def _inputs(sim: Simulator, q, qd, q_target, kp, kd, tau, grad: bool):
     """(state_in, control) sharing the tensors' memory (qd_target: zeros)."""
     s_in = State(_share(q, grad), _share(qd, grad), None, None)
-    qd_target = wp.zeros(q_target.shape, dtype=real, device=sim.model.device, requires_grad=grad)
+    qd_target = wp.zeros(q_target.shape, dtype=sim.model.types.real, device=sim.model.device, requires_grad=grad)
     ctrl = Control(_share(q_target, grad), qd_target, _share(kp.expand_as(q_target), grad),
                    _share(kd.expand_as(q_target), grad), _share(tau, grad))
     return s_in, ctrl
@@ -88,8 +86,8 @@ class _SimStep(torch.autograd.Function):
             step.backward(mark)
         else:
             tape, s_in, s_out, ctrl = ctx.saved
-            tape.backward(grads={s_out.q: wp.from_torch(grad_q.contiguous(), dtype=real),
-                                 s_out.qd: wp.from_torch(grad_qd.contiguous(), dtype=real)})
+            tape.backward(grads={s_out.q: wp.from_torch(grad_q.contiguous(), dtype=s_out.q.dtype),
+                                 s_out.qd: wp.from_torch(grad_qd.contiguous(), dtype=s_out.qd.dtype)})
         out = (wp.to_torch(s_in.q.grad).clone(), wp.to_torch(s_in.qd.grad).clone(),
                wp.to_torch(ctrl.q_target.grad).clone(), wp.to_torch(ctrl.tau.grad).clone())
         ctx.saved = None   # no tape.reset(): see diffsim.segment (bundles carry gradients to earlier steps)
@@ -99,22 +97,22 @@ class _SimStep(torch.autograd.Function):
 class _BodyFrames(torch.autograd.Function):
     @staticmethod
     def forward(ctx, sim: Simulator, q: torch.Tensor):
-        m = sim.model
-        q_w = wp.from_torch(q.detach().contiguous(), dtype=real, grad=torch.zeros_like(q))
-        xrot = wp.zeros((q.shape[0], m.nb), dtype=quat, device=m.device, requires_grad=True)
-        xpos = wp.zeros((q.shape[0], m.nb), dtype=vec3, device=m.device, requires_grad=True)
+        m, t = sim.model, sim.model.types
+        q_w = _share(q, grad=True)
+        xrot = wp.zeros((q.shape[0], m.nb), dtype=t.quat, device=m.device, requires_grad=True)
+        xpos = wp.zeros((q.shape[0], m.nb), dtype=t.vec3, device=m.device, requires_grad=True)
         tape = Tape()
         with tape:
-            wp.launch(dk.body_frames, dim=q.shape[0], inputs=[sim.physics.kernel_model, q_w], outputs=[xrot, xpos],
-                      device=m.device)
+            wp.launch(DynamicsKernels.of(t).body_frames, dim=q.shape[0], inputs=[sim.physics.kernel_model, q_w],
+                      outputs=[xrot, xpos], device=m.device)
         ctx.saved = (tape, q_w, xrot, xpos)
         return wp.to_torch(xpos).clone(), wp.to_torch(xrot).clone()
 
     @staticmethod
     def backward(ctx, grad_pos, grad_rot):
         tape, q_w, xrot, xpos = ctx.saved
-        tape.backward(grads={xpos: wp.from_torch(grad_pos.contiguous(), dtype=vec3),
-                             xrot: wp.from_torch(grad_rot.contiguous(), dtype=quat)})
+        tape.backward(grads={xpos: wp.from_torch(grad_pos.contiguous(), dtype=xpos.dtype),
+                             xrot: wp.from_torch(grad_rot.contiguous(), dtype=xrot.dtype)})
         ctx.saved = None
         return None, wp.to_torch(q_w.grad).clone()
 
@@ -122,14 +120,14 @@ class _BodyFrames(torch.autograd.Function):
 def body_frames(sim: Simulator, q: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
     """Differentiable forward kinematics: body origins (N, nb, 3) [m] and orientations (N, nb, 4)
     (w x y z), world frame, bodies in `sim.model`'s order (MuJoCo's, base first), from q (N, nq)."""
-    pos, quat_xyzw = _BodyFrames.apply(sim, q.to(T.torch))
+    pos, quat_xyzw = _BodyFrames.apply(sim, *_in_precision(sim, q))
     return pos, quat_xyzw[..., [3, 0, 1, 2]]
 
 
 def step_without_gradient(sim: Simulator, q: torch.Tensor, qd: torch.Tensor, q_target: torch.Tensor, dt: float,
                           kp: torch.Tensor, kd: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
     """`sim.step` (sim built with requires_grad=False) on tensors shared with Warp, no tape: (q_next, qd_next)."""
-    q, qd, q_target, kp, kd = _in_precision(q, qd, q_target, kp, kd)
+    q, qd, q_target, kp, kd = _in_precision(sim, q, qd, q_target, kp, kd)
     tau = torch.zeros_like(q_target)
     if sim.graphs is not None:
         s_out = _captured_step(sim, dt, q, qd, q_target, kp, kd, tau)[0].state_out
@@ -148,6 +146,6 @@ def step(sim: Simulator, q: torch.Tensor, qd: torch.Tensor, q_target: torch.Tens
     (N, nj) [N m], zeros when omitted."""
     if not sim.requires_grad:
         raise ValueError("torch_bridge.step needs a Simulator built with requires_grad=True")
-    q, qd, q_target, kp, kd = _in_precision(q, qd, q_target, kp, kd)
-    tau = torch.zeros_like(q_target) if tau is None else tau.to(T.torch)
+    q, qd, q_target, kp, kd = _in_precision(sim, q, qd, q_target, kp, kd)
+    tau = torch.zeros_like(q_target) if tau is None else _in_precision(sim, tau)[0]
     return _SimStep.apply(sim, dt, kp, kd, q, qd, q_target, tau)

@@ -1,7 +1,7 @@
 """The G1 imitation environment on the differentiable Warp simulator (implements `env_api.DiffEnv`).
 
 Batched over N environments; states are torch tensors on `device` in the simulator's precision
-(`cfg.sim.precision`: float64, or float32 through `diffsim.flavour`), and within a SHAC window
+(`cfg.sim.precision`: float64 or float32, the Model's and so the simulators'), and within a SHAC window
 (between `cut_graph` calls: one simulator segment) the observations, ADD features and rewards are
 differentiable w.r.t. the actions through `diffsim.torch_bridge`. Episodes start at a random phase
 of the reference (reference state initialisation; a `rest_start_fraction` of them from rest at the
@@ -20,7 +20,6 @@ the PD gains, delays the actions, adds observation noise, pushes the robots and 
 physics (both simulators alike, only between gradient segments).
 """
 import dataclasses
-import importlib
 from typing import Dict
 
 import numpy as np
@@ -29,7 +28,7 @@ import torch
 from bcg.config_check import validate_config
 from bcg.contract import ObservationInputs, PolicyContract, tracking_spec
 from bcg.rotations import quat_rotate_inverse, tilted_about_horizontal
-from bcg_train.diffsim import flavour
+from bcg_train.diffsim import Model, Simulator, torch_bridge
 from bcg_train.env_api import EnvStep
 from bcg_train.motion.body_error import mean_body_error
 from bcg_train.motion.clip import reference_frames
@@ -53,17 +52,16 @@ class G1ImitationEnv:
         self.cfg, self.motion_name, self.num_envs = cfg, str(motion), num_envs
         self.device = torch.device(device)
         wp_device = "cpu" if self.device.type == "cpu" else f"cuda:{self.device.index or 0}"
-        simulator = flavour(cfg.sim.precision)
-        self.bridge = importlib.import_module(".torch_bridge", simulator.__name__)
-        self.dtype = getattr(torch, cfg.sim.precision)
-        self.model = simulator.Model.from_mujoco(model_path, device=wp_device)
+        self.bridge = torch_bridge
+        self.model = Model.from_mujoco(model_path, device=wp_device, precision=cfg.sim.precision)
+        self.dtype = self.model.types.torch
         plain_cfg = dataclasses.replace(cfg.sim, bundle=dataclasses.replace(cfg.sim.bundle, enabled=False))
         # non-finite states are handled per environment in `step` (a failure), not raised
         bundle = cfg.sim.bundle
-        self.sim = simulator.Simulator(self.model, num_envs, cfg.sim, requires_grad=True, check_finite=False,
-                                       capture_graphs=cfg.capture_graphs and (not bundle.enabled or bundle.on_device))
-        self.sim_plain = simulator.Simulator(self.model, num_envs, plain_cfg, check_finite=False,
-                                             capture_graphs=cfg.capture_graphs)
+        self.sim = Simulator(self.model, num_envs, cfg.sim, requires_grad=True, check_finite=False,
+                             capture_graphs=cfg.capture_graphs and (not bundle.enabled or bundle.on_device))
+        self.sim_plain = Simulator(self.model, num_envs, plain_cfg, check_finite=False,
+                                   capture_graphs=cfg.capture_graphs)
         robot = self.robot = self.model.robot
         n = self.act_dim = robot.num_joints
         real = dict(dtype=self.dtype, device=self.device)

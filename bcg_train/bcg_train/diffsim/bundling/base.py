@@ -10,12 +10,9 @@ import numpy as np
 import warp as wp
 
 from ..kernels.launch import LaunchSites
-from ..precision import scalar_types
+from ..precision import ScalarTypes
 from ..state import Control, State
-from . import kernels as bk
-
-T = scalar_types(__name__)
-real = T.real
+from .kernels import NOISE_PER_ROW, BundlingKernels
 
 SEED_STRIDE = 1_000_003
 """Multiplier of the configured seed in each perturbation event's seed (seed x stride + event count):
@@ -65,22 +62,24 @@ class BundleStats:
         return self.bundled_env_substeps / self.env_substeps if self.env_substeps else 0.0
 
 
-def gather_control(sites: LaunchSites, env_of_row: wp.array, control: Control, out: Control, tape) -> None:
-    """out (rows) <- row i the control of environment env_of_row[i] (bk.gather_control, on `tape`)."""
-    sites(bk.gather_control, (env_of_row.shape[0], out.q_target.shape[1]), [
+def gather_control(sites: LaunchSites, kernels: BundlingKernels, env_of_row: wp.array, control: Control, out: Control,
+                   tape) -> None:
+    """out (rows) <- row i the control of environment env_of_row[i] (`kernels.gather_control`, on `tape`)."""
+    sites(kernels.gather_control, (env_of_row.shape[0], out.q_target.shape[1]), [
         env_of_row, control.q_target, control.qd_target, control.kp, control.kd, control.tau,
         out.q_target, out.qd_target, out.kp, out.kd, out.tau], tape)
 
 
 class Unused:
-    """Arguments of the bundling kernels for options that are off, on `device`: a probe
-    (bk.branch_mean), a zero seed offset (bk.foot_perturbation's seed is then its number) and the kept
-    noise, response and stds (bk.foot_perturbation without keep_noise)."""
+    """Arguments of the bundling kernels for options that are off, on `device`, floats in `types`' precision:
+    a probe (kernels.branch_mean), a zero seed offset (kernels.foot_perturbation's seed is then its number)
+    and the kept noise, response and stds (kernels.foot_perturbation without keep_noise)."""
 
-    def __init__(self, device):
+    def __init__(self, device, types: ScalarTypes):
+        real = types.real
         self.probe = wp.zeros(1, dtype=real, device=device)
         self.seed_offset = wp.zeros(1, dtype=wp.int32, device=device)
-        self.noise = (wp.zeros((1, bk.NOISE_PER_ROW), dtype=real, device=device),
+        self.noise = (wp.zeros((1, NOISE_PER_ROW), dtype=real, device=device),
                       wp.zeros((1, 1, 3), dtype=real, device=device), wp.zeros((1, 4), dtype=real, device=device))
 
 

@@ -39,15 +39,11 @@ import warp as wp
 
 from ..config import BundleConfig
 from ..kernels.launch import LaunchSites
-from ..precision import scalar_types
 from ..state import Control, State
 from ..substep import Substep
-from . import kernels as bk
 from . import slot_kernels as sk
 from .base import FIELDS, SEED_STRIDE, Bundler, BundleStats, Unused, gather_control, rows_of, state_fields
-
-T = scalar_types(__name__)
-real = T.real
+from .kernels import BundlingKernels
 
 ADMISSION_SALT = 0x2545F491
 """Mixed into the seed of the admission draw, so that it is not the perturbations' stream."""
@@ -75,7 +71,7 @@ class _Frame:
     """The buffers of one substep position (shapes: R branch rows, N environments, S slots)."""
 
     def __init__(self, physics: Substep, envs: int, rows: int, slots: int, grad: bool, nominal_forward: bool):
-        m, dev = physics.model, physics.model.device
+        m, dev, real = physics.model, physics.model.device, physics.types.real
         n, r = envs, rows
         self.run_in, self.run_out = State.zeros(m, r + n, grad), State.zeros(m, r + n, grad)
         self.run_control = Control.zeros(m, r + n, grad)
@@ -126,6 +122,8 @@ class DeviceBundler(Bundler):
 
     def __init__(self, physics: Substep, cfg: BundleConfig, requires_grad: bool, num_envs: int):
         self.physics, self.cfg, self.requires_grad, self.num_envs = physics, cfg, requires_grad, num_envs
+        self.kernels, self.real = BundlingKernels.of(physics.types), physics.types.real
+        """The bundling kernels and the float type of the simulator's precision."""
         m, dev = physics.model, physics.model.device
         b, r = cfg.branches, cfg.max_branch_rows
         self.branches, self.rows, self.slots = b, r, r // b
@@ -140,7 +138,7 @@ class DeviceBundler(Bundler):
         self._approach = wp.zeros(2, dtype=wp.float64, device=dev)
         self._first = wp.array(np.arange(self.slots, dtype=np.int32) * b, dtype=wp.int32, device=dev)
         self._count = wp.full(self.slots, b, dtype=wp.int32, device=dev)
-        self._unused = Unused(dev)
+        self._unused = Unused(dev, physics.types)
         self._no_rows = wp.zeros(0, dtype=wp.int32, device=dev)
         self.home = State.zeros(m, r, requires_grad)
         """The branch rows the last substep left (R rows), where the first position reads them."""
@@ -230,6 +228,7 @@ class DeviceBundler(Bundler):
         """One bundled substep of h [s] from s_in (N rows) at the segment's `position` (0 without
         gradients), into s_out or, when None (with gradients only), the position's own state, which it
         returns; `first`: the step's first substep (restarted environments' bundles close before it)."""
+        bk, real = self.kernels, self.real
         cfg, ints, r, n = self.cfg, self._ints, self.rows, self.num_envs
         mdl = self.physics.kernel_model
         f = self._frame(position)
@@ -241,7 +240,7 @@ class DeviceBundler(Bundler):
         sites(bk.select_rows, (r + n, self.physics.model.nq), [
             f.run_which, f.run_src, 0, 0, *state_fields(branch_in), *state_fields(s_in), *state_fields(s_in),
             *state_fields(f.run_in)], tape)
-        gather_control(sites, f.env_of_row, control, f.run_control, tape)
+        gather_control(sites, bk, f.env_of_row, control, f.run_control, tape)
         self.physics.run(f.run_in, f.run_out, f.run_control, h, f.run_scratch, tape)
         d = f.d
         sites(bk.leg_loads, (r + n, 2), [mdl, f.run_out.contact_impulse, real(cfg.threshold * h),
@@ -257,7 +256,7 @@ class DeviceBundler(Bundler):
         sites(bk.perturbed_rows, (r, self.physics.model.nq), [f.run_in.q, f.run_in.qd, d.src, 0, f.dq, f.dqd,
                                                              f.rerun_in.q, f.rerun_in.qd], tape)
         sites(sk.slot_rows, r, [ints["slot_env"], self.branches, r, n, f.rerun_env])
-        gather_control(sites, f.rerun_env, control, f.rerun_control, tape)
+        gather_control(sites, bk, f.rerun_env, control, f.rerun_control, tape)
         self.physics.run(f.rerun_in, f.rerun_out, f.rerun_control, h, f.rerun_scratch, tape)
         sites(bk.select_rows, (r, self.physics.model.nq), [
             d.rerun, d.branch_src, 0, 0, *state_fields(f.run_out), *state_fields(f.rerun_out),

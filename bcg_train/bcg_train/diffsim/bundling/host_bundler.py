@@ -57,14 +57,10 @@ import warp as wp
 from ..config import BundleConfig
 from ..kernels.launch import CachedLaunch, LaunchSites
 from ..pool import BufferPool
-from ..precision import scalar_types
 from ..state import Control, State
 from ..substep import Scratch, Substep
-from . import kernels as bk
 from .base import FIELDS, SEED_STRIDE, Bundler, BundleStats, Unused, gather_control, rows_of, state_fields
-
-T = scalar_types(__name__)
-real = T.real
+from .kernels import NOISE_PER_ROW, BundlingKernels
 
 
 class HostBundler(Bundler):
@@ -75,6 +71,9 @@ class HostBundler(Bundler):
 
     def __init__(self, physics: Substep, cfg: BundleConfig, requires_grad: bool, pool: BufferPool):
         self.physics, self.cfg, self.requires_grad, self.pool = physics, cfg, requires_grad, pool
+        self.kernels, self.real = BundlingKernels.of(physics.types), physics.types.real
+        """The bundling kernels and the float type of the simulator's precision."""
+        bk = self.kernels
         self._sites: Optional[LaunchSites] = None   # the current substep's
         self.model = physics.model
         self._substeps_per_bundle = cfg.span_steps * physics.config.substeps
@@ -88,7 +87,7 @@ class HostBundler(Bundler):
         self._probing = cfg.experimental.alpha_order and requires_grad
         """Branch probes (bk.branch_mean) are kept, and new bundles' noise, for the alpha-order mix."""
         device = physics.model.device
-        self._unused = Unused(device)
+        self._unused = Unused(device, physics.types)
         self._mix_launch = CachedLaunch(bk.alpha_order_mix, device)
         self._spread, self._approach = self._sums[:4], self._sums[4:]
         self._sigma_p, self._sigma_v, self._sigma_v_per_speed = cfg.perturbation_scales(physics.config.kappa)
@@ -144,6 +143,7 @@ class HostBundler(Bundler):
         """Restore `state_dict()` (same model and number of environments). ValueError, with nothing
         restored, when the B its bundles open with does not fit `max_branch_rows` (no bundle could open),
         or for a device bundler's state (`bundle.on_device`)."""
+        real = self.real
         if state.get("on_device"):
             raise ValueError("bundle.on_device: this state was saved by a bundler on the device (bundle.on_device "
                              "true); resume with the settings it was saved with")
@@ -294,6 +294,7 @@ class HostBundler(Bundler):
         intermediates `sc`: the branches' rows, then the environments' from row `env_row`); their
         states and (when `_probing`) probes: the re-run branches keep theirs, the new ones get fresh
         ones, whose adjoints the alpha-order mix reads."""
+        bk, real = self.kernels, self.real
         m, cfg, pool, sites = self.model, self.cfg, self.pool, self._sites
         r = len(rerun) + len(new_src)
         b = self.stats.branches
@@ -302,7 +303,7 @@ class HostBundler(Bundler):
         mixing = self._probing and tape is not None and len(new_src) and b >= 2
         if mixing and self.replay is not None:
             raise ValueError("bundle.experimental.alpha_order needs sampled perturbations, not replayed ones")
-        noise, response, scales = ((pool.array(r, (bk.NOISE_PER_ROW,), real, zero=True),
+        noise, response, scales = ((pool.array(r, (NOISE_PER_ROW,), real, zero=True),
                                     pool.array(r, (m.nv, 3), real, zero=True), pool.array(r, (4,), real, zero=True))
                                    if mixing else self._unused.noise)
         parts = [(pool.ints(src), len(src), legs, first)
@@ -348,6 +349,7 @@ class HostBundler(Bundler):
 
     def _assemble(self, nominal: State, s_out: State, n: int, tape) -> None:
         """s_out <- nominal, or the branch mean (plus the nominal-forward offset) in a bundle."""
+        bk, real = self.kernels, self.real
         m, pool = self.model, self.pool
         w = len(self.bundle_env)
         if not w:
@@ -398,7 +400,7 @@ class HostBundler(Bundler):
             grads = [entry.q.grad, entry.qd.grad, first, b]
             clip = self.cfg.experimental.branch_clip
             if clip > 0:
-                self._clip_launch(bundles, [*grads, real(clip)])
+                self._clip_launch(bundles, [*grads, self.real(clip)])
             self._spread_launch(bundles, [*grads, self._spread])
             if mix is not None:
                 probe, noise, response, scales = mix
@@ -451,6 +453,7 @@ class HostBundler(Bundler):
     def _leg_loads(self, impulse: wp.array, threshold: float, onset_level: float) -> np.ndarray:
         """(rows, 2) int32 on the host: bk.leg_loads of the contact impulses (rows, nc) at `threshold`
         and `onset_level` [N s], in one copy."""
+        bk, real = self.kernels, self.real
         rows = impulse.shape[0]
         out = self.pool.array(rows, (2,), wp.int32)
         self._sites(bk.leg_loads, (rows, 2), [self.physics.kernel_model, impulse, real(threshold), real(onset_level),
@@ -459,7 +462,7 @@ class HostBundler(Bundler):
 
     def _gather_control(self, control: Control, env_of_row: np.ndarray, tape) -> Control:
         out = self.pool.control(len(env_of_row))
-        gather_control(self._sites, self.pool.ints(env_of_row), control, out, tape)
+        gather_control(self._sites, self.kernels, self.pool.ints(env_of_row), control, out, tape)
         return out
 
     def _take(self, which: np.ndarray, src: np.ndarray, a: Tuple[State, Optional[wp.array]],
@@ -472,6 +475,7 @@ class HostBundler(Bundler):
 
     def _take_probes(self, which: np.ndarray, src: np.ndarray, a: wp.array, b: wp.array, tape) -> wp.array:
         """`_take` of the probes."""
+        bk, real = self.kernels, self.real
         out = self.pool.array(len(src), (), real, requires_grad=True)
         self._sites(bk.select_probe, len(src), [self.pool.ints(which), self.pool.ints(src), a, b, out], tape)
         return out
@@ -480,6 +484,7 @@ class HostBundler(Bundler):
                 offset: State = None) -> None:
         """out <- bk.select_rows of a and b: by `which` and `src` (out's rows), or with both None a's
         rows then b's."""
+        bk = self.kernels
         rows = out.q.shape[0] if which is None else len(src)
         if which is None:
             which = src = np.zeros(0, np.int32)

@@ -20,7 +20,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import warp as wp
 
 from ..errors import StaleTapeError
-from .device_model import DeviceModel, empty_model_adjoint
+from .device_model import empty_model_adjoint
 
 
 class StaleLaunchError(StaleTapeError):
@@ -31,9 +31,7 @@ def adjoint_of(arg):
     """What `wp.Tape.backward` passes as the adjoint of a kernel argument."""
     if isinstance(arg, wp.array):
         return arg.grad
-    if getattr(arg, "_cls", None) is DeviceModel:
-        return empty_model_adjoint()
-    return None
+    return empty_model_adjoint(arg)
 
 
 def _repack(launch: wp.Launch, i: int, new, old, adjoint: bool = False) -> None:
