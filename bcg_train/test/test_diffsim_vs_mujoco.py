@@ -14,11 +14,6 @@ DROP_SECONDS = 1.0
 
 
 @pytest.fixture(scope="module")
-def model():
-    return Model.from_mujoco(None, device="cpu")
-
-
-@pytest.fixture(scope="module")
 def mujoco_drop(model):
     return vd.mujoco_drop(DROP_SECONDS, model)
 

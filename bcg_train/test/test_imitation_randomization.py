@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from bcg.config_check import ConfigError
-from bcg_train.diffsim import Model, PhysicsVariation, SimConfig, Simulator
+from bcg_train.diffsim import PhysicsVariation, SimConfig, Simulator
 from bcg_train.imitation.config import ImitationEnvConfig, RandomizationConfig
 from bcg_train.imitation.env import G1ImitationEnv
 from bcg_train.train_config import TrainConfig, apply_overrides
@@ -20,11 +20,6 @@ def make(**randomization):
     rand = RandomizationConfig(enabled=True, **randomization)
     cfg = ImitationEnvConfig(sim=SimConfig(), randomization=rand, termination_body_error=100.0)
     return G1ImitationEnv(cfg, "synthetic_jump", N, "cpu", seed=4)
-
-
-@pytest.fixture(scope="module")
-def model():
-    return Model.from_mujoco(device="cpu")
 
 
 def standing(model, sim, steps=10, variation=None):
