@@ -1,13 +1,17 @@
 """The launch graph description, the `bcg launch` supervisor (with small shell processes) and the verdict."""
+import dataclasses
 import io
 import json
 import signal
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
 from bcg.cli import find_launch_file, load_graph
+from bcg.contract import read_contract
+from bcg.contract.policy_file import read_model, write_policy
 from bcg.launch_graph import (
     G1_RUN,
     MUJOCO_CHECK,
@@ -19,6 +23,8 @@ from bcg.launch_graph import (
 )
 from bcg.launch_graph.verdict import evaluate, table
 from bcg.launch_graph.verdict import run as run_verdict
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 def test_launch_files_declare_the_shared_graphs():
@@ -45,6 +51,21 @@ def test_mujoco_check_graph_wires_bridge_node_and_evaluator(tmp_path):
     assert seeded[seeded.index("--seed") + 1] == "3"
     assert evaluator.arguments[:1] == ("verdict",) and verdict in evaluator.arguments
     assert "--policy" not in MUJOCO_CHECK.processes({})[1].arguments     # default: built-in stand policy
+    assert "--motion-lead-in" not in bridge.arguments                          # no motion: no tracking
+
+
+def test_mujoco_check_tells_the_bridge_the_policys_lead_in(tmp_path):
+    """The bridge tracks the reference the node follows: the policy's contract's lead-in reaches it;
+    a policy file that cannot be read is named before anything starts."""
+    policy = REPO / "policies" / "shac_synthetic_dance_k300.onnx"
+    bridge = MUJOCO_CHECK.processes(parse_assignments([f"policy:={policy}", "motion:=m.csv"]))[0].arguments
+    assert bridge[bridge.index("--motion-lead-in") + 1] == "0.0"
+    led = dataclasses.replace(read_contract(policy), motion_lead_in_s=1.0)
+    path = write_policy(tmp_path / "led.onnx", read_model(policy), led)
+    bridge = MUJOCO_CHECK.processes(parse_assignments([f"policy:={path}", "motion:=m.csv"]))[0].arguments
+    assert bridge[bridge.index("--motion-lead-in") + 1] == "1.0"
+    with pytest.raises(LaunchArgumentError, match=r"^policy='missing\.onnx': policy file missing\.onnx: does not"):
+        MUJOCO_CHECK.processes(parse_assignments(["policy:=missing.onnx", "motion:=m.csv"]))
 
 
 @pytest.mark.parametrize("items, message", [

@@ -118,6 +118,10 @@ class BridgeConfig(Settings):
     """Reference motion (Unitree LAFAN1 CSV at 30 fps, or npz) to measure joint tracking against; empty: none."""
     motion_start: float = setting(0.0, NON_NEGATIVE)
     """Simulated time [s] the reference motion starts at (the policy's first step); tracking is measured from then."""
+    motion_lead_in: float = setting(0.0, NON_NEGATIVE)
+    """s over which the policy's reference begins from rest (its contract's `motion_lead_in_s`): joint
+    tracking is measured against the motion blended in from the default pose as the policy node's
+    reference is (`bcg.motion.lead_in`); mujoco_check passes the policy's. 0: the motion as it is."""
     record: str = ""
     """Path of a video / GIF of the run rendered offscreen (.gif, or .mp4 with imageio-ffmpeg); empty: none."""
     record_fps: float = setting(30.0, POSITIVE)

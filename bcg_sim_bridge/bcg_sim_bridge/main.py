@@ -53,6 +53,7 @@ _FLAGS = (
     ("--metrics", "metrics", str, "write the metrics JSON here at exit"),
     ("--motion", "motion", str, "reference motion CSV (LAFAN1 layout, 30 fps) for tracking errors"),
     ("--motion-start", "motion_start", float, "simulated time (s) the reference motion starts at"),
+    ("--motion-lead-in", "motion_lead_in", float, "seconds the policy's reference begins from rest (its contract's)"),
     ("--record", "record", str, "render offscreen to this .gif"),
     ("--record-fps", "record_fps", float, "frames per simulated second of the recording"),
     ("--record-width", "record_width", int, "recording width, pixels"),

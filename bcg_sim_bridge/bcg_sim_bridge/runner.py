@@ -3,7 +3,9 @@ import logging
 import threading
 from typing import Optional
 
-from bcg.motion import MotionFileError, load_motion
+from bcg.motion import MotionFileError, ReferenceMotion, load_motion
+from bcg.motion.lead_in import LeadIn
+from bcg.motion.resample import at_control_rate
 from bcg.robot import ModelNotFoundError, RobotDescription, RobotDescriptionError
 from bcg.transport import Transport
 
@@ -27,7 +29,7 @@ def build_bridge(config: BridgeConfig, transport: Transport) -> SimBridge:
     Raises one of SETUP_ERRORS before anything runs.
     """
     robot = RobotDescription.load(config.model or None)
-    motion = load_motion(config.motion) if config.motion else None
+    motion = tracked_motion(config, robot) if config.motion else None
     bridge = SimBridge(config, robot, transport.lowcmd_reader(check_crc=False, depth=COMMAND_HISTORY),
                        transport.lowstate_writer(crc=not config.emulate), motion)
     if config.record:
@@ -42,6 +44,17 @@ def build_bridge(config: BridgeConfig, transport: Transport) -> SimBridge:
              f", emulating {config.emulate} (crc 0, mode_machine 0, explicit PD from one-step-old sensors)"
              if config.emulate else "")
     return bridge
+
+
+def tracked_motion(config: BridgeConfig, robot: RobotDescription) -> ReferenceMotion:
+    """The motion joint tracking is measured against: `config.motion` at its own frame rate, blended
+    in from rest over `config.motion_lead_in` as the policy node's reference is (the robot's joints,
+    its default pose and standing height)."""
+    motion = load_motion(config.motion)
+    if not config.motion_lead_in:
+        return motion
+    return at_control_rate(motion, motion.fps, robot.joint_names,
+                           lead_in=LeadIn(config.motion_lead_in, robot.default_q, robot.standing_height))
 
 
 def run_bridge(bridge: SimBridge, stop: Optional[threading.Event] = None) -> dict:

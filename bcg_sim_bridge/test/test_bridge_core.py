@@ -23,6 +23,7 @@ from bcg_sim_bridge.display import GIF_COLOURS, Recorder, write_gif
 from bcg_sim_bridge.elastic_band import ElasticBand
 from bcg_sim_bridge.lowstate_fill import quat_to_rpy
 from bcg_sim_bridge.metrics import RunMetrics, write_json_atomic
+from bcg_sim_bridge.runner import tracked_motion
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -449,6 +450,28 @@ def test_tracking_is_measured_from_the_motion_start(robot, tmp_path):
     tracking = bridge.report()["evaluation"]["tracking"]
     assert tracking["samples"] == 101                       # states every 2 ms from 0.3 s to 0.5 s
     assert tracking["mean_rms_error_rad"] > 0.1             # the reference is 0.2 rad off the held pose
+
+
+def test_with_the_policys_lead_in_tracking_is_against_the_motion_blended_in_from_rest(robot, tmp_path):
+    """motion_lead_in: the tracked reference begins at the default pose and is the file's after it."""
+    table = np.zeros((60, 36))
+    table[:, 2], table[:, 6] = 0.79, 1.0
+    table[:, 7:] = np.array([robot.default_q[robot.joint_names.index(j)] for j in SDK_JOINT_NAMES]) + 0.2
+    path = tmp_path / "motion.csv"
+    np.savetxt(path, table, delimiter=",")
+    plain = tracked_motion(BridgeConfig(motion=str(path)), robot)
+    led = tracked_motion(BridgeConfig(motion=str(path), motion_lead_in=1.0), robot)
+    cols = led.joint_index(robot.joint_names)
+    np.testing.assert_allclose(led.sample(np.array([0.0]), cols).joint_pos[0], robot.default_q, atol=1e-12)
+    np.testing.assert_allclose(led.sample(np.array([1.5]), cols).joint_pos[0],
+                               plain.sample(np.array([1.5]), plain.joint_index(robot.joint_names)).joint_pos[0])
+    errors = {}
+    for name, lead_in in (("plain", 0.0), ("led", 1.0)):
+        bridge = SimBridge(BridgeConfig(fast=True, duration=0.3), robot,
+                           motion=tracked_motion(BridgeConfig(motion=str(path), motion_lead_in=lead_in), robot))
+        bridge.run()
+        errors[name] = bridge.report()["evaluation"]["tracking"]["mean_rms_error_rad"]
+    assert errors["led"] < 0.5 * errors["plain"] and errors["plain"] > 0.1    # the led-in start is the held pose
 
 
 def test_rejected_commands_are_logged_first_at_once_then_summarised(robot, caplog):

@@ -6,7 +6,7 @@ from bcg.config_check import ConfigError
 from bcg.config_files import config_file
 from bcg.ros_params import read_ros_parameters
 
-from .graph import LaunchArgument, LaunchGraph, ProcessSpec, as_bool, as_number
+from .graph import LaunchArgument, LaunchArgumentError, LaunchGraph, ProcessSpec, as_bool, as_number
 
 
 def _policy_node(a: Dict[str, str], domain: int, interface: str, extra=()) -> ProcessSpec:
@@ -64,6 +64,16 @@ def policy_start_s() -> float:
     return float(params["ramp_duration"]) + float(params["autostart_hold"])
 
 
+def policy_lead_in_s(policy: str) -> float:
+    """The policy's `motion_lead_in_s` (its contract), for the bridge's tracking; LaunchArgumentError
+    naming the file when it carries no readable contract."""
+    from bcg.contract import ContractError, PolicyFileError, read_contract  # onnx: only with a policy and a motion
+    try:
+        return read_contract(policy).motion_lead_in_s
+    except (OSError, ContractError, PolicyFileError) as e:
+        raise LaunchArgumentError(f"policy={policy!r}: {e}") from None
+
+
 def _mujoco_check(a: Dict[str, str]) -> List[ProcessSpec]:
     domain = as_number("domain_id", a["domain_id"], int, 0)
     duration = as_number("duration", a["duration"], float, 0.1)
@@ -82,6 +92,8 @@ def _mujoco_check(a: Dict[str, str]) -> List[ProcessSpec]:
     for key in ("record", "record_fps", "record_width", "record_height", "motion", "model"):
         if a[key]:
             bridge += [f"--{key.replace('_', '-')}", a[key]]
+    if a["motion"] and a["policy"]:
+        bridge += ["--motion-lead-in", str(policy_lead_in_s(a["policy"]))]
     node_extra = ["--autostart", "--lockstep", "--events", files["events"]] + (["--model", a["model"]] if a["model"]
                                                                              else [])
     return [
