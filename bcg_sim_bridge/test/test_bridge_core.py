@@ -437,14 +437,19 @@ def test_shipped_parameter_file_matches_the_defaults():
     assert list(params) == [f.name for f in dataclasses.fields(BridgeConfig)]      # every one, in order
 
 
-def test_tracking_is_measured_from_the_motion_start(robot, tmp_path):
-    """With motion_start 0.3 s the reference's frame 0 is compared at 0.3 s and later, never before."""
-    table = np.zeros((40, 36))
+def offset_pose_file(robot, tmp_path, frames) -> Path:
+    """A LAFAN1 CSV of `frames` frames standing still 0.2 rad off the default pose in every joint."""
+    table = np.zeros((frames, 36))
     table[:, 2], table[:, 6] = 0.79, 1.0
     table[:, 7:] = np.array([robot.default_q[robot.joint_names.index(j)] for j in SDK_JOINT_NAMES]) + 0.2
     path = tmp_path / "motion.csv"
     np.savetxt(path, table, delimiter=",")
-    motion = load_motion(path)
+    return path
+
+
+def test_tracking_is_measured_from_the_motion_start(robot, tmp_path):
+    """With motion_start 0.3 s the reference's frame 0 is compared at 0.3 s and later, never before."""
+    motion = load_motion(offset_pose_file(robot, tmp_path, 40))
     bridge = SimBridge(BridgeConfig(fast=True, duration=0.5, motion_start=0.3), robot, motion=motion)
     bridge.run()
     tracking = bridge.report()["evaluation"]["tracking"]
@@ -454,11 +459,7 @@ def test_tracking_is_measured_from_the_motion_start(robot, tmp_path):
 
 def test_with_the_policys_lead_in_tracking_is_against_the_motion_blended_in_from_rest(robot, tmp_path):
     """motion_lead_in: the tracked reference begins at the default pose and is the file's after it."""
-    table = np.zeros((60, 36))
-    table[:, 2], table[:, 6] = 0.79, 1.0
-    table[:, 7:] = np.array([robot.default_q[robot.joint_names.index(j)] for j in SDK_JOINT_NAMES]) + 0.2
-    path = tmp_path / "motion.csv"
-    np.savetxt(path, table, delimiter=",")
+    path = offset_pose_file(robot, tmp_path, 60)
     plain = tracked_motion(BridgeConfig(motion=str(path)), robot)
     led = tracked_motion(BridgeConfig(motion=str(path), motion_lead_in=1.0), robot)
     cols = led.joint_index(robot.joint_names)
